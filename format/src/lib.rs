@@ -1,0 +1,1 @@
+//! The `.memviz` archive schema. See `FORMAT.md` beside this crate.

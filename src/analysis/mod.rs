@@ -1,0 +1,7 @@
+//! Answers computed from the model and its layouts: stats, exports, frame and annotation helpers.
+
+pub mod annotations;
+pub mod export;
+pub mod frames;
+pub mod stats;
+pub mod units;

@@ -1,0 +1,358 @@
+//! `memviz stats`: what happened on each device, where the peak is, and what fills it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{annotations, frames, units};
+use crate::layout::{Layout, Origin};
+use crate::model::{Action, NO_TIME, NONE, Snapshot, StackId};
+
+/// How many live allocations at the peak are listed.
+pub const TOP_AT_PEAK: usize = 10;
+
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub devices: Vec<DeviceStats>,
+    /// Keys the reader did not interpret, by context, with counts.
+    pub unknown_keys: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DeviceStats {
+    pub device: u32,
+    pub events: u64,
+    pub events_by_action: BTreeMap<String, u64>,
+    pub actions: usize,
+    pub elements: OriginCounts,
+    pub first_time_us: Option<i64>,
+    pub last_time_us: Option<i64>,
+    pub peak: Peak,
+    pub top_at_peak: Vec<LiveAlloc>,
+    pub reserved: Reserved,
+    pub ooms: Vec<Oom>,
+    /// Frees whose alloc is missing: the ring buffer wrapped or recording started late.
+    pub trace_truncated: bool,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct OriginCounts {
+    pub alloc: u64,
+    pub free_only: u64,
+    pub ghost: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Peak {
+    pub bytes: u64,
+    /// First action at the peak; `None`: the state before the first action.
+    pub action: Option<u32>,
+    pub time_us: Option<i64>,
+    /// Annotation spans open at the peak, outermost first.
+    pub annotation: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LiveAlloc {
+    pub element: u32,
+    pub size: u64,
+    pub addr: u64,
+    pub origin: &'static str,
+    pub frame: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Reserved {
+    /// Highest reserved (segment) memory over the trace.
+    pub peak_bytes: u64,
+    pub peak_time_us: Option<i64>,
+    /// Reserved at the dump: the sum of the segments' sizes.
+    pub final_bytes: u64,
+    pub segments: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Oom {
+    pub event: u32,
+    pub time_us: Option<i64>,
+    pub requested_bytes: u64,
+    pub device_free_bytes: Option<u64>,
+    pub stream: u64,
+    pub frame: Option<String>,
+}
+
+fn time(t: i64) -> Option<i64> {
+    (t != NO_TIME).then_some(t)
+}
+
+/// The stack that explains element `id` of `layout`.
+pub fn element_stack(snap: &Snapshot, layout: &Layout, id: u32) -> StackId {
+    let el = &layout.elements[id as usize];
+    match el.origin {
+        Origin::Ghost => snap.blocks[el.block as usize].stack,
+        _ => snap.events.stack[el.event() as usize],
+    }
+}
+
+fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {
+    frames::top_frame(snap, stack).map(|f| frames::describe(snap, f, true))
+}
+
+pub fn compute(snap: &Snapshot, layouts: &[Layout]) -> Stats {
+    let spans = annotations::spans(snap);
+    let devices = layouts
+        .iter()
+        .map(|l| device_stats(snap, l, &spans))
+        .collect();
+    Stats {
+        devices,
+        unknown_keys: snap.unknown_keys.clone(),
+    }
+}
+
+fn device_stats(snap: &Snapshot, layout: &Layout, spans: &[annotations::Span]) -> DeviceStats {
+    let ev = &snap.events;
+    let trace = snap.trace(layout.device);
+    let mut by_action: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut first, mut last) = (None, None);
+    let mut ooms = Vec::new();
+    let mut reserved_delta: i128 = 0;
+    let mut reserved_path = Vec::new();
+    for e in trace.clone() {
+        *by_action
+            .entry(ev.action_name(e as u32, &snap.strings).to_owned())
+            .or_default() += 1;
+        if let Some(t) = time(ev.time_us[e]) {
+            first.get_or_insert(t);
+            last = Some(t);
+        }
+        let sign = ev.action[e].reserved_sign();
+        if sign != 0 {
+            reserved_delta += i128::from(sign) * ev.size[e] as i128;
+            reserved_path.push((reserved_delta, ev.time_us[e]));
+        }
+        if ev.action[e] == Action::Oom {
+            ooms.push(Oom {
+                event: e as u32,
+                time_us: time(ev.time_us[e]),
+                requested_bytes: ev.size[e],
+                device_free_bytes: ev.device_free_of(e as u32),
+                stream: ev.stream.get(e as u32),
+                frame: frame_text(snap, ev.stack[e]),
+            });
+        }
+    }
+
+    let mut elements = OriginCounts::default();
+    for el in &layout.elements {
+        match el.origin {
+            Origin::Alloc => elements.alloc += 1,
+            Origin::FreeOnly => elements.free_only += 1,
+            Origin::Ghost => elements.ghost += 1,
+        }
+    }
+
+    let peak_k = layout.peak_action.map_or(-1, i64::from);
+    let peak_time = layout
+        .peak_action
+        .map(|k| layout.action_event(k))
+        .filter(|&e| e != NONE)
+        .and_then(|e| time(ev.time_us[e as usize]));
+    let annotation = peak_time
+        .map(|t| annotations::in_effect(spans, layout.device, t))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| snap.str(s).to_owned())
+        .collect();
+
+    let mut live = layout.live_after(peak_k);
+    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements[id as usize].size), id));
+    let top_at_peak = live
+        .into_iter()
+        .take(TOP_AT_PEAK)
+        .map(|id| {
+            let el = &layout.elements[id as usize];
+            LiveAlloc {
+                element: id,
+                size: el.size,
+                addr: el.addr,
+                origin: el.origin.name(),
+                frame: frame_text(snap, element_stack(snap, layout, id)),
+            }
+        })
+        .collect();
+
+    let segments: Vec<_> = snap.device_segments(layout.device).collect();
+    let final_bytes: u64 = segments.iter().map(|s| s.total_size).sum();
+    // Reserved before the trace = reserved at the dump minus what the trace added.
+    let start = (final_bytes as i128 - reserved_delta).max(0);
+    let (mut peak_bytes, mut peak_time_us) = (start, first);
+    for (delta, t) in reserved_path {
+        if start + delta > peak_bytes {
+            peak_bytes = start + delta;
+            peak_time_us = time(t);
+        }
+    }
+
+    DeviceStats {
+        device: layout.device,
+        events: trace.len() as u64,
+        events_by_action: by_action,
+        actions: layout.actions.len(),
+        trace_truncated: elements.free_only > 0,
+        elements,
+        first_time_us: first,
+        last_time_us: last,
+        peak: Peak {
+            bytes: layout.peak_bytes,
+            action: layout.peak_action,
+            time_us: peak_time,
+            annotation,
+        },
+        top_at_peak,
+        reserved: Reserved {
+            peak_bytes: peak_bytes.clamp(0, u64::MAX as i128) as u64,
+            peak_time_us: if peak_bytes == start {
+                None
+            } else {
+                peak_time_us
+            },
+            final_bytes,
+            segments: segments.len(),
+        },
+        ooms,
+    }
+}
+
+/// The aligned human report.
+pub fn render_text(stats: &Stats, title: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    for d in &stats.devices {
+        render_device(&mut out, d);
+    }
+    if !stats.unknown_keys.is_empty() {
+        let keys: Vec<String> = stats
+            .unknown_keys
+            .iter()
+            .map(|(k, n)| format!("{k} ×{}", units::thousands(*n)))
+            .collect();
+        let _ = writeln!(out, "\nkeys not interpreted: {}", keys.join(", "));
+    }
+    out
+}
+
+fn render_device(out: &mut String, d: &DeviceStats) {
+    let row = |out: &mut String, label: &str, value: String| {
+        let _ = writeln!(out, "  {label:<18}{value}");
+    };
+    let _ = writeln!(out, "\ndevice {}", d.device);
+    let by_action: Vec<String> = d
+        .events_by_action
+        .iter()
+        .map(|(a, n)| format!("{a} {}", units::thousands(*n)))
+        .collect();
+    row(
+        out,
+        "events",
+        format!(
+            "{}  ({})",
+            units::thousands(d.events),
+            by_action.join(" · ")
+        ),
+    );
+    let e = &d.elements;
+    row(
+        out,
+        "elements",
+        format!(
+            "{} alloc · {} free_only · {} ghost",
+            units::thousands(e.alloc),
+            units::thousands(e.free_only),
+            units::thousands(e.ghost)
+        ),
+    );
+    row(out, "actions", units::thousands(d.actions as u64));
+    if let (Some(a), Some(b)) = (d.first_time_us, d.last_time_us) {
+        row(out, "wall time", units::duration_us(b - a));
+    }
+    let mut peak = format!(
+        "{} ({} B)",
+        units::bytes(d.peak.bytes),
+        units::thousands(d.peak.bytes)
+    );
+    match d.peak.action {
+        Some(k) => {
+            let _ = write!(peak, " at action {}", units::thousands(k as u64));
+        }
+        None => peak.push_str(" before the first action"),
+    }
+    if let (Some(t), Some(t0)) = (d.peak.time_us, d.first_time_us) {
+        let _ = write!(peak, ", {} into the trace", units::duration_us(t - t0));
+    }
+    row(out, "peak", peak);
+    if !d.peak.annotation.is_empty() {
+        row(out, "  during", d.peak.annotation.join(" › "));
+    }
+    let r = &d.reserved;
+    row(
+        out,
+        "reserved peak",
+        format!(
+            "{} (at the dump: {} in {} segments)",
+            units::bytes(r.peak_bytes),
+            units::bytes(r.final_bytes),
+            r.segments
+        ),
+    );
+    row(
+        out,
+        "trace",
+        if d.trace_truncated {
+            format!(
+                "truncated: {} frees without their alloc (ring buffer wrapped or recording started late)",
+                units::thousands(e.free_only)
+            )
+        } else {
+            "complete: every free has its alloc".into()
+        },
+    );
+    if d.ooms.is_empty() {
+        row(out, "out of memory", "no OOM event".into());
+    }
+    for o in &d.ooms {
+        let free = o.device_free_bytes.map_or("unknown".into(), units::bytes);
+        row(
+            out,
+            "out of memory",
+            format!(
+                "requested {} with {} free on the device{}",
+                units::bytes(o.requested_bytes),
+                free,
+                o.frame
+                    .as_ref()
+                    .map(|f| format!(", at {f}"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    if !d.top_at_peak.is_empty() {
+        let _ = writeln!(out, "  largest live allocations at the peak:");
+        let _ = writeln!(
+            out,
+            "    {:>10}  {:<18}  {:<9}  frame",
+            "size", "address", "origin"
+        );
+        for a in &d.top_at_peak {
+            let _ = writeln!(
+                out,
+                "    {:>10}  {:<18}  {:<9}  {}",
+                units::bytes(a.size),
+                format!("{:#x}", a.addr),
+                a.origin,
+                a.frame.as_deref().unwrap_or("(no stack recorded)")
+            );
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Human-readable numbers: bytes (B/KiB/MiB/GiB), durations (µs/ms/s), thousands separators.
+
+/// `1536` → `"1.5 KiB"`; exact below 1 KiB.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {}", UNITS[unit])
+}
+
+/// Signed byte counts, e.g. deltas: `"+1.5 KiB"`, `"-20 B"`.
+pub fn signed_bytes(n: i128) -> String {
+    let sign = if n < 0 { "-" } else { "+" };
+    format!(
+        "{sign}{}",
+        bytes(n.unsigned_abs().min(u64::MAX as u128) as u64)
+    )
+}
+
+/// `1234567` → `"1,234,567"`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration in µs: `"850 µs"`, `"12.5 ms"`, `"3.20 s"`, `"2 min 5 s"`.
+pub fn duration_us(us: i64) -> String {
+    let a = us.unsigned_abs();
+    let sign = if us < 0 { "-" } else { "" };
+    if a < 1_000 {
+        format!("{sign}{a} µs")
+    } else if a < 1_000_000 {
+        format!("{sign}{:.1} ms", a as f64 / 1e3)
+    } else if a < 120_000_000 {
+        format!("{sign}{:.2} s", a as f64 / 1e6)
+    } else {
+        format!("{sign}{} min {} s", a / 60_000_000, (a / 1_000_000) % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(268_037_640), "256 MiB");
+        assert_eq!(bytes(3 << 30), "3.00 GiB");
+        assert_eq!(signed_bytes(-2048), "-2.00 KiB");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(duration_us(850), "850 µs");
+        assert_eq!(duration_us(12_500), "12.5 ms");
+        assert_eq!(duration_us(3_200_000), "3.20 s");
+        assert_eq!(duration_us(125_000_000), "2 min 5 s");
+    }
+}

@@ -1,0 +1,514 @@
+//! Snapshot JSON (the same schema as the pickle) decoded with serde visitors straight into the
+//! model — no `serde_json::Value` tree except for the small `allocator_settings`.
+
+use std::fmt;
+use std::io::Read;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::builder::{Builder, NotASnapshot, TraceList};
+use super::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
+use crate::model::{EventRow, Snapshot};
+
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    #[error(transparent)]
+    Syntax(#[from] serde_json::Error),
+    #[error(transparent)]
+    Shape(#[from] NotASnapshot),
+}
+
+pub fn decode<R: Read>(reader: R) -> Result<Snapshot, JsonError> {
+    let mut b = Builder::default();
+    let mut traces = Vec::new();
+    let mut legacy = false;
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    TopSeed {
+        b: &mut b,
+        traces: &mut traces,
+        legacy: &mut legacy,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(b.finish(traces, legacy)?)
+}
+
+fn custom<E: de::Error>(e: impl fmt::Display) -> E {
+    E::custom(e)
+}
+
+/// Counts a key the schema does not use and skips its value.
+fn skip_unknown<'de, A: MapAccess<'de>>(
+    b: &mut Builder,
+    ctx: &'static str,
+    key: &str,
+    map: &mut A,
+) -> Result<(), A::Error> {
+    let id = b.intern_str(key);
+    b.unknown_key(ctx, id);
+    map.next_value::<IgnoredAny>()?;
+    Ok(())
+}
+
+struct TopSeed<'a> {
+    b: &'a mut Builder,
+    traces: &'a mut Vec<TraceList>,
+    legacy: &'a mut bool,
+}
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "a snapshot: a dict with `segments` / `device_traces`, or a legacy list of segments",
+        )
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        *self.legacy = true;
+        while seq.next_element_seed(SegmentSeed(self.b))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut recognised = false;
+        while let Some(key) = map.next_key::<String>()? {
+            match Field::of(key.as_bytes()) {
+                Field::Segments => {
+                    recognised = true;
+                    map.next_value_seed(ListSeed {
+                        b: &mut *self.b,
+                        item: Item::Segment,
+                    })?;
+                }
+                Field::DeviceTraces => {
+                    recognised = true;
+                    map.next_value_seed(TracesSeed {
+                        b: self.b,
+                        traces: self.traces,
+                    })?;
+                }
+                Field::ExternalAnnotations => {
+                    map.next_value_seed(ListSeed {
+                        b: &mut *self.b,
+                        item: Item::Annotation,
+                    })?;
+                }
+                Field::AllocatorSettings => {
+                    let v: serde_json::Value = map.next_value()?;
+                    self.b.set_allocator_settings(v);
+                }
+                _ => skip_unknown(self.b, schema::CTX_SNAPSHOT, &key, &mut map)?,
+            }
+        }
+        if !recognised {
+            return Err(custom(NotASnapshot::Shape {
+                what: "a dict without `segments` or `device_traces`".into(),
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// What a [`ListSeed`] holds.
+#[derive(Clone, Copy)]
+enum Item {
+    Segment,
+    Annotation,
+    Event { device: usize },
+}
+
+/// A list of segments, annotations or one device's trace events.
+struct ListSeed<'a> {
+    b: &'a mut Builder,
+    item: Item,
+}
+
+impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.item {
+            Item::Segment => "a list of segments",
+            Item::Annotation => "a list of annotations",
+            Item::Event { .. } => "a list of trace events",
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        loop {
+            let b = &mut *self.b;
+            let more = match self.item {
+                Item::Segment => seq.next_element_seed(SegmentSeed(b))?,
+                Item::Annotation => seq.next_element_seed(AnnotationSeed(b))?,
+                Item::Event { device } => seq.next_element_seed(EventSeed { b, device })?,
+            };
+            if more.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+struct TracesSeed<'a> {
+    b: &'a mut Builder,
+    traces: &'a mut Vec<TraceList>,
+}
+
+impl<'de> DeserializeSeed<'de> for TracesSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TracesSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("`device_traces`: a list with one list of trace events per device")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        loop {
+            let start = self.b.event_count() as u32;
+            let device = self.traces.len();
+            let seed = ListSeed {
+                b: &mut *self.b,
+                item: Item::Event { device },
+            };
+            if seq.next_element_seed(seed)?.is_none() {
+                return Ok(());
+            }
+            self.traces
+                .push(TraceList::Range(start, self.b.event_count() as u32));
+        }
+    }
+}
+
+struct EventSeed<'a> {
+    b: &'a mut Builder,
+    device: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a trace event (a dict with `action`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut row = EventRow::default();
+        let at = |b: &Builder| format!("device_traces[{}][{}]", self.device, b.event_count());
+        while let Some(key) = map.next_key::<String>()? {
+            let field = Field::of(key.as_bytes());
+            let v = value_for(self.b, field, &mut map)?;
+            match schema::set_event(&mut row, field, v, self.b.strings()) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let id = self.b.intern_str(&key);
+                    self.b.unknown_key(schema::CTX_EVENT, id);
+                }
+                Err(e) => return Err(custom(format_args!("{}: {e}", at(self.b)))),
+            }
+        }
+        schema::finish_event(&row).map_err(|e| custom(format_args!("{}: {e}", at(self.b))))?;
+        self.b.push_event(&row);
+        Ok(())
+    }
+}
+
+/// Reads the value of `field`: frame lists and pairs where the schema expects them, else a scalar.
+fn value_for<'de, A: MapAccess<'de>>(
+    b: &mut Builder,
+    field: Field,
+    map: &mut A,
+) -> Result<Scalar, A::Error> {
+    match field {
+        Field::Unknown => {
+            map.next_value::<IgnoredAny>()?;
+            Ok(Scalar::Other("unknown"))
+        }
+        Field::Frames | Field::ForwardFrames => map.next_value_seed(StackSeed(b)),
+        _ => map.next_value_seed(ScalarSeed(b)),
+    }
+}
+
+/// Any JSON value reduced to a [`Scalar`]; a two-integer list becomes a pair.
+struct ScalarSeed<'a>(&'a mut Builder);
+
+impl<'de> DeserializeSeed<'de> for ScalarSeed<'_> {
+    type Value = Scalar;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ScalarSeed<'_> {
+    type Value = Scalar;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v as i128))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v as i128))
+    }
+    fn visit_i128<E>(self, v: i128) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_u128<E>(self, v: u128) -> Result<Scalar, E> {
+        Ok(i128::try_from(v).map_or(Scalar::HugeInt, Scalar::Int))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(self.0.intern_str(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::None)
+    }
+    fn visit_none<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        let a = seq.next_element::<serde_json::Value>()?;
+        let b = seq.next_element::<serde_json::Value>()?;
+        let rest = seq.next_element::<IgnoredAny>()?;
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        let int = |v: &serde_json::Value| {
+            v.as_i64()
+                .map(i128::from)
+                .or_else(|| v.as_u64().map(i128::from))
+        };
+        Ok(
+            match (a.as_ref().and_then(int), b.as_ref().and_then(int), rest) {
+                (Some(a), Some(b), None) => Scalar::Pair(a, b),
+                _ => Scalar::Other("list"),
+            },
+        )
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other("dict"))
+    }
+}
+
+/// A frame list → interned stack.
+struct StackSeed<'a>(&'a mut Builder);
+
+impl<'de> DeserializeSeed<'de> for StackSeed<'_> {
+    type Value = Scalar;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StackSeed<'_> {
+    type Value = Scalar;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of frames")
+    }
+    fn visit_unit<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        let mut frames = Vec::new();
+        while let Some(f) = seq.next_element_seed(FrameSeed(&mut *self.0))? {
+            frames.push(f);
+        }
+        Ok(Scalar::Stack(self.0.stack(&frames)))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Other("str"))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Other("int"))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Scalar, E> {
+        Ok(Scalar::Other("int"))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Other("float"))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other("bool"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other("dict"))
+    }
+}
+
+struct FrameSeed<'a>(&'a mut Builder);
+
+impl<'de> DeserializeSeed<'de> for FrameSeed<'_> {
+    type Value = u32;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FrameSeed<'_> {
+    type Value = u32;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a frame {name, filename, line}")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
+        let mut row = FrameRow::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let field = Field::of(key.as_bytes());
+            let v = value_for(self.0, field, &mut map)?;
+            if !schema::set_frame(&mut row, field, v).map_err(custom)? {
+                let id = self.0.intern_str(&key);
+                self.0.unknown_key(schema::CTX_FRAME, id);
+            }
+        }
+        Ok(self.0.frame(row))
+    }
+}
+
+struct SegmentSeed<'a>(&'a mut Builder);
+
+impl<'de> DeserializeSeed<'de> for SegmentSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SegmentSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a segment (a dict)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let b = self.0;
+        let mut row = SegmentRow::default();
+        let mut blocks = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let field = Field::of(key.as_bytes());
+            if field == Field::Blocks {
+                map.next_value_seed(BlocksSeed {
+                    b: &mut *b,
+                    out: &mut blocks,
+                })?;
+                continue;
+            }
+            let v = value_for(b, field, &mut map)?;
+            if !schema::set_segment(&mut row, field, v).map_err(custom)? {
+                let id = b.intern_str(&key);
+                b.unknown_key(schema::CTX_SEGMENT, id);
+            }
+        }
+        b.push_segment(&row, &blocks).map_err(custom)
+    }
+}
+
+struct BlocksSeed<'a> {
+    b: &'a mut Builder,
+    out: &'a mut Vec<BlockRow>,
+}
+
+impl<'de> DeserializeSeed<'de> for BlocksSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BlocksSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of blocks")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(row) = seq.next_element_seed(BlockSeed(&mut *self.b))? {
+            self.out.push(row);
+        }
+        Ok(())
+    }
+}
+
+struct BlockSeed<'a>(&'a mut Builder);
+
+impl<'de> DeserializeSeed<'de> for BlockSeed<'_> {
+    type Value = BlockRow;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<BlockRow, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BlockSeed<'_> {
+    type Value = BlockRow;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a block (a dict)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BlockRow, A::Error> {
+        let b = self.0;
+        let mut row = BlockRow::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let field = Field::of(key.as_bytes());
+            let v = value_for(b, field, &mut map)?;
+            if !schema::set_block(&mut row, field, v, b.strings()).map_err(custom)? {
+                let id = b.intern_str(&key);
+                b.unknown_key(schema::CTX_BLOCK, id);
+            }
+        }
+        Ok(row)
+    }
+}
+
+struct AnnotationSeed<'a>(&'a mut Builder);
+
+impl<'de> DeserializeSeed<'de> for AnnotationSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AnnotationSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an annotation (a dict)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let b = self.0;
+        let mut row = AnnotationRow::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let field = Field::of(key.as_bytes());
+            let v = value_for(b, field, &mut map)?;
+            if !schema::set_annotation(&mut row, field, v, b.strings()).map_err(custom)? {
+                let id = b.intern_str(&key);
+                b.unknown_key(schema::CTX_ANNOTATION, id);
+            }
+        }
+        b.push_annotation(row.0);
+        Ok(())
+    }
+}

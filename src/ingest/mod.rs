@@ -1,0 +1,199 @@
+//! Reading snapshots: file → (decompress) → pickle or JSON → [`Snapshot`].
+//!
+//! Compression and format are detected from the bytes, never from the file name:
+//! gzip `1f 8b`, zstd `28 b5 2f fd`, pickle protocol ≥ 2 `80 NN`, JSON `{` / `[`.
+//! Everything streams: the file is read once through a small window.
+
+pub mod builder;
+pub mod json;
+pub mod pickle;
+pub mod schema;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use crate::model::Snapshot;
+
+/// How the snapshot was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Pickle { protocol: u8 },
+    Json,
+}
+
+/// Facts about the input, for summaries and benchmarks.
+#[derive(Debug, Clone)]
+pub struct SourceInfo {
+    pub compression: Compression,
+    pub format: Format,
+    /// Size of the file on disk.
+    pub file_bytes: u64,
+    /// Bytes of pickle / JSON after decompression.
+    pub decoded_bytes: u64,
+}
+
+impl fmt::Display for SourceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.format {
+            Format::Pickle { protocol } => write!(f, "pickle protocol {protocol}")?,
+            Format::Json => write!(f, "JSON")?,
+        }
+        match self.compression {
+            Compression::None => Ok(()),
+            Compression::Gzip => write!(f, ", gzip"),
+            Compression::Zstd => write!(f, ", zstd"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("cannot read the file: {0}")]
+    Open(io::Error),
+    #[error("the file is empty")]
+    Empty,
+    #[error(transparent)]
+    Pickle(#[from] pickle::PickleError),
+    #[error(transparent)]
+    Json(#[from] json::JsonError),
+    #[error("{what}: {error}")]
+    Decompress {
+        what: &'static str,
+        error: io::Error,
+    },
+    /// An error inside compressed input: its offsets count decompressed bytes.
+    #[error("{inner} (in the {kind}-decompressed data)")]
+    Compressed {
+        kind: &'static str,
+        inner: Box<IngestError>,
+    },
+}
+
+/// Reads a snapshot file of any supported kind.
+pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
+    let file = File::open(path).map_err(IngestError::Open)?;
+    let file_bytes = file.metadata().map_err(IngestError::Open)?.len();
+    read(file, file_bytes)
+}
+
+/// Reads a snapshot from any byte stream (`file_bytes` is only reported back).
+pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
+    let mut raw = BufReader::with_capacity(1 << 16, reader);
+    let head = raw.fill_buf().map_err(IngestError::Open)?;
+    if head.is_empty() {
+        return Err(IngestError::Empty);
+    }
+    let (compression, inner): (Compression, Box<dyn Read>) = if head.starts_with(&[0x1f, 0x8b]) {
+        let gz = flate2::read::MultiGzDecoder::new(raw);
+        (
+            Compression::Gzip,
+            Box::new(Named {
+                inner: gz,
+                what: "gzip stream",
+            }),
+        )
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        let zs = zstd::stream::read::Decoder::with_buffer(raw).map_err(|error| {
+            IngestError::Decompress {
+                what: "zstd stream",
+                error,
+            }
+        })?;
+        (
+            Compression::Zstd,
+            Box::new(Named {
+                inner: zs,
+                what: "zstd stream",
+            }),
+        )
+    } else {
+        (Compression::None, Box::new(raw))
+    };
+    let mut counted = Counted { inner, n: 0 };
+    let mut peek = BufReader::with_capacity(1 << 16, &mut counted);
+    let first = {
+        let head = peek.fill_buf().map_err(|error| IngestError::Decompress {
+            what: "reading",
+            error,
+        })?;
+        if head.is_empty() {
+            return Err(IngestError::Empty);
+        }
+        head.iter()
+            .copied()
+            .find(|b| !b.is_ascii_whitespace())
+            .unwrap_or(b' ')
+    };
+    let decoded = if matches!(first, b'{' | b'[') {
+        json::decode(&mut peek)
+            .map(|s| (s, Format::Json))
+            .map_err(IngestError::from)
+    } else {
+        pickle::decode(&mut peek)
+            .map(|(s, info)| {
+                (
+                    s,
+                    Format::Pickle {
+                        protocol: info.protocol,
+                    },
+                )
+            })
+            .map_err(IngestError::from)
+    };
+    let (snap, format) = decoded.map_err(|inner| match compression {
+        Compression::None => inner,
+        Compression::Gzip => IngestError::Compressed {
+            kind: "gzip",
+            inner: Box::new(inner),
+        },
+        Compression::Zstd => IngestError::Compressed {
+            kind: "zstd",
+            inner: Box::new(inner),
+        },
+    })?;
+    drop(peek);
+    let info = SourceInfo {
+        compression,
+        format,
+        file_bytes,
+        decoded_bytes: counted.n,
+    };
+    Ok((snap, info))
+}
+
+/// Counts decompressed bytes.
+struct Counted<R> {
+    inner: R,
+    n: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n += k as u64;
+        Ok(k)
+    }
+}
+
+/// Prefixes decompressor errors so that "corrupt deflate stream" says which stream.
+struct Named<R> {
+    inner: R,
+    what: &'static str,
+}
+
+impl<R: Read> Read for Named<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner
+            .read(buf)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.what)))
+    }
+}

@@ -1,0 +1,581 @@
+//! Turning pickle values into model rows: dict classification, frame lists, the top level.
+
+use std::collections::HashMap;
+
+use super::value::{Memo, Obj, Pool, Val};
+use super::{PickleError, malformed};
+use crate::ingest::builder::{Builder, NotASnapshot, TraceList};
+use crate::ingest::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
+use crate::model::{EventRow, NONE, Snapshot};
+
+/// Memo entries beyond `len + MEMO_SLACK` go to a sparse map, so a hostile `LONG_BINPUT 4e9`
+/// cannot allocate gigabytes.
+const MEMO_SLACK: u32 = 1 << 16;
+/// Nesting depth accepted inside `allocator_settings` (the only free-form value we keep).
+const MAX_SETTINGS_DEPTH: usize = 32;
+
+/// Everything the VM builds besides its stack.
+#[derive(Default)]
+pub struct State {
+    b: Builder,
+    arena: Vec<Obj>,
+    pool: Pool,
+    memo: Memo,
+    far_memo: HashMap<u32, Val>,
+    /// The schema field of each interned string, computed once per distinct string.
+    str_field: Vec<Field>,
+    frame_buf: Vec<u32>,
+    pub scratch: Vec<u8>,
+}
+
+impl State {
+    fn push_obj(&mut self, obj: Obj) -> Val {
+        self.arena.push(obj);
+        Val::Obj((self.arena.len() - 1) as u32)
+    }
+
+    /// A new container holding `items`; `make` picks its kind (`Obj::List`, `Obj::Tuple`, ...).
+    pub fn alloc(&mut self, make: fn(u32) -> Obj, items: Vec<Val>) -> Val {
+        let p = self.pool.alloc(items);
+        self.push_obj(make(p))
+    }
+
+    #[inline]
+    pub fn string(&mut self, bytes: &[u8]) -> Val {
+        let id = self.b.intern_bytes(bytes);
+        // Strings interned elsewhere (placeholders) get their field here too.
+        while self.str_field.len() < self.b.strings().len() {
+            let s = self.b.strings().get(self.str_field.len() as u32);
+            self.str_field.push(Field::of(s.as_bytes()));
+        }
+        Val::Str(id)
+    }
+
+    #[inline]
+    fn field(&self, key: Val) -> Field {
+        match key {
+            Val::Str(s) => self
+                .str_field
+                .get(s as usize)
+                .copied()
+                .unwrap_or(Field::Unknown),
+            _ => Field::Unknown,
+        }
+    }
+
+    #[inline]
+    pub fn memo_push(&mut self, v: Val) -> Val {
+        let i = self.memo.len() as u32;
+        let v = match v {
+            Val::NewDict(NONE) => Val::NewDict(i),
+            v => v,
+        };
+        self.memo.push(v);
+        v
+    }
+
+    pub fn memo_put(&mut self, i: u32, v: Val, at: u64) -> Result<Val, PickleError> {
+        let v = match v {
+            Val::NewDict(NONE) => Val::NewDict(i),
+            v => v,
+        };
+        let len = self.memo.len() as u32;
+        if i < len || i - len <= MEMO_SLACK {
+            self.memo.set(i as usize, v);
+        } else if self.far_memo.len() < (1 << 24) {
+            self.far_memo.insert(i, v);
+        } else {
+            return Err(malformed("too many sparse memo entries", at));
+        }
+        Ok(v)
+    }
+
+    #[inline]
+    pub fn memo_get(&self, i: u32, at: u64) -> Result<Val, PickleError> {
+        match self.memo.get(i as usize) {
+            Some(v) => Ok(v),
+            None => self
+                .far_memo
+                .get(&i)
+                .copied()
+                .ok_or_else(|| malformed("memo key read before it was written", at)),
+        }
+    }
+
+    /// A `NewDict` that has since received items is whatever its memo slot now holds.
+    fn resolve(&self, v: Val) -> Val {
+        match v {
+            Val::NewDict(m) if m != NONE => match self
+                .memo
+                .get(m as usize)
+                .or_else(|| self.far_memo.get(&m).copied())
+            {
+                Some(Val::NewDict(_)) | None => v,
+                Some(now) => now,
+            },
+            v => v,
+        }
+    }
+
+    /// Replaces a `NewDict` everywhere it is referenced by identity (its memo slot).
+    fn settle(&mut self, m: u32, now: Val) {
+        if m == NONE {
+            return;
+        }
+        if (m as usize) < self.memo.len() {
+            self.memo.set(m as usize, now);
+        } else if let Some(slot) = self.far_memo.get_mut(&m) {
+            *slot = now;
+        }
+    }
+
+    /// SETITEM(S): adds `items` (key, value, key, value, ...) to `target`; returns the new value
+    /// of `target`.
+    pub fn set_items(&mut self, target: Val, items: &[Val], at: u64) -> Result<Val, PickleError> {
+        match self.resolve(target) {
+            Val::NewDict(m) => {
+                let now = if items
+                    .chunks_exact(2)
+                    .any(|kv| self.field(kv[0]).marks_event())
+                {
+                    let mut row = EventRow::default();
+                    self.apply_event(&mut row, items, at)?;
+                    schema::finish_event(&row).map_err(|source| PickleError::Schema {
+                        problem: source,
+                        offset: at,
+                    })?;
+                    Val::Event(self.b.push_event(&row))
+                } else if self.looks_like_frame(items) {
+                    let mut row = FrameRow::default();
+                    for kv in items.chunks_exact(2) {
+                        let field = self.field(kv[0]);
+                        let v = self.scalar(kv[1], field);
+                        if !schema::set_frame(&mut row, field, v).map_err(|source| {
+                            PickleError::Schema {
+                                problem: source,
+                                offset: at,
+                            }
+                        })? {
+                            self.unknown_key(schema::CTX_FRAME, kv[0]);
+                        }
+                    }
+                    Val::Frame(self.b.frame(row))
+                } else {
+                    self.alloc(Obj::Dict, items.to_vec())
+                };
+                self.settle(m, now);
+                Ok(now)
+            }
+            Val::Obj(i) => match self.arena[i as usize] {
+                Obj::Dict(p) => {
+                    self.pool.get_mut(p).extend_from_slice(items);
+                    Ok(Val::Obj(i))
+                }
+                _ => Err(malformed("SETITEMS on a value that is not a dict", at)),
+            },
+            Val::Event(id) => {
+                // A pickler that splits an event dict over several SETITEMS (never seen in
+                // practice, legal pickle): apply the extra keys to the row.
+                let mut row = self.b.snap.events.row(id);
+                self.apply_event(&mut row, items, at)?;
+                self.b.snap.events.set_row(id, &row);
+                Ok(Val::Event(id))
+            }
+            Val::Frame(_) => Err(malformed(
+                "a frame dict received keys after it was used",
+                at,
+            )),
+            _ => Err(malformed("SETITEMS on a value that is not a dict", at)),
+        }
+    }
+
+    fn apply_event(
+        &mut self,
+        row: &mut EventRow,
+        items: &[Val],
+        at: u64,
+    ) -> Result<(), PickleError> {
+        for kv in items.chunks_exact(2) {
+            let field = self.field(kv[0]);
+            let v = self.scalar(kv[1], field);
+            let known = schema::set_event(row, field, v, self.b.strings()).map_err(|source| {
+                PickleError::Schema {
+                    problem: source,
+                    offset: at,
+                }
+            })?;
+            if !known {
+                self.unknown_key(schema::CTX_EVENT, kv[0]);
+            }
+        }
+        Ok(())
+    }
+
+    fn looks_like_frame(&self, items: &[Val]) -> bool {
+        let mut named = false;
+        for kv in items.chunks_exact(2) {
+            match self.field(kv[0]) {
+                Field::Name | Field::Filename => named = true,
+                Field::Line | Field::Unknown => {}
+                _ => return false,
+            }
+        }
+        named
+    }
+
+    fn unknown_key(&mut self, context: &'static str, key: Val) {
+        let id = match key {
+            Val::Str(s) => s,
+            _ => self.b.intern_str("<non-string key>"),
+        };
+        self.b.unknown_key(context, id);
+    }
+
+    /// Reduces a value for the schema; frame lists and pairs are converted where `field` wants them.
+    fn scalar(&mut self, v: Val, field: Field) -> Scalar {
+        let v = self.resolve(v);
+        match v {
+            Val::None => Scalar::None,
+            Val::Bool(b) => Scalar::Bool(b),
+            Val::Int(i) => Scalar::Int(i as i128),
+            Val::UInt(u) => Scalar::Int(u as i128),
+            Val::Huge => Scalar::HugeInt,
+            Val::Float(f) => Scalar::Float(f),
+            Val::Str(s) => Scalar::Str(s),
+            Val::Obj(i) => match field {
+                Field::Frames | Field::ForwardFrames => self.stack_of(i),
+                Field::PoolId | Field::SegmentPoolId => self.pair_of(i),
+                _ => Scalar::Other(v.type_name(&self.arena)),
+            },
+            other => Scalar::Other(other.type_name(&self.arena)),
+        }
+    }
+
+    /// Interns a frame list once; the arena slot (and so every memo reference) becomes the stack
+    /// and the item vector goes back to the pool.
+    fn stack_of(&mut self, i: u32) -> Scalar {
+        match self.arena[i as usize] {
+            Obj::Stack(s) => Scalar::Stack(s),
+            Obj::List(p) => {
+                self.frame_buf.clear();
+                for k in 0..self.pool.get(p).len() {
+                    match self.resolve(self.pool.get(p)[k]) {
+                        Val::Frame(f) => self.frame_buf.push(f),
+                        _ => return Scalar::Other("list of non-frames"),
+                    }
+                }
+                let s = self.b.stack(&self.frame_buf);
+                self.arena[i as usize] = Obj::Stack(s);
+                self.pool.release(p);
+                Scalar::Stack(s)
+            }
+            _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
+        }
+    }
+
+    fn pair_of(&self, i: u32) -> Scalar {
+        match self.arena[i as usize] {
+            Obj::Tuple(p) | Obj::List(p) if self.pool.get(p).len() == 2 => {
+                let items = self.pool.get(p);
+                match (items[0].as_i128(), items[1].as_i128()) {
+                    (Some(a), Some(b)) => Scalar::Pair(a, b),
+                    _ => Scalar::Other("pair of non-integers"),
+                }
+            }
+            _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
+        }
+    }
+
+    /// APPEND(S): adds `items` to the list `target`.
+    pub fn append(&mut self, target: Val, items: &[Val], at: u64) -> Result<(), PickleError> {
+        let Val::Obj(i) = target else {
+            return Err(malformed("APPENDS on a value that is not a list", at));
+        };
+        let contiguous_from = |start: u32| {
+            items
+                .iter()
+                .enumerate()
+                .all(|(k, v)| *v == Val::Event(start + k as u32))
+        };
+        match self.arena[i as usize] {
+            Obj::List(p) if self.pool.get(p).is_empty() => match items.first() {
+                Some(&Val::Event(first)) if contiguous_from(first) => {
+                    self.pool.release(p);
+                    self.arena[i as usize] = Obj::Events(first, first + items.len() as u32);
+                }
+                _ => self.pool.get_mut(p).extend_from_slice(items),
+            },
+            Obj::List(p) | Obj::Set(p) => self.pool.get_mut(p).extend_from_slice(items),
+            Obj::Events(start, end) => {
+                if contiguous_from(end) {
+                    self.arena[i as usize] = Obj::Events(start, end + items.len() as u32);
+                } else {
+                    let mut list: Vec<Val> = (start..end).map(Val::Event).collect();
+                    list.extend_from_slice(items);
+                    let p = self.pool.alloc(list);
+                    self.arena[i as usize] = Obj::List(p);
+                }
+            }
+            Obj::Stack(_) => {
+                return Err(malformed(
+                    "a frame list received items after it was used",
+                    at,
+                ));
+            }
+            Obj::Tuple(_) | Obj::Dict(_) => {
+                return Err(malformed("APPENDS on a value that is not a list", at));
+            }
+        }
+        Ok(())
+    }
+
+    /// Interprets the value that STOP returned.
+    pub fn finish(mut self, top: Val, end: u64) -> Result<Snapshot, PickleError> {
+        let (traces, legacy) = match self.resolve(top) {
+            Val::Obj(i) => match self.arena[i as usize] {
+                Obj::Dict(p) => {
+                    let items = std::mem::take(self.pool.get_mut(p));
+                    (self.top_dict(&items).map_err(|e| e.at(end))?, false)
+                }
+                Obj::List(p) => {
+                    for v in std::mem::take(self.pool.get_mut(p)) {
+                        self.segment(v).map_err(|e| e.at(end))?;
+                    }
+                    (Vec::new(), true)
+                }
+                Obj::Events(..) => {
+                    return Err(NotASnapshot::Shape {
+                        what: "the top level is a bare list of trace events".into(),
+                    }
+                    .into());
+                }
+                _ => {
+                    return Err(NotASnapshot::TopLevel {
+                        found: top.type_name(&self.arena),
+                    }
+                    .into());
+                }
+            },
+            Val::NewDict(_) => {
+                return Err(NotASnapshot::Shape {
+                    what: "the top level is an empty dict".into(),
+                }
+                .into());
+            }
+            other => {
+                return Err(NotASnapshot::TopLevel {
+                    found: other.type_name(&self.arena),
+                }
+                .into());
+            }
+        };
+        Ok(self.b.finish(traces, legacy)?)
+    }
+
+    fn top_dict(&mut self, items: &[Val]) -> Result<Vec<TraceList>, ShapeError> {
+        let mut traces = Vec::new();
+        let mut recognised = false;
+        for kv in items.chunks_exact(2) {
+            let (k, v) = (kv[0], kv[1]);
+            match self.field(k) {
+                Field::Segments => {
+                    recognised = true;
+                    for item in self.list_items(v, "segments")? {
+                        self.segment(item)?;
+                    }
+                }
+                Field::DeviceTraces => {
+                    recognised = true;
+                    for (d, item) in self.list_items(v, "device_traces")?.into_iter().enumerate() {
+                        traces.push(self.trace_list(item, d)?);
+                    }
+                }
+                Field::ExternalAnnotations => {
+                    for item in self.list_items(v, "external_annotations")? {
+                        let pairs = self.dict_pairs(item, "external_annotations[]")?;
+                        let mut row = AnnotationRow::default();
+                        for (k, v) in pairs {
+                            let field = self.field(k);
+                            let s = self.scalar(v, field);
+                            if !schema::set_annotation(&mut row, field, s, self.b.strings())? {
+                                self.unknown_key(schema::CTX_ANNOTATION, k);
+                            }
+                        }
+                        self.b.push_annotation(row.0);
+                    }
+                }
+                Field::AllocatorSettings => {
+                    let json = self.to_json(v, 0)?;
+                    self.b.set_allocator_settings(json);
+                }
+                _ => self.unknown_key(schema::CTX_SNAPSHOT, k),
+            }
+        }
+        if !recognised {
+            return Err(ShapeError::Shape(NotASnapshot::Shape {
+                what: "a dict without `segments` or `device_traces`".into(),
+            }));
+        }
+        Ok(traces)
+    }
+
+    fn list_items(&self, v: Val, key: &str) -> Result<Vec<Val>, ShapeError> {
+        let bad = |found: &str| ShapeError::shape(format!("`{key}` is a {found}, expected a list"));
+        match self.resolve(v) {
+            Val::Obj(i) => match self.arena[i as usize] {
+                Obj::List(p) | Obj::Tuple(p) => Ok(self.pool.get(p).to_vec()),
+                Obj::Events(a, b) => Ok((a..b).map(Val::Event).collect()),
+                _ => Err(bad(v.type_name(&self.arena))),
+            },
+            other => Err(bad(other.type_name(&self.arena))),
+        }
+    }
+
+    fn dict_pairs(&self, v: Val, what: &str) -> Result<Vec<(Val, Val)>, ShapeError> {
+        let bad =
+            |found: &str| ShapeError::shape(format!("`{what}` holds a {found}, expected a dict"));
+        match self.resolve(v) {
+            Val::NewDict(_) => Ok(Vec::new()),
+            Val::Obj(i) => match self.arena[i as usize] {
+                Obj::Dict(p) => Ok(self
+                    .pool
+                    .get(p)
+                    .chunks_exact(2)
+                    .map(|kv| (kv[0], kv[1]))
+                    .collect()),
+                _ => Err(bad(v.type_name(&self.arena))),
+            },
+            other => Err(bad(other.type_name(&self.arena))),
+        }
+    }
+
+    fn trace_list(&self, v: Val, device: usize) -> Result<TraceList, ShapeError> {
+        let bad = |found: &str| {
+            ShapeError::shape(format!(
+                "`device_traces[{device}]` is a {found}, expected a list of trace events"
+            ))
+        };
+        match self.resolve(v) {
+            Val::Obj(i) => match self.arena[i as usize] {
+                Obj::Events(a, b) => Ok(TraceList::Range(a, b)),
+                Obj::List(p) if self.pool.get(p).is_empty() => Ok(TraceList::Range(0, 0)),
+                Obj::List(p) => self
+                    .pool
+                    .get(p)
+                    .iter()
+                    .map(|&v| match self.resolve(v) {
+                        Val::Event(e) => Ok(e),
+                        other => Err(ShapeError::shape(format!(
+                            "`device_traces[{device}]` holds a {}, expected trace events (dicts with `action`)",
+                            other.type_name(&self.arena)
+                        ))),
+                    })
+                    .collect::<Result<_, _>>()
+                    .map(TraceList::Ids),
+                _ => Err(bad(v.type_name(&self.arena))),
+            },
+            other => Err(bad(other.type_name(&self.arena))),
+        }
+    }
+
+    fn segment(&mut self, v: Val) -> Result<(), ShapeError> {
+        let pairs = self.dict_pairs(v, "segments")?;
+        let mut row = SegmentRow::default();
+        let mut blocks = Vec::new();
+        for (k, v) in pairs {
+            let field = self.field(k);
+            if field == Field::Blocks {
+                for b in self.list_items(v, "blocks")? {
+                    blocks.push(self.block(b)?);
+                }
+                continue;
+            }
+            let s = self.scalar(v, field);
+            if !schema::set_segment(&mut row, field, s)? {
+                self.unknown_key(schema::CTX_SEGMENT, k);
+            }
+        }
+        Ok(self.b.push_segment(&row, &blocks)?)
+    }
+
+    fn block(&mut self, v: Val) -> Result<BlockRow, ShapeError> {
+        let mut row = BlockRow::default();
+        for (k, v) in self.dict_pairs(v, "blocks")? {
+            let field = self.field(k);
+            let s = self.scalar(v, field);
+            if !schema::set_block(&mut row, field, s, self.b.strings())? {
+                self.unknown_key(schema::CTX_BLOCK, k);
+            }
+        }
+        Ok(row)
+    }
+
+    /// `allocator_settings` is free-form: keep it as JSON.
+    fn to_json(&self, v: Val, depth: usize) -> Result<serde_json::Value, ShapeError> {
+        use serde_json::Value as J;
+        if depth > MAX_SETTINGS_DEPTH {
+            return Err(ShapeError::shape(
+                "`allocator_settings` is nested too deeply".into(),
+            ));
+        }
+        Ok(match self.resolve(v) {
+            Val::None => J::Null,
+            Val::Bool(b) => J::Bool(b),
+            Val::Int(i) => J::from(i),
+            Val::UInt(u) => J::from(u),
+            Val::Huge => J::String("<huge int>".into()),
+            Val::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
+            Val::Str(s) => J::String(self.b.strings().get(s).to_owned()),
+            Val::NewDict(_) => J::Object(Default::default()),
+            Val::Obj(i) => match self.arena[i as usize] {
+                Obj::List(p) | Obj::Tuple(p) | Obj::Set(p) => J::Array(
+                    self.pool
+                        .get(p)
+                        .iter()
+                        .map(|&x| self.to_json(x, depth + 1))
+                        .collect::<Result<_, _>>()?,
+                ),
+                Obj::Dict(p) => {
+                    let mut map = serde_json::Map::new();
+                    for kv in self.pool.get(p).chunks_exact(2) {
+                        let (k, v) = (kv[0], kv[1]);
+                        let key = match self.resolve(k) {
+                            Val::Str(s) => self.b.strings().get(s).to_owned(),
+                            Val::Int(i) => i.to_string(),
+                            other => other.type_name(&self.arena).to_owned(),
+                        };
+                        map.insert(key, self.to_json(v, depth + 1)?);
+                    }
+                    J::Object(map)
+                }
+                Obj::Events(..) | Obj::Stack(_) => J::Null,
+            },
+            Val::Bytes | Val::Event(_) | Val::Frame(_) => J::Null,
+        })
+    }
+}
+
+/// Problems found while interpreting the finished top level.
+enum ShapeError {
+    Schema(schema::SchemaError),
+    Shape(NotASnapshot),
+}
+
+impl ShapeError {
+    fn shape(what: String) -> Self {
+        ShapeError::Shape(NotASnapshot::Shape { what })
+    }
+
+    fn at(self, offset: u64) -> PickleError {
+        match self {
+            ShapeError::Schema(problem) => PickleError::Schema { problem, offset },
+            ShapeError::Shape(s) => PickleError::Shape(s),
+        }
+    }
+}
+
+impl From<schema::SchemaError> for ShapeError {
+    fn from(e: schema::SchemaError) -> Self {
+        ShapeError::Schema(e)
+    }
+}

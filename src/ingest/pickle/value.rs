@@ -1,0 +1,269 @@
+//! The values the pickle VM moves around.
+//!
+//! `Val` is 16 bytes and `Copy`. Strings are interned the moment they are read, so a string is
+//! its id. Dicts are classified when their items arrive: a trace event becomes a row of the event
+//! columns and a frame becomes an interned frame id; neither ever exists as a dict. Everything
+//! else that needs a container (segments, blocks, annotations, the frame lists, the top level)
+//! lives in the `Obj` arena, which is small next to the events.
+
+use crate::model::{FrameId, StackId, StrId};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// An int in `2^63 .. 2^64` (addresses with the top bit set: LONG1 of 9 bytes).
+    UInt(u64),
+    /// An int outside `i64::MIN .. 2^64`: kept only as "too large".
+    Huge,
+    Float(f64),
+    Str(StrId),
+    Bytes,
+    /// A dict that has received no items yet, with its memo slot (or `NONE`) so that the memo
+    /// entry can follow when the dict becomes an event, a frame or an arena dict.
+    NewDict(u32),
+    Obj(u32),
+    Event(u32),
+    Frame(FrameId),
+}
+
+/// Containers that outlive their opcode: 12 bytes each, because a snapshot has millions of
+/// frame lists. Item vectors live in a [`Pool`] and are recycled once a list becomes a stack.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Obj {
+    List(u32),
+    /// A list whose items are the events `start..end`, pushed back to back: a device trace.
+    Events(u32, u32),
+    /// A frame list already interned (frame lists are shared through the memo: intern once).
+    Stack(StackId),
+    Tuple(u32),
+    /// Items stored flat: key, value, key, value, ...
+    Dict(u32),
+    Set(u32),
+}
+
+/// Item vectors of the arena's containers, with a free list.
+#[derive(Debug, Default)]
+pub struct Pool {
+    vecs: Vec<Vec<Val>>,
+    free: Vec<u32>,
+}
+
+impl Pool {
+    pub fn alloc(&mut self, items: Vec<Val>) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.vecs[i as usize] = items;
+                i
+            }
+            None => {
+                self.vecs.push(items);
+                (self.vecs.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Returns a vector to the free list, keeping its capacity for the next list.
+    pub fn release(&mut self, i: u32) {
+        self.vecs[i as usize].clear();
+        self.free.push(i);
+    }
+
+    pub fn get(&self, i: u32) -> &[Val] {
+        &self.vecs[i as usize]
+    }
+
+    pub fn get_mut(&mut self, i: u32) -> &mut Vec<Val> {
+        &mut self.vecs[i as usize]
+    }
+}
+
+/// The memo, 8 bytes an entry: a snapshot memoizes every event dict, frame list and string, so
+/// it holds several entries per event. Values with wide payloads (rare in a memo) are boxed in
+/// a side table.
+#[derive(Debug, Default)]
+pub struct Memo {
+    packed: Vec<u64>,
+    wide: Vec<Val>,
+}
+
+const TAG_BITS: u32 = 4;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+/// Marks a slot that was never written (gaps left by BINPUT with a far index).
+const UNSET: u64 = TAG_MASK;
+
+impl Memo {
+    pub fn len(&self) -> usize {
+        self.packed.len()
+    }
+
+    fn pack(&mut self, v: Val) -> u64 {
+        let (tag, payload): (u64, u64) = match v {
+            Val::None => (0, 0),
+            Val::Bool(b) => (1, b as u64),
+            Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => {
+                (2, i as u64 & ((1 << 60) - 1))
+            }
+            Val::Str(s) => (3, s as u64),
+            Val::Bytes => (4, 0),
+            Val::NewDict(m) => (5, m as u64),
+            Val::Obj(i) => (6, i as u64),
+            Val::Event(i) => (7, i as u64),
+            Val::Frame(i) => (8, i as u64),
+            Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => {
+                self.wide.push(v);
+                (9, (self.wide.len() - 1) as u64)
+            }
+        };
+        payload << TAG_BITS | tag
+    }
+
+    fn unpack(&self, p: u64) -> Option<Val> {
+        let payload = p >> TAG_BITS;
+        Some(match p & TAG_MASK {
+            0 => Val::None,
+            1 => Val::Bool(payload != 0),
+            2 => Val::Int(((payload << 4) as i64) >> 4),
+            3 => Val::Str(payload as u32),
+            4 => Val::Bytes,
+            5 => Val::NewDict(payload as u32),
+            6 => Val::Obj(payload as u32),
+            7 => Val::Event(payload as u32),
+            8 => Val::Frame(payload as u32),
+            9 => self.wide[payload as usize],
+            _ => return None,
+        })
+    }
+
+    pub fn push(&mut self, v: Val) {
+        let p = self.pack(v);
+        self.packed.push(p);
+    }
+
+    /// Writes slot `i`, filling any gap before it with unset slots.
+    pub fn set(&mut self, i: usize, v: Val) {
+        let p = self.pack(v);
+        if i >= self.packed.len() {
+            self.packed.resize(i + 1, UNSET);
+        }
+        self.packed[i] = p;
+    }
+
+    pub fn get(&self, i: usize) -> Option<Val> {
+        self.packed.get(i).and_then(|&p| self.unpack(p))
+    }
+}
+
+impl Val {
+    pub fn type_name(&self, arena: &[Obj]) -> &'static str {
+        match self {
+            Val::None => "None",
+            Val::Bool(_) => "bool",
+            Val::Int(_) | Val::UInt(_) | Val::Huge => "int",
+            Val::Float(_) => "float",
+            Val::Str(_) => "str",
+            Val::Bytes => "bytes",
+            Val::NewDict(_) | Val::Event(_) | Val::Frame(_) => "dict",
+            Val::Obj(i) => match arena[*i as usize] {
+                Obj::List(_) | Obj::Events(..) | Obj::Stack(_) => "list",
+                Obj::Tuple(_) => "tuple",
+                Obj::Dict(_) => "dict",
+                Obj::Set(_) => "set",
+            },
+        }
+    }
+
+    pub fn as_i128(&self) -> Option<i128> {
+        match *self {
+            Val::Int(i) => Some(i as i128),
+            Val::UInt(u) => Some(u as i128),
+            _ => None,
+        }
+    }
+}
+
+/// Decodes a little-endian two's-complement integer of any length (LONG1 / LONG4).
+pub fn long_from_le(bytes: &[u8]) -> Val {
+    let Some(&last) = bytes.last() else {
+        return Val::Int(0);
+    };
+    let negative = last & 0x80 != 0;
+    let fill = if negative { 0xff } else { 0x00 };
+    // Strip redundant sign bytes so any length that fits is accepted.
+    let mut len = bytes.len();
+    while len > 1 && bytes[len - 1] == fill && (bytes[len - 2] & 0x80 != 0) == negative {
+        len -= 1;
+    }
+    if len > 16 {
+        return Val::Huge;
+    }
+    let mut buf = [fill; 16];
+    buf[..len].copy_from_slice(&bytes[..len]);
+    let v = i128::from_le_bytes(buf);
+    if let Ok(i) = i64::try_from(v) {
+        Val::Int(i)
+    } else if let Ok(u) = u64::try_from(v) {
+        Val::UInt(u)
+    } else {
+        Val::Huge
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_decoding() {
+        assert_eq!(long_from_le(&[]), Val::Int(0));
+        assert_eq!(long_from_le(&[0xff]), Val::Int(-1));
+        assert_eq!(long_from_le(&[0x80, 0x00]), Val::Int(128));
+        // 2^63 + 0x1000 needs 9 bytes: the top bit of byte 8 is the sign.
+        let v: u64 = 0x8000_0000_0000_1000;
+        let mut b = v.to_le_bytes().to_vec();
+        b.push(0);
+        assert_eq!(long_from_le(&b), Val::UInt(v));
+        // Redundant sign bytes are fine.
+        assert_eq!(
+            long_from_le(&[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Val::Int(5)
+        );
+        // 2^80 is too large for a snapshot field.
+        let mut big = vec![0u8; 10];
+        big.push(1);
+        assert_eq!(long_from_le(&big), Val::Huge);
+        assert_eq!(long_from_le(&i64::MIN.to_le_bytes()), Val::Int(i64::MIN));
+    }
+
+    #[test]
+    fn memo_round_trips_every_value() {
+        let vals = [
+            Val::None,
+            Val::Bool(true),
+            Val::Int(-5),
+            Val::Int((1 << 59) - 1),
+            Val::Int(-(1 << 59)),
+            Val::Int(i64::MIN),
+            Val::UInt(u64::MAX),
+            Val::Huge,
+            Val::Float(1.5),
+            Val::Str(7),
+            Val::Bytes,
+            Val::NewDict(3),
+            Val::Obj(u32::MAX - 1),
+            Val::Event(9),
+            Val::Frame(11),
+        ];
+        let mut m = Memo::default();
+        for v in vals {
+            m.push(v);
+        }
+        m.set(20, Val::Int(1));
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(m.get(i), Some(*v));
+        }
+        assert_eq!(m.get(19), None, "gap slots are unset");
+        assert_eq!(m.get(20), Some(Val::Int(1)));
+    }
+}

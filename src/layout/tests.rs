@@ -1,0 +1,117 @@
+//! Hand-written 5–20 event traces checked against SPEC §2 by hand.
+
+use super::*;
+use crate::ingest::builder::{Builder, TraceList};
+use crate::ingest::schema::{BlockRow, SegmentRow};
+use crate::model::{EventRow, Snapshot};
+
+fn snap(events: &[(&str, u64, u64)], ghosts: &[(u64, u64)]) -> Snapshot {
+    let mut b = Builder::default();
+    for &(action, addr, size) in events {
+        let name = b.intern_str(action);
+        let row = EventRow {
+            action: Action::from_name(action.as_bytes()),
+            other_action: name,
+            addr: Some(addr),
+            size: Some(size),
+            ..EventRow::default()
+        };
+        b.push_event(&row);
+    }
+    if !ghosts.is_empty() {
+        let seg = SegmentRow {
+            address: Some(ghosts[0].0),
+            ..SegmentRow::default()
+        };
+        let blocks: Vec<BlockRow> = ghosts
+            .iter()
+            .map(|&(addr, size)| BlockRow {
+                address: Some(addr),
+                size: Some(size),
+                requested_size: Some(size),
+                state: BlockState::ActiveAllocated,
+                ..BlockRow::default()
+            })
+            .collect();
+        b.push_segment(&seg, &blocks).unwrap();
+    }
+    let n = events.len() as u32;
+    b.finish(vec![TraceList::Range(0, n)], false).unwrap()
+}
+
+#[test]
+fn alloc_free_moves_elements_above_down() {
+    let s = snap(
+        &[
+            ("alloc", 1, 10),
+            ("alloc", 2, 20),
+            ("alloc", 3, 30),
+            ("free_requested", 1, 10),
+            ("free_completed", 1, 10),
+        ],
+        &[],
+    );
+    let l = Layout::build(&s, 0);
+    assert_eq!(l.actions, vec![0, 1, 2, 0]);
+    assert_eq!(l.totals, vec![10, 30, 60, 50]);
+    assert_eq!((l.peak_bytes, l.peak_action), (60, Some(2)));
+    let mut r = l.replay();
+    while r.step().is_some() {}
+    assert_eq!(r.with_offsets().collect::<Vec<_>>(), vec![(1, 0), (2, 20)]);
+}
+
+#[test]
+fn free_only_sits_above_ghosts_first_freed_on_top() {
+    let s = snap(
+        &[
+            ("free_completed", 7, 5),
+            ("alloc", 1, 10),
+            ("free_completed", 8, 3),
+        ],
+        &[(100, 40), (200, 50)],
+    );
+    let l = Layout::build(&s, 0);
+    let origins: Vec<_> = l.elements.iter().map(|e| e.origin).collect();
+    assert_eq!(
+        origins,
+        [
+            Origin::FreeOnly,
+            Origin::Alloc,
+            Origin::FreeOnly,
+            Origin::Ghost,
+            Origin::Ghost
+        ]
+    );
+    // Bottom to top: ghosts in reverse segment order, then free_only in reverse trace order.
+    assert_eq!(l.initial, vec![4, 3, 2, 0]);
+    assert_eq!(l.initial_total, 98);
+    assert_eq!(l.totals, vec![93, 103, 100]);
+    assert_eq!(l.elements[0].start_i64(), -1);
+    assert_eq!(l.elements[0].end_opt(), Some(0));
+}
+
+#[test]
+fn pending_free_is_still_live_until_completed() {
+    let s = snap(
+        &[
+            ("alloc", 1, 10),
+            ("free_requested", 1, 10),
+            ("alloc", 2, 5),
+            ("free_completed", 1, 10),
+        ],
+        &[],
+    );
+    let l = Layout::build(&s, 0);
+    assert_eq!(l.totals, vec![10, 15, 5]);
+}
+
+#[test]
+fn no_actions_makes_top_initial_element_action_zero() {
+    let s = snap(&[], &[(100, 40), (200, 50)]);
+    let l = Layout::build(&s, 0);
+    // initial (bottom→top) would be [1, 0]; 0 becomes action 0.
+    assert_eq!(l.actions, vec![0]);
+    assert_eq!(l.initial, vec![1]);
+    assert_eq!(l.elements[0].start, 0);
+    assert_eq!(l.totals, vec![90]);
+}

@@ -1,0 +1,350 @@
+//! Trace events stored column by column.
+
+use super::{NO_TIME, NONE, StackId, StrId};
+
+/// What a trace event did. Unknown actions keep their name in `Events::other_action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Action {
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    /// Legacy merged free (older PyTorch): ends an allocation like `free_completed`.
+    Free,
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    Snapshot,
+    Oom,
+    Unknown,
+}
+
+impl Action {
+    pub const KNOWN: [Action; 10] = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::Free,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::Snapshot,
+        Action::Oom,
+    ];
+
+    pub fn from_name(name: &[u8]) -> Action {
+        match name {
+            b"alloc" => Action::Alloc,
+            b"free_requested" => Action::FreeRequested,
+            b"free_completed" => Action::FreeCompleted,
+            b"free" => Action::Free,
+            b"segment_alloc" => Action::SegmentAlloc,
+            b"segment_free" => Action::SegmentFree,
+            b"segment_map" => Action::SegmentMap,
+            b"segment_unmap" => Action::SegmentUnmap,
+            b"snapshot" => Action::Snapshot,
+            b"oom" => Action::Oom,
+            _ => Action::Unknown,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Alloc => "alloc",
+            Action::FreeRequested => "free_requested",
+            Action::FreeCompleted => "free_completed",
+            Action::Free => "free",
+            Action::SegmentAlloc => "segment_alloc",
+            Action::SegmentFree => "segment_free",
+            Action::SegmentMap => "segment_map",
+            Action::SegmentUnmap => "segment_unmap",
+            Action::Snapshot => "snapshot",
+            Action::Oom => "oom",
+            Action::Unknown => "unknown",
+        }
+    }
+
+    /// Ends the allocation at `addr` (SPEC §2: `free_completed` or a merged `free`).
+    pub fn ends_allocation(self) -> bool {
+        matches!(self, Action::FreeCompleted | Action::Free)
+    }
+
+    /// Signed change of reserved memory caused by this action, as a multiplier of `size`.
+    pub fn reserved_sign(self) -> i64 {
+        match self {
+            Action::SegmentAlloc | Action::SegmentMap => 1,
+            Action::SegmentFree | Action::SegmentUnmap => -1,
+            _ => 0,
+        }
+    }
+}
+
+/// One row per trace event. Fields that rarely change are run-length encoded ([`Runs`]); fields
+/// that are rarely present live in sparse `(event, value)` tables sorted by event.
+#[derive(Debug, Default, Clone)]
+pub struct Events {
+    pub action: Vec<Action>,
+    pub addr: Vec<u64>,
+    pub size: Vec<u64>,
+    /// µs since the Unix epoch, or [`NO_TIME`].
+    pub time_us: Vec<i64>,
+    /// Stack at the event, or [`NONE`] when no `frames` were captured.
+    pub stack: Vec<StackId>,
+    pub stream: Runs<u64>,
+    pub compile_context: Runs<StrId>,
+    pub user_metadata: Runs<StrId>,
+    /// `(event, name)` of every event whose action is [`Action::Unknown`].
+    pub other_action: Vec<(u32, StrId)>,
+    /// `(event, bytes)`: free memory reported by `oom` events.
+    pub device_free: Vec<(u32, u64)>,
+    /// `(event, stack)`: `forward_frames` (autograd's forward stack of a backward allocation).
+    pub forward_stack: Vec<(u32, StackId)>,
+    /// `(event, pool id)` when the event names a private memory pool.
+    pub pool_id: Vec<(u32, (i64, i64))>,
+}
+
+/// One event's fields, as a reader assembles them before pushing.
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    pub action: Action,
+    pub other_action: StrId,
+    pub addr: Option<u64>,
+    pub size: Option<u64>,
+    pub stream: u64,
+    pub time_us: i64,
+    pub stack: StackId,
+    pub compile_context: StrId,
+    pub user_metadata: StrId,
+    pub device_free: Option<u64>,
+    pub forward_stack: StackId,
+    pub pool_id: Option<(i64, i64)>,
+}
+
+impl Default for EventRow {
+    fn default() -> Self {
+        EventRow {
+            action: Action::Unknown,
+            other_action: NONE,
+            addr: None,
+            size: None,
+            stream: 0,
+            time_us: NO_TIME,
+            stack: NONE,
+            compile_context: NONE,
+            user_metadata: NONE,
+            device_free: None,
+            forward_stack: NONE,
+            pool_id: None,
+        }
+    }
+}
+
+impl Events {
+    pub fn len(&self) -> usize {
+        self.action.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+
+    pub fn push(&mut self, row: &EventRow) -> u32 {
+        let id = self.action.len() as u32;
+        self.action.push(row.action);
+        self.addr.push(row.addr.unwrap_or(0));
+        self.size.push(row.size.unwrap_or(0));
+        self.time_us.push(row.time_us);
+        self.stack.push(row.stack);
+        self.stream.push(id, row.stream);
+        self.compile_context.push(id, row.compile_context);
+        self.user_metadata.push(id, row.user_metadata);
+        if row.action == Action::Unknown {
+            self.other_action.push((id, row.other_action));
+        }
+        if let Some(free) = row.device_free {
+            self.device_free.push((id, free));
+        }
+        if row.forward_stack != NONE {
+            self.forward_stack.push((id, row.forward_stack));
+        }
+        if let Some(pool) = row.pool_id {
+            self.pool_id.push((id, pool));
+        }
+        id
+    }
+
+    /// Reads one event back as a row (the inverse of [`Events::push`]).
+    pub fn row(&self, id: u32) -> EventRow {
+        let i = id as usize;
+        EventRow {
+            action: self.action[i],
+            other_action: sparse_get(&self.other_action, id).unwrap_or(NONE),
+            addr: Some(self.addr[i]),
+            size: Some(self.size[i]),
+            stream: self.stream.get(id),
+            time_us: self.time_us[i],
+            stack: self.stack[i],
+            compile_context: self.compile_context.get(id),
+            user_metadata: self.user_metadata.get(id),
+            device_free: sparse_get(&self.device_free, id),
+            forward_stack: sparse_get(&self.forward_stack, id).unwrap_or(NONE),
+            pool_id: sparse_get(&self.pool_id, id),
+        }
+    }
+
+    /// Overwrites one event (used when a pickle adds keys to an event dict after creating it).
+    pub fn set_row(&mut self, id: u32, row: &EventRow) {
+        let i = id as usize;
+        self.action[i] = row.action;
+        self.addr[i] = row.addr.unwrap_or(0);
+        self.size[i] = row.size.unwrap_or(0);
+        self.time_us[i] = row.time_us;
+        self.stack[i] = row.stack;
+        self.stream.set(id, row.stream);
+        self.compile_context.set(id, row.compile_context);
+        self.user_metadata.set(id, row.user_metadata);
+        sparse_set(
+            &mut self.other_action,
+            id,
+            (row.action == Action::Unknown).then_some(row.other_action),
+        );
+        sparse_set(&mut self.device_free, id, row.device_free);
+        sparse_set(
+            &mut self.forward_stack,
+            id,
+            (row.forward_stack != NONE).then_some(row.forward_stack),
+        );
+        sparse_set(&mut self.pool_id, id, row.pool_id);
+    }
+
+    /// Free memory reported by the `oom` event `id`.
+    pub fn device_free_of(&self, id: u32) -> Option<u64> {
+        sparse_get(&self.device_free, id)
+    }
+
+    /// The action name, including unknown ones.
+    pub fn action_name<'a>(&self, id: u32, strings: &'a super::Strings) -> &'a str {
+        match self.action[id as usize] {
+            Action::Unknown => {
+                sparse_get(&self.other_action, id).map_or("unknown", |s| strings.get(s))
+            }
+            known => known.name(),
+        }
+    }
+
+    /// Appends rows `range` again at the end (re-orders a trace that was not contiguous).
+    pub fn append_copy(&mut self, ids: &[u32]) -> std::ops::Range<u32> {
+        let start = self.len() as u32;
+        for &id in ids {
+            let row = self.row(id);
+            self.push(&row);
+        }
+        start..self.len() as u32
+    }
+}
+
+/// Sparse tables are sorted by event id because events are pushed in order.
+fn sparse_get<T: Copy>(table: &[(u32, T)], id: u32) -> Option<T> {
+    table
+        .binary_search_by_key(&id, |&(e, _)| e)
+        .ok()
+        .map(|j| table[j].1)
+}
+
+fn sparse_set<T: Copy>(table: &mut Vec<(u32, T)>, id: u32, value: Option<T>) {
+    match (table.binary_search_by_key(&id, |&(e, _)| e), value) {
+        (Ok(j), Some(v)) => table[j].1 = v,
+        (Ok(j), None) => {
+            table.remove(j);
+        }
+        (Err(j), Some(v)) => table.insert(j, (id, v)),
+        (Err(_), None) => {}
+    }
+}
+
+/// A column stored as runs of equal values: `values[j]` holds from event `starts[j]` on.
+/// `compile_context`, `user_metadata` and `stream` are the same for millions of events in a row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runs<T> {
+    pub starts: Vec<u32>,
+    pub values: Vec<T>,
+    /// Number of events pushed.
+    pub len: u32,
+}
+
+impl<T> Default for Runs<T> {
+    fn default() -> Self {
+        Runs {
+            starts: Vec::new(),
+            values: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T: Copy + PartialEq> Runs<T> {
+    /// Appends the value of event `id`, which must be the next event.
+    pub fn push(&mut self, id: u32, v: T) {
+        debug_assert_eq!(id, self.len);
+        if self.values.last() != Some(&v) {
+            self.starts.push(id);
+            self.values.push(v);
+        }
+        self.len = id + 1;
+    }
+
+    fn run_of(&self, id: u32) -> usize {
+        self.starts.partition_point(|&s| s <= id) - 1
+    }
+
+    /// The value at event `id` (< `len`).
+    pub fn get(&self, id: u32) -> T {
+        self.values[self.run_of(id)]
+    }
+
+    /// Changes the value of one pushed event; its run is split around it.
+    pub fn set(&mut self, id: u32, v: T) {
+        let j = self.run_of(id);
+        let old = self.values[j];
+        if old == v {
+            return;
+        }
+        let run_end = self.starts.get(j + 1).copied().unwrap_or(self.len);
+        if id + 1 < run_end {
+            self.starts.insert(j + 1, id + 1);
+            self.values.insert(j + 1, old);
+        }
+        if self.starts[j] == id {
+            self.values[j] = v;
+        } else {
+            self.starts.insert(j + 1, id);
+            self.values.insert(j + 1, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runs;
+
+    #[test]
+    fn runs_push_get_set() {
+        let mut r = Runs::default();
+        for (i, v) in [1, 1, 1, 2, 2, 1].into_iter().enumerate() {
+            r.push(i as u32, v);
+        }
+        assert_eq!(r.starts, vec![0, 3, 5]);
+        let all = |r: &Runs<i32>| (0..6).map(|i| r.get(i)).collect::<Vec<_>>();
+        assert_eq!(all(&r), vec![1, 1, 1, 2, 2, 1]);
+        r.set(1, 7);
+        assert_eq!(all(&r), vec![1, 7, 1, 2, 2, 1]);
+        r.set(0, 9);
+        assert_eq!(all(&r), vec![9, 7, 1, 2, 2, 1]);
+        r.set(5, 3);
+        assert_eq!(all(&r), vec![9, 7, 1, 2, 2, 3]);
+        r.set(4, 2);
+        assert_eq!(all(&r), vec![9, 7, 1, 2, 2, 3]);
+    }
+}

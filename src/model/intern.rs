@@ -1,0 +1,128 @@
+//! Interned strings and stacks: every distinct value is stored once.
+
+use std::collections::HashMap;
+
+use super::{FrameId, NONE, StackId, StrId};
+
+/// One Python or C++ frame, as `{name, filename, line}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub name: StrId,
+    pub filename: StrId,
+    pub line: i64,
+}
+
+/// Distinct strings, each stored once. Id order is first-seen order.
+#[derive(Debug, Default, Clone)]
+pub struct Strings {
+    list: Vec<Box<str>>,
+    index: HashMap<Box<str>, StrId>,
+}
+
+impl Strings {
+    pub fn intern(&mut self, s: &str) -> StrId {
+        if let Some(&id) = self.index.get(s) {
+            return id;
+        }
+        let id = self.list.len() as StrId;
+        self.list.push(s.into());
+        self.index.insert(s.into(), id);
+        id
+    }
+
+    /// Interns bytes that should be UTF-8 (invalid sequences become U+FFFD).
+    pub fn intern_bytes(&mut self, bytes: &[u8]) -> StrId {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => self.intern(s),
+            Err(_) => self.intern(&String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    /// The string, or `""` for [`NONE`].
+    pub fn get(&self, id: StrId) -> &str {
+        if id == NONE {
+            ""
+        } else {
+            &self.list[id as usize]
+        }
+    }
+
+    pub fn lookup(&self, s: &str) -> Option<StrId> {
+        self.index.get(s).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().map(|s| &**s)
+    }
+}
+
+/// Distinct frame lists, flattened: stack `i` is `frames[offsets[i]..offsets[i + 1]]`.
+#[derive(Debug, Clone)]
+pub struct Stacks {
+    pub offsets: Vec<u32>,
+    pub frames: Vec<FrameId>,
+    index: HashMap<Box<[FrameId]>, StackId>,
+}
+
+impl Default for Stacks {
+    fn default() -> Self {
+        Stacks {
+            offsets: vec![0],
+            frames: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+impl Stacks {
+    pub fn intern(&mut self, frames: &[FrameId]) -> StackId {
+        if let Some(&id) = self.index.get(frames) {
+            return id;
+        }
+        let id = self.len() as StackId;
+        self.frames.extend_from_slice(frames);
+        self.offsets.push(self.frames.len() as u32);
+        self.index.insert(frames.into(), id);
+        id
+    }
+
+    /// Frames of a stack, innermost first; empty for [`NONE`].
+    pub fn get(&self, id: StackId) -> &[FrameId] {
+        if id == NONE {
+            return &[];
+        }
+        let (a, b) = (self.offsets[id as usize], self.offsets[id as usize + 1]);
+        &self.frames[a as usize..b as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Interns frames by content so that unshared copies (JSON input) still dedupe.
+#[derive(Debug, Default)]
+pub struct FrameInterner {
+    index: HashMap<Frame, FrameId>,
+}
+
+impl FrameInterner {
+    pub fn intern(&mut self, frames: &mut Vec<Frame>, frame: Frame) -> FrameId {
+        *self.index.entry(frame).or_insert_with(|| {
+            frames.push(frame);
+            (frames.len() - 1) as FrameId
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn data(rel: &str) -> PathBuf {
+    repo().join("tests/data").join(rel)
+}
+
+/// The three real snapshots recorded on an H200 (copied from ../shared/fixtures).
+pub const REAL: [&str; 3] = ["gpt2_small", "expandable", "oom_streams"];
+
+/// The synthetic edge cases written by tests/data/synth/make_synth.py.
+pub const SYNTH: [&str; 11] = [
+    "truncated_ring",
+    "pending_free_stream",
+    "two_devices",
+    "segments_only",
+    "protocol2",
+    "protocol3",
+    "protocol5",
+    "long1_9byte",
+    "legacy_list",
+    "no_frames_time",
+    "oom_noaddr",
+];
+
+/// Every fixture snapshot with its golden layout.
+pub fn fixtures() -> Vec<(String, PathBuf, PathBuf)> {
+    let real = REAL.iter().map(|n| {
+        (
+            n.to_string(),
+            data(&format!("{n}.pickle")),
+            data(&format!("{n}.layout.json")),
+        )
+    });
+    let synth = SYNTH.iter().map(|n| {
+        (
+            n.to_string(),
+            data(&format!("synth/{n}.pickle")),
+            data(&format!("synth/{n}.layout.json")),
+        )
+    });
+    real.chain(synth).collect()
+}
+
+pub fn memviz<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .args(args)
+        .output()
+        .expect("run memviz")
+}
+
+/// Runs memviz and returns stdout, failing the test with stderr when it fails.
+pub fn memviz_ok<I, S>(args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = memviz(args);
+    assert!(
+        out.status.success(),
+        "memviz failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Asserts a failed run: exit code 1, exactly one stderr line `error: <file>...`, no panic.
+pub fn assert_bad_input(out: &Output, file: &Path) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}: expected exit 1, stderr: {stderr}",
+        file.display()
+    );
+    assert!(
+        !stderr.contains("panicked"),
+        "{}: panicked: {stderr}",
+        file.display()
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{}: expected one line, got: {stderr}",
+        file.display()
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    let name = file.file_name().unwrap().to_string_lossy();
+    assert!(
+        stderr.contains(name.as_ref()),
+        "the error names the file: {stderr}"
+    );
+    stderr
+}
+
+/// A temporary directory for one test.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}

@@ -1,0 +1,10 @@
+//! The one integration test binary: drives the `memviz` CLI and library on real fixtures.
+//! Fixtures live in `tests/data/` (see tests/data/synth/README.md); only the scale golden reaches
+//! for `../shared/fixtures`, and skips (saying so) where that folder is absent.
+
+mod support;
+
+mod bad_input;
+mod differential;
+mod golden;
+mod stats;
