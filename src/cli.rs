@@ -8,12 +8,17 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "memviz", version, about, long_about = None)]
 pub struct Cli {
+    /// Neither read nor write the cached `.memviz` archive of a snapshot.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Convert a snapshot into a .memviz archive (default: beside the snapshot).
+    Index(IndexArgs),
     /// Summarise a snapshot: events, peak, what is live at the peak, reserved memory, OOMs.
     Stats(StatsArgs),
     /// Write the timeline layout as JSON (the golden schemas of timeline_oracle.py).
@@ -22,8 +27,17 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct StatsArgs {
+pub struct IndexArgs {
     /// A snapshot: pickle (optionally gzip / zstd compressed) or JSON.
+    pub input: PathBuf,
+    /// Where to write the archive (default: the snapshot's name with `.memviz`).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
     pub input: PathBuf,
     /// Print JSON (a stable schema for scripts) instead of text.
     #[arg(long)]
@@ -46,7 +60,7 @@ pub enum ExportCommand {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A snapshot: pickle (optionally gzip / zstd compressed) or JSON.
+    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
     pub input: PathBuf,
     /// Only this device (default: every device with trace events or segments).
     #[arg(long)]

@@ -5,9 +5,11 @@
 //! driven by `commands`, which the thin binary calls.
 
 pub mod analysis;
+pub mod archive;
 pub mod cli;
 pub mod commands;
 pub mod ingest;
 pub mod layout;
+pub mod lod;
 pub mod model;
 pub mod output;

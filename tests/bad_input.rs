@@ -20,11 +20,7 @@ const BAD: [&str; 9] = [
 fn every_bad_file_fails_with_one_line() {
     for name in BAD {
         let path = data(&format!("bad/{name}"));
-        for args in [
-            vec!["stats"],
-            vec!["stats", "--json"],
-            vec!["export", "layout"],
-        ] {
+        for args in [vec!["stats"], vec!["stats", "--json"], vec!["export", "layout"]] {
             let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
             args.push(path.clone().into());
             assert_bad_input(&memviz(&args), &path);
@@ -39,10 +35,7 @@ fn messages_say_what_and_where() {
         ("not_snapshot.pickle", "not a memory snapshot"),
         ("random.bin", "byte 0"),
         ("reduce.pickle", "byte 39: refusing pickle opcode GLOBAL"),
-        (
-            "stack_global.pickle",
-            "byte 31: refusing pickle opcode STACK_GLOBAL",
-        ),
+        ("stack_global.pickle", "byte 31: refusing pickle opcode STACK_GLOBAL"),
         ("truncated.pickle.gz", "gzip"),
         ("wrong_types.json", "device_traces[0][0]: key `size`"),
         ("wrong_types2.json", "device_traces"),
@@ -60,19 +53,9 @@ fn failed_export_leaves_no_output_file() {
     let dir = tempdir();
     let out = dir.path().join("out.json");
     let bad = data("bad/truncated.pickle.gz");
-    let run = memviz([
-        "export".as_ref(),
-        "layout".as_ref(),
-        bad.as_os_str(),
-        "-o".as_ref(),
-        out.as_os_str(),
-    ]);
+    let run = memviz(["export".as_ref(), "layout".as_ref(), bad.as_os_str(), "-o".as_ref(), out.as_os_str()]);
     assert_bad_input(&run, &bad);
-    assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        0,
-        "no output, no temp file"
-    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no output, no temp file");
 }
 
 fn read(bytes: &[u8]) -> Result<memviz::model::Snapshot, memviz::ingest::IngestError> {
@@ -82,17 +65,11 @@ fn read(bytes: &[u8]) -> Result<memviz::model::Snapshot, memviz::ingest::IngestE
 /// Every prefix of a pickle is an error (the STOP opcode is the last byte), never a panic.
 #[test]
 fn truncated_at_every_byte() {
-    for name in [
-        "synth/protocol2.pickle",
-        "synth/protocol5.pickle",
-        "synth/truncated_ring.pickle",
-    ] {
+    for name in ["synth/protocol2.pickle", "synth/protocol5.pickle", "synth/truncated_ring.pickle"] {
         let bytes = std::fs::read(data(name)).unwrap();
         assert!(read(&bytes).is_ok(), "{name} itself reads");
         for n in 0..bytes.len() {
-            let err = read(&bytes[..n])
-                .err()
-                .unwrap_or_else(|| panic!("{name} cut at {n} was accepted"));
+            let err = read(&bytes[..n]).err().unwrap_or_else(|| panic!("{name} cut at {n} was accepted"));
             let msg = err.to_string();
             assert!(!msg.contains('\n'), "one line: {msg}");
         }
@@ -100,10 +77,7 @@ fn truncated_at_every_byte() {
     // The real fixture cut every 997 bytes.
     let bytes = std::fs::read(data("gpt2_small.pickle")).unwrap();
     for n in (0..bytes.len()).step_by(997) {
-        assert!(
-            read(&bytes[..n]).is_err(),
-            "gpt2_small cut at {n} was accepted"
-        );
+        assert!(read(&bytes[..n]).is_err(), "gpt2_small cut at {n} was accepted");
     }
 }
 
@@ -133,54 +107,27 @@ fn corrupted_bytes_never_panic() {
 fn hostile_lengths_and_memo_indices() {
     let cases: Vec<(&str, Vec<u8>)> = vec![
         // BINUNICODE8 claiming 2^60 bytes.
-        (
-            "huge string",
-            [&[0x80, 4, 0x8d][..], &(1u64 << 60).to_le_bytes(), b"abc"].concat(),
-        ),
+        ("huge string", [&[0x80, 4, 0x8d][..], &(1u64 << 60).to_le_bytes(), b"abc"].concat()),
         // LONG4 claiming 2 GiB.
-        (
-            "huge long",
-            [
-                &[0x80, 4, 0x8b][..],
-                &0x7fff_ffffi32.to_le_bytes(),
-                b"\x01\x02",
-            ]
-            .concat(),
-        ),
+        ("huge long", [&[0x80, 4, 0x8b][..], &0x7fff_ffffi32.to_le_bytes(), b"\x01\x02"].concat()),
         // LONG_BINPUT at index 4e9, then LONG_BINGET of an unset slot.
-        (
-            "far memo",
-            [
-                &[0x80, 4, b'N', b'r'][..],
-                &4_000_000_000u32.to_le_bytes(),
-                b"j\x05\x00\x00\x00.",
-            ]
-            .concat(),
-        ),
+        ("far memo", [&[0x80, 4, b'N', b'r'][..], &4_000_000_000u32.to_le_bytes(), b"j\x05\x00\x00\x00."].concat()),
         // A memo read before any write.
         ("unset memo", vec![0x80, 4, b'h', 3, b'.']),
         // APPENDS with no list below the mark.
         ("appends on nothing", vec![0x80, 4, b'(', b'N', b'e', b'.']),
         // SETITEMS on a list.
-        (
-            "setitems on list",
-            vec![0x80, 4, b']', b'(', b'N', b'N', b'u', b'.'],
-        ),
+        ("setitems on list", vec![0x80, 4, b']', b'(', b'N', b'N', b'u', b'.']),
         // STOP with an empty stack.
         ("empty stop", vec![0x80, 4, b'.']),
         // Protocol 9.
         ("future protocol", vec![0x80, 9, b'N', b'.']),
         // A dict whose keys are not strings and that lacks the snapshot keys.
-        (
-            "odd dict",
-            vec![0x80, 4, b'}', b'(', b'K', 1, b'K', 2, b'u', b'.'],
-        ),
+        ("odd dict", vec![0x80, 4, b'}', b'(', b'K', 1, b'K', 2, b'u', b'.']),
     ];
     for (what, bytes) in cases {
         let t = std::time::Instant::now();
-        let err = read(&bytes)
-            .err()
-            .unwrap_or_else(|| panic!("{what}: accepted"));
+        let err = read(&bytes).err().unwrap_or_else(|| panic!("{what}: accepted"));
         assert!(t.elapsed().as_secs() < 2, "{what}: slow");
         assert!(!err.to_string().is_empty(), "{what}");
     }

@@ -15,11 +15,7 @@ fn extract(pickle: &Path, json: &Path) {
         .arg(json)
         .status()
         .expect("python3 is installed");
-    assert!(
-        status.success(),
-        "extract_snapshot.py failed on {}",
-        pickle.display()
-    );
+    assert!(status.success(), "extract_snapshot.py failed on {}", pickle.display());
 }
 
 fn answers(input: &Path) -> (Vec<u8>, Vec<u8>) {
@@ -36,14 +32,8 @@ fn pickle_and_reference_json_give_identical_answers() {
         extract(&pickle, &json);
         let (stats_p, layout_p) = answers(&pickle);
         let (stats_j, layout_j) = answers(&json);
-        assert!(
-            stats_p == stats_j,
-            "{name}: stats --json differs between pickle and JSON"
-        );
-        assert!(
-            layout_p == layout_j,
-            "{name}: export layout differs between pickle and JSON"
-        );
+        assert!(stats_p == stats_j, "{name}: stats --json differs between pickle and JSON");
+        assert!(layout_p == layout_j, "{name}: export layout differs between pickle and JSON");
     }
 }
 
@@ -61,14 +51,8 @@ fn gzip_and_zstd_are_detected_by_magic() {
     std::fs::write(&zst_path, zstd::encode_all(&raw[..], 3).unwrap()).unwrap();
 
     let expected = answers(&pickle);
-    assert!(
-        answers(&gz_path) == expected,
-        "gzip input answers differently"
-    );
-    assert!(
-        answers(&zst_path) == expected,
-        "zstd input answers differently"
-    );
+    assert!(answers(&gz_path) == expected, "gzip input answers differently");
+    assert!(answers(&zst_path) == expected, "zstd input answers differently");
 
     let text = String::from_utf8(memviz_ok(["stats".as_ref(), gz_path.as_os_str()])).unwrap();
     assert!(text.contains("pickle protocol 4, gzip"), "{text}");
@@ -90,16 +74,8 @@ fn interning_is_the_same_from_pickle_and_json() {
         s.segments
             .iter()
             .map(|g| {
-                let frames = s
-                    .stack_frames(g.stack)
-                    .map(|f| format!("{}:{}", s.str(f.name), f.line))
-                    .collect();
-                (
-                    g.address,
-                    g.total_size,
-                    s.str(g.segment_type).to_owned(),
-                    frames,
-                )
+                let frames = s.stack_frames(g.stack).map(|f| format!("{}:{}", s.str(f.name), f.line)).collect();
+                (g.address, g.total_size, s.str(g.segment_type).to_owned(), frames)
             })
             .collect()
     };

@@ -7,17 +7,9 @@ use crate::support::*;
 #[test]
 fn export_layout_equals_every_golden() {
     for (name, snapshot, golden) in fixtures() {
-        let out = memviz_ok([
-            std::ffi::OsStr::new("export"),
-            "layout".as_ref(),
-            snapshot.as_os_str(),
-        ]);
+        let out = memviz_ok([std::ffi::OsStr::new("export"), "layout".as_ref(), snapshot.as_os_str()]);
         let ours: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
-        assert!(
-            ours == json_file(&golden),
-            "{name}: export layout differs from {}",
-            golden.display()
-        );
+        assert!(ours == json_file(&golden), "{name}: export layout differs from {}", golden.display());
     }
 }
 
@@ -46,13 +38,7 @@ fn export_to_file_and_single_device() {
 #[test]
 fn unknown_device_is_an_error() {
     let snap = data("gpt2_small.pickle");
-    let out = memviz([
-        "export".as_ref(),
-        "layout".as_ref(),
-        snap.as_os_str(),
-        "--device".as_ref(),
-        "7".as_ref(),
-    ]);
+    let out = memviz(["export".as_ref(), "layout".as_ref(), snap.as_os_str(), "--device".as_ref(), "7".as_ref()]);
     let err = assert_bad_input(&out, &snap);
     assert!(err.contains("device 7"), "{err}");
 }
@@ -67,13 +53,7 @@ fn every_zero_is_a_usage_error() {
 #[test]
 fn export_sampled_matches_layout_golden() {
     let snap = data("gpt2_small.pickle");
-    let out = memviz_ok([
-        "export".as_ref(),
-        "sampled".as_ref(),
-        snap.as_os_str(),
-        "--every".as_ref(),
-        "100".as_ref(),
-    ]);
+    let out = memviz_ok(["export".as_ref(), "sampled".as_ref(), snap.as_os_str(), "--every".as_ref(), "100".as_ref()]);
     let sampled: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let golden = json_file(&data("gpt2_small.layout.json"));
     let (s, g) = (&sampled["devices"][0], &golden["devices"][0]);
@@ -95,12 +75,7 @@ fn export_sampled_matches_layout_golden() {
         assert_eq!(sample["total"], g["totals"][k as usize]);
         for pair in sample["stack"].as_array().unwrap() {
             let el = &elements[pair[0].as_u64().unwrap() as usize];
-            assert_eq!(
-                offset_at(el, k),
-                pair[1].as_u64(),
-                "element {} at action {k}",
-                pair[0]
-            );
+            assert_eq!(offset_at(el, k), pair[1].as_u64(), "element {} at action {k}", pair[0]);
         }
     }
 }
@@ -115,18 +90,10 @@ fn scale_sampled_equals_golden() {
         return;
     }
     let pickle = scale_pickle(&xz);
-    let out = memviz_ok([
-        "export".as_ref(),
-        "sampled".as_ref(),
-        pickle.as_os_str(),
-        "--every".as_ref(),
-        "20000".as_ref(),
-    ]);
+    let out =
+        memviz_ok(["export".as_ref(), "sampled".as_ref(), pickle.as_os_str(), "--every".as_ref(), "20000".as_ref()]);
     let ours: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    assert!(
-        ours == json_file(&shared.join("golden/scale_2m7.sampled.json")),
-        "scale_2m7 sampled export differs"
-    );
+    assert!(ours == json_file(&shared.join("golden/scale_2m7.sampled.json")), "scale_2m7 sampled export differs");
 }
 
 /// Decompresses the benchmark once into target/bench-data (shared with the benches).

@@ -31,29 +31,30 @@ pub const SYNTH: [&str; 11] = [
 
 /// Every fixture snapshot with its golden layout.
 pub fn fixtures() -> Vec<(String, PathBuf, PathBuf)> {
-    let real = REAL.iter().map(|n| {
-        (
-            n.to_string(),
-            data(&format!("{n}.pickle")),
-            data(&format!("{n}.layout.json")),
-        )
-    });
-    let synth = SYNTH.iter().map(|n| {
-        (
-            n.to_string(),
-            data(&format!("synth/{n}.pickle")),
-            data(&format!("synth/{n}.layout.json")),
-        )
-    });
+    let real = REAL.iter().map(|n| (n.to_string(), data(&format!("{n}.pickle")), data(&format!("{n}.layout.json"))));
+    let synth = SYNTH
+        .iter()
+        .map(|n| (n.to_string(), data(&format!("synth/{n}.pickle")), data(&format!("synth/{n}.layout.json"))));
     real.chain(synth).collect()
 }
 
+/// Runs memviz without its archive cache, so answers come from the input itself.
 pub fn memviz<I, S>(args: I) -> Output
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
+    Command::new(env!("CARGO_BIN_EXE_memviz")).arg("--no-cache").args(args).output().expect("run memviz")
+}
+
+/// Runs memviz as a user would (cache on), with the user cache pointed into `cache_dir`.
+pub fn memviz_cached<I, S>(cache_dir: &Path, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .env("MEMVIZ_CACHE_DIR", cache_dir)
         .args(args)
         .output()
         .expect("run memviz")
@@ -66,11 +67,7 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     let out = memviz(args);
-    assert!(
-        out.status.success(),
-        "memviz failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "memviz failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
@@ -82,29 +79,12 @@ pub fn json_file(path: &Path) -> serde_json::Value {
 /// Asserts a failed run: exit code 1, exactly one stderr line `error: <file>...`, no panic.
 pub fn assert_bad_input(out: &Output, file: &Path) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}: expected exit 1, stderr: {stderr}",
-        file.display()
-    );
-    assert!(
-        !stderr.contains("panicked"),
-        "{}: panicked: {stderr}",
-        file.display()
-    );
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "{}: expected one line, got: {stderr}",
-        file.display()
-    );
+    assert_eq!(out.status.code(), Some(1), "{}: expected exit 1, stderr: {stderr}", file.display());
+    assert!(!stderr.contains("panicked"), "{}: panicked: {stderr}", file.display());
+    assert_eq!(stderr.lines().count(), 1, "{}: expected one line, got: {stderr}", file.display());
     assert!(stderr.starts_with("error: "), "{stderr}");
     let name = file.file_name().unwrap().to_string_lossy();
-    assert!(
-        stderr.contains(name.as_ref()),
-        "the error names the file: {stderr}"
-    );
+    assert!(stderr.contains(name.as_ref()), "the error names the file: {stderr}");
     stderr
 }
 

@@ -1,1 +1,28 @@
-//! The `.memviz` archive schema. See `FORMAT.md` beside this crate.
+//! The `.memviz` archive format: a fixed 64-byte [`Header`] followed by one rkyv archive whose
+//! root is [`schema::Root`]. This crate is the only place that defines bytes on disk; FORMAT.md
+//! beside it documents every section and field.
+//!
+//! ```text
+//!   0        64                                            64 + archive_len
+//!   ┌────────┬─────────────────────────────────────────────┐
+//!   │ header │ rkyv archive (root object at its very end)  │
+//!   └────────┴─────────────────────────────────────────────┘
+//! ```
+
+pub use rkyv;
+
+pub mod hash;
+pub mod header;
+pub mod schema;
+pub mod view;
+
+pub use header::{FINGERPRINT_SPAN, FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, SourceStamp};
+
+/// Texels per tile row (columns of the timeline).
+pub const TILE_W: u32 = 256;
+/// Texels per tile column (rows from byte 0 at the bottom to the device's peak at the top).
+pub const TILE_H: u32 = 512;
+/// Tile texel: no element at this byte.
+pub const TEXEL_EMPTY: u32 = u32::MAX;
+/// Tile texel: the summarized band of elements too small to draw individually.
+pub const TEXEL_AGGREGATED: u32 = u32::MAX - 1;

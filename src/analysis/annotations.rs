@@ -20,9 +20,8 @@ pub struct Span {
 
 /// Pairs the snapshot's annotations into spans, sorted by start time (stable).
 pub fn spans(snap: &Snapshot) -> Vec<Span> {
-    let mut order: Vec<usize> = (0..snap.annotations.len())
-        .filter(|&i| snap.annotations[i].time_us != NO_TIME)
-        .collect();
+    let mut order: Vec<usize> =
+        (0..snap.annotations.len()).filter(|&i| snap.annotations[i].time_us != NO_TIME).collect();
     order.sort_by_key(|&i| snap.annotations[i].time_us);
     let mut out: Vec<Span> = Vec::new();
     // Open spans: (device, index into `out`), innermost last.
@@ -33,18 +32,10 @@ pub fn spans(snap: &Snapshot) -> Vec<Span> {
             Stage::Start => {
                 let depth = open.iter().filter(|(d, _)| *d == a.device).count() as u32;
                 open.push((a.device, out.len()));
-                out.push(Span {
-                    name: a.name,
-                    device: a.device,
-                    start_us: a.time_us,
-                    end_us: None,
-                    depth,
-                });
+                out.push(Span { name: a.name, device: a.device, start_us: a.time_us, end_us: None, depth });
             }
             Stage::End => {
-                let found = open
-                    .iter()
-                    .rposition(|&(d, s)| d == a.device && out[s].name == a.name);
+                let found = open.iter().rposition(|&(d, s)| d == a.device && out[s].name == a.name);
                 match found {
                     Some(j) => {
                         let (_, s) = open.remove(j);

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::layout::{Layout, Step};
+use crate::layout::{LayoutRef, Step};
 
 #[derive(Serialize)]
 pub struct LayoutExport<'a> {
@@ -33,7 +33,7 @@ struct ElementOut {
 }
 
 /// Every element and every offset change (O(actions × live) offsets: meant for small traces).
-pub fn device_layout(layout: &Layout) -> DeviceLayout<'_> {
+pub fn device_layout(layout: LayoutRef<'_>) -> DeviceLayout<'_> {
     let mut offsets: Vec<Vec<(i64, u64)>> = vec![Vec::new(); layout.elements.len()];
     let mut current = vec![0u64; layout.elements.len()];
     let mut replay = layout.replay();
@@ -48,10 +48,10 @@ pub fn device_layout(layout: &Layout) -> DeviceLayout<'_> {
             Step::Pushed { id } => {
                 offsets[id as usize].push((k, total));
                 current[id as usize] = total;
-                total += layout.elements[id as usize].size;
+                total += layout.elements.size[id as usize];
             }
             Step::Removed { id, pos } => {
-                let size = layout.elements[id as usize].size;
+                let size = layout.elements.size[id as usize];
                 for &above in &replay.ids[pos..] {
                     current[above as usize] -= size;
                     offsets[above as usize].push((k, current[above as usize]));
@@ -61,13 +61,12 @@ pub fn device_layout(layout: &Layout) -> DeviceLayout<'_> {
         }
         k += 1;
     }
-    let elements = layout
-        .elements
-        .iter()
-        .zip(offsets)
+    let elements = offsets
+        .into_iter()
         .enumerate()
-        .map(|(id, (el, offsets))| ElementOut {
-            id: id as u32,
+        .map(|(id, offsets)| (id as u32, layout.element(id as u32), offsets))
+        .map(|(id, el, offsets)| ElementOut {
+            id,
             addr: el.addr,
             size: el.size,
             origin: el.origin.name(),
@@ -80,7 +79,7 @@ pub fn device_layout(layout: &Layout) -> DeviceLayout<'_> {
         device: layout.device,
         actions: layout.actions.len(),
         peak_bytes: layout.peak_bytes,
-        totals: &layout.totals,
+        totals: layout.totals,
         elements,
     }
 }
@@ -108,18 +107,14 @@ struct Sample {
 }
 
 /// The live stack after every `every`-th action (`k % every == every - 1`).
-pub fn device_sampled(layout: &Layout, every: usize) -> DeviceSampled {
+pub fn device_sampled(layout: LayoutRef<'_>, every: usize) -> DeviceSampled {
     assert!(every > 0, "the CLI rejects --every 0");
     let mut replay = layout.replay();
     let mut samples = Vec::new();
     let mut k = 0usize;
     while replay.step().is_some() {
         if k % every == every - 1 {
-            samples.push(Sample {
-                action: k,
-                total: replay.total,
-                stack: replay.with_offsets().collect(),
-            });
+            samples.push(Sample { action: k, total: replay.total, stack: replay.with_offsets().collect() });
         }
         k += 1;
     }

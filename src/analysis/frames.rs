@@ -33,21 +33,13 @@ const OMIT_FILENAMES: [&str; 10] = [
 const LIBRARY_PATHS: [&str; 3] = ["/torch/", "/site-packages/torch", "\\torch\\"];
 
 /// C++ namespaces of PyTorch's dispatcher and allocator (with `stacks="all"`).
-const NATIVE_PREFIXES: [&str; 6] = [
-    "c10::",
-    "at::",
-    "torch::",
-    "std::",
-    "void at::",
-    "bool at::",
-];
+const NATIVE_PREFIXES: [&str; 6] = ["c10::", "at::", "torch::", "std::", "void at::", "bool at::"];
 
 /// PyTorch's own filter: false for frames MemoryViz hides.
 pub fn is_shown(snap: &Snapshot, f: &Frame) -> bool {
     let name = snap.str(f.name);
     let file = snap.str(f.filename);
-    !OMIT_FUNCTIONS.iter().any(|o| name.contains(o))
-        && !OMIT_FILENAMES.iter().any(|o| file.contains(o))
+    !OMIT_FUNCTIONS.iter().any(|o| name.contains(o)) && !OMIT_FILENAMES.iter().any(|o| file.contains(o))
 }
 
 /// How much a frame says about *who* allocated: user Python code beats torch's Python, which
@@ -83,28 +75,20 @@ pub fn top_frame<'a>(snap: &'a Snapshot, stack: StackId) -> Option<&'a Frame> {
             }
         }
     }
-    best.map(|(f, _)| f)
-        .or_else(|| snap.stack_frames(stack).next())
+    best.map(|(f, _)| f).or_else(|| snap.stack_frames(stack).next())
 }
 
 /// `name (file:line)`, with the file shortened to its name when `short`.
 pub fn describe(snap: &Snapshot, f: &Frame, short: bool) -> String {
     let file = snap.str(f.filename);
-    let file = if short {
-        file.rsplit(['/', '\\']).next().unwrap_or(file)
-    } else {
-        file
-    };
+    let file = if short { file.rsplit(['/', '\\']).next().unwrap_or(file) } else { file };
     format!("{} ({file}:{})", snap.str(f.name), f.line)
 }
 
 /// The frames MemoryViz shows for a stack, innermost first, with runs of the same frame elided
 /// (`f, f, <repeats N times>` for runs of three or more).
 pub fn shown_lines(snap: &Snapshot, stack: StackId, short: bool) -> Vec<String> {
-    let frames: Vec<&Frame> = snap
-        .stack_frames(stack)
-        .filter(|f| is_shown(snap, f))
-        .collect();
+    let frames: Vec<&Frame> = snap.stack_frames(stack).filter(|f| is_shown(snap, f)).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < frames.len() {

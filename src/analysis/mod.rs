@@ -3,5 +3,6 @@
 pub mod annotations;
 pub mod export;
 pub mod frames;
+pub mod reserved;
 pub mod stats;
 pub mod units;

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{annotations, frames, units};
-use crate::layout::{Layout, Origin};
+use super::{annotations, frames, reserved, units};
+use crate::layout::{LayoutRef, Origin};
 use crate::model::{Action, NO_TIME, NONE, Snapshot, StackId};
 
 /// How many live allocations at the peak are listed.
@@ -87,8 +87,8 @@ fn time(t: i64) -> Option<i64> {
 }
 
 /// The stack that explains element `id` of `layout`.
-pub fn element_stack(snap: &Snapshot, layout: &Layout, id: u32) -> StackId {
-    let el = &layout.elements[id as usize];
+pub fn element_stack(snap: &Snapshot, layout: LayoutRef<'_>, id: u32) -> StackId {
+    let el = layout.element(id);
     match el.origin {
         Origin::Ghost => snap.blocks[el.block as usize].stack,
         _ => snap.events.stack[el.event() as usize],
@@ -99,38 +99,23 @@ fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {
     frames::top_frame(snap, stack).map(|f| frames::describe(snap, f, true))
 }
 
-pub fn compute(snap: &Snapshot, layouts: &[Layout]) -> Stats {
+pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>]) -> Stats {
     let spans = annotations::spans(snap);
-    let devices = layouts
-        .iter()
-        .map(|l| device_stats(snap, l, &spans))
-        .collect();
-    Stats {
-        devices,
-        unknown_keys: snap.unknown_keys.clone(),
-    }
+    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans)).collect();
+    Stats { devices, unknown_keys: snap.unknown_keys.clone() }
 }
 
-fn device_stats(snap: &Snapshot, layout: &Layout, spans: &[annotations::Span]) -> DeviceStats {
+fn device_stats(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[annotations::Span]) -> DeviceStats {
     let ev = &snap.events;
     let trace = snap.trace(layout.device);
     let mut by_action: BTreeMap<String, u64> = BTreeMap::new();
     let (mut first, mut last) = (None, None);
     let mut ooms = Vec::new();
-    let mut reserved_delta: i128 = 0;
-    let mut reserved_path = Vec::new();
     for e in trace.clone() {
-        *by_action
-            .entry(ev.action_name(e as u32, &snap.strings).to_owned())
-            .or_default() += 1;
+        *by_action.entry(ev.action_name(e as u32, &snap.strings).to_owned()).or_default() += 1;
         if let Some(t) = time(ev.time_us[e]) {
             first.get_or_insert(t);
             last = Some(t);
-        }
-        let sign = ev.action[e].reserved_sign();
-        if sign != 0 {
-            reserved_delta += i128::from(sign) * ev.size[e] as i128;
-            reserved_path.push((reserved_delta, ev.time_us[e]));
         }
         if ev.action[e] == Action::Oom {
             ooms.push(Oom {
@@ -145,8 +130,8 @@ fn device_stats(snap: &Snapshot, layout: &Layout, spans: &[annotations::Span]) -
     }
 
     let mut elements = OriginCounts::default();
-    for el in &layout.elements {
-        match el.origin {
+    for &o in layout.elements.origin {
+        match Origin::from_u8(o) {
             Origin::Alloc => elements.alloc += 1,
             Origin::FreeOnly => elements.free_only += 1,
             Origin::Ghost => elements.ghost += 1,
@@ -167,12 +152,12 @@ fn device_stats(snap: &Snapshot, layout: &Layout, spans: &[annotations::Span]) -
         .collect();
 
     let mut live = layout.live_after(peak_k);
-    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements[id as usize].size), id));
+    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements.size[id as usize]), id));
     let top_at_peak = live
         .into_iter()
         .take(TOP_AT_PEAK)
         .map(|id| {
-            let el = &layout.elements[id as usize];
+            let el = layout.element(id);
             LiveAlloc {
                 element: id,
                 size: el.size,
@@ -183,17 +168,8 @@ fn device_stats(snap: &Snapshot, layout: &Layout, spans: &[annotations::Span]) -
         })
         .collect();
 
-    let segments: Vec<_> = snap.device_segments(layout.device).collect();
-    let final_bytes: u64 = segments.iter().map(|s| s.total_size).sum();
-    // Reserved before the trace = reserved at the dump minus what the trace added.
-    let start = (final_bytes as i128 - reserved_delta).max(0);
-    let (mut peak_bytes, mut peak_time_us) = (start, first);
-    for (delta, t) in reserved_path {
-        if start + delta > peak_bytes {
-            peak_bytes = start + delta;
-            peak_time_us = time(t);
-        }
-    }
+    let reserved = reserved::timeline(snap, layout.device);
+    let (reserved_peak, reserved_peak_time) = reserved.peak();
 
     DeviceStats {
         device: layout.device,
@@ -204,22 +180,13 @@ fn device_stats(snap: &Snapshot, layout: &Layout, spans: &[annotations::Span]) -
         elements,
         first_time_us: first,
         last_time_us: last,
-        peak: Peak {
-            bytes: layout.peak_bytes,
-            action: layout.peak_action,
-            time_us: peak_time,
-            annotation,
-        },
+        peak: Peak { bytes: layout.peak_bytes, action: layout.peak_action, time_us: peak_time, annotation },
         top_at_peak,
         reserved: Reserved {
-            peak_bytes: peak_bytes.clamp(0, u64::MAX as i128) as u64,
-            peak_time_us: if peak_bytes == start {
-                None
-            } else {
-                peak_time_us
-            },
-            final_bytes,
-            segments: segments.len(),
+            peak_bytes: reserved_peak,
+            peak_time_us: reserved_peak_time,
+            final_bytes: reserved.final_bytes,
+            segments: snap.device_segments(layout.device).count(),
         },
         ooms,
     }
@@ -233,11 +200,8 @@ pub fn render_text(stats: &Stats, title: &str) -> String {
         render_device(&mut out, d);
     }
     if !stats.unknown_keys.is_empty() {
-        let keys: Vec<String> = stats
-            .unknown_keys
-            .iter()
-            .map(|(k, n)| format!("{k} ×{}", units::thousands(*n)))
-            .collect();
+        let keys: Vec<String> =
+            stats.unknown_keys.iter().map(|(k, n)| format!("{k} ×{}", units::thousands(*n))).collect();
         let _ = writeln!(out, "\nkeys not interpreted: {}", keys.join(", "));
     }
     out
@@ -248,20 +212,9 @@ fn render_device(out: &mut String, d: &DeviceStats) {
         let _ = writeln!(out, "  {label:<18}{value}");
     };
     let _ = writeln!(out, "\ndevice {}", d.device);
-    let by_action: Vec<String> = d
-        .events_by_action
-        .iter()
-        .map(|(a, n)| format!("{a} {}", units::thousands(*n)))
-        .collect();
-    row(
-        out,
-        "events",
-        format!(
-            "{}  ({})",
-            units::thousands(d.events),
-            by_action.join(" · ")
-        ),
-    );
+    let by_action: Vec<String> =
+        d.events_by_action.iter().map(|(a, n)| format!("{a} {}", units::thousands(*n))).collect();
+    row(out, "events", format!("{}  ({})", units::thousands(d.events), by_action.join(" · ")));
     let e = &d.elements;
     row(
         out,
@@ -277,11 +230,7 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     if let (Some(a), Some(b)) = (d.first_time_us, d.last_time_us) {
         row(out, "wall time", units::duration_us(b - a));
     }
-    let mut peak = format!(
-        "{} ({} B)",
-        units::bytes(d.peak.bytes),
-        units::thousands(d.peak.bytes)
-    );
+    let mut peak = format!("{} ({} B)", units::bytes(d.peak.bytes), units::thousands(d.peak.bytes));
     match d.peak.action {
         Some(k) => {
             let _ = write!(peak, " at action {}", units::thousands(k as u64));
@@ -330,20 +279,13 @@ fn render_device(out: &mut String, d: &DeviceStats) {
                 "requested {} with {} free on the device{}",
                 units::bytes(o.requested_bytes),
                 free,
-                o.frame
-                    .as_ref()
-                    .map(|f| format!(", at {f}"))
-                    .unwrap_or_default()
+                o.frame.as_ref().map(|f| format!(", at {f}")).unwrap_or_default()
             ),
         );
     }
     if !d.top_at_peak.is_empty() {
         let _ = writeln!(out, "  largest live allocations at the peak:");
-        let _ = writeln!(
-            out,
-            "    {:>10}  {:<18}  {:<9}  frame",
-            "size", "address", "origin"
-        );
+        let _ = writeln!(out, "    {:>10}  {:<18}  {:<9}  frame", "size", "address", "origin");
         for a in &d.top_at_peak {
             let _ = writeln!(
                 out,

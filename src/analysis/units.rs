@@ -25,10 +25,7 @@ pub fn bytes(n: u64) -> String {
 /// Signed byte counts, e.g. deltas: `"+1.5 KiB"`, `"-20 B"`.
 pub fn signed_bytes(n: i128) -> String {
     let sign = if n < 0 { "-" } else { "+" };
-    format!(
-        "{sign}{}",
-        bytes(n.unsigned_abs().min(u64::MAX as u128) as u64)
-    )
+    format!("{sign}{}", bytes(n.unsigned_abs().min(u64::MAX as u128) as u64))
 }
 
 /// `1234567` → `"1,234,567"`.

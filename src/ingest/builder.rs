@@ -4,9 +4,7 @@
 use std::collections::HashMap;
 
 use super::schema::{BlockRow, FrameRow, SchemaError, SegmentRow};
-use crate::model::{
-    Annotation, Block, EventRow, Frame, FrameId, FrameInterner, Segment, Snapshot, StackId, StrId,
-};
+use crate::model::{Annotation, Block, EventRow, Frame, FrameId, FrameInterner, Segment, Snapshot, StackId, StrId};
 
 /// Where one device's trace events ended up while reading.
 #[derive(Debug, Clone)]
@@ -65,11 +63,7 @@ impl Builder {
 
     /// Adds a segment; blocks without an `address` sit at the running sum of the sizes before
     /// them, counted from the segment's start (PyTorch's MemoryViz does the same).
-    pub fn push_segment(
-        &mut self,
-        row: &SegmentRow,
-        blocks: &[BlockRow],
-    ) -> Result<(), SchemaError> {
+    pub fn push_segment(&mut self, row: &SegmentRow, blocks: &[BlockRow]) -> Result<(), SchemaError> {
         let address = super::schema::finish_segment(row)?;
         let first = self.snap.blocks.len() as u32;
         let mut running = address;
@@ -115,11 +109,7 @@ impl Builder {
     }
 
     /// Places each device's events and runs the whole-snapshot checks.
-    pub fn finish(
-        mut self,
-        traces: Vec<TraceList>,
-        legacy: bool,
-    ) -> Result<Snapshot, NotASnapshot> {
+    pub fn finish(mut self, traces: Vec<TraceList>, legacy: bool) -> Result<Snapshot, NotASnapshot> {
         let mut ranges = Vec::with_capacity(traces.len());
         let mut next = 0u32;
         for t in &traces {
@@ -128,9 +118,7 @@ impl Builder {
                     next = next.max(*b);
                     *a..*b
                 }
-                TraceList::Range(a, b) => {
-                    self.snap.events.append_copy(&(*a..*b).collect::<Vec<_>>())
-                }
+                TraceList::Range(a, b) => self.snap.events.append_copy(&(*a..*b).collect::<Vec<_>>()),
                 TraceList::Ids(ids) => self.snap.events.append_copy(ids),
             });
         }

@@ -23,12 +23,7 @@ pub fn decode<R: Read>(reader: R) -> Result<Snapshot, JsonError> {
     let mut traces = Vec::new();
     let mut legacy = false;
     let mut de = serde_json::Deserializer::from_reader(reader);
-    TopSeed {
-        b: &mut b,
-        traces: &mut traces,
-        legacy: &mut legacy,
-    }
-    .deserialize(&mut de)?;
+    TopSeed { b: &mut b, traces: &mut traces, legacy: &mut legacy }.deserialize(&mut de)?;
     de.end()?;
     Ok(b.finish(traces, legacy)?)
 }
@@ -66,9 +61,7 @@ impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
 impl<'de> Visitor<'de> for TopSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(
-            "a snapshot: a dict with `segments` / `device_traces`, or a legacy list of segments",
-        )
+        f.write_str("a snapshot: a dict with `segments` / `device_traces`, or a legacy list of segments")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
@@ -83,23 +76,14 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
             match Field::of(key.as_bytes()) {
                 Field::Segments => {
                     recognised = true;
-                    map.next_value_seed(ListSeed {
-                        b: &mut *self.b,
-                        item: Item::Segment,
-                    })?;
+                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Segment })?;
                 }
                 Field::DeviceTraces => {
                     recognised = true;
-                    map.next_value_seed(TracesSeed {
-                        b: self.b,
-                        traces: self.traces,
-                    })?;
+                    map.next_value_seed(TracesSeed { b: self.b, traces: self.traces })?;
                 }
                 Field::ExternalAnnotations => {
-                    map.next_value_seed(ListSeed {
-                        b: &mut *self.b,
-                        item: Item::Annotation,
-                    })?;
+                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Annotation })?;
                 }
                 Field::AllocatorSettings => {
                     let v: serde_json::Value = map.next_value()?;
@@ -109,9 +93,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
             }
         }
         if !recognised {
-            return Err(custom(NotASnapshot::Shape {
-                what: "a dict without `segments` or `device_traces`".into(),
-            }));
+            return Err(custom(NotASnapshot::Shape { what: "a dict without `segments` or `device_traces`".into() }));
         }
         Ok(())
     }
@@ -185,15 +167,11 @@ impl<'de> Visitor<'de> for TracesSeed<'_> {
         loop {
             let start = self.b.event_count() as u32;
             let device = self.traces.len();
-            let seed = ListSeed {
-                b: &mut *self.b,
-                item: Item::Event { device },
-            };
+            let seed = ListSeed { b: &mut *self.b, item: Item::Event { device } };
             if seq.next_element_seed(seed)?.is_none() {
                 return Ok(());
             }
-            self.traces
-                .push(TraceList::Range(start, self.b.event_count() as u32));
+            self.traces.push(TraceList::Range(start, self.b.event_count() as u32));
         }
     }
 }
@@ -238,11 +216,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
 }
 
 /// Reads the value of `field`: frame lists and pairs where the schema expects them, else a scalar.
-fn value_for<'de, A: MapAccess<'de>>(
-    b: &mut Builder,
-    field: Field,
-    map: &mut A,
-) -> Result<Scalar, A::Error> {
+fn value_for<'de, A: MapAccess<'de>>(b: &mut Builder, field: Field, map: &mut A) -> Result<Scalar, A::Error> {
     match field {
         Field::Unknown => {
             map.next_value::<IgnoredAny>()?;
@@ -300,17 +274,11 @@ impl<'de> Visitor<'de> for ScalarSeed<'_> {
         let b = seq.next_element::<serde_json::Value>()?;
         let rest = seq.next_element::<IgnoredAny>()?;
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        let int = |v: &serde_json::Value| {
-            v.as_i64()
-                .map(i128::from)
-                .or_else(|| v.as_u64().map(i128::from))
-        };
-        Ok(
-            match (a.as_ref().and_then(int), b.as_ref().and_then(int), rest) {
-                (Some(a), Some(b), None) => Scalar::Pair(a, b),
-                _ => Scalar::Other("list"),
-            },
-        )
+        let int = |v: &serde_json::Value| v.as_i64().map(i128::from).or_else(|| v.as_u64().map(i128::from));
+        Ok(match (a.as_ref().and_then(int), b.as_ref().and_then(int), rest) {
+            (Some(a), Some(b), None) => Scalar::Pair(a, b),
+            _ => Scalar::Other("list"),
+        })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
@@ -413,10 +381,7 @@ impl<'de> Visitor<'de> for SegmentSeed<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let field = Field::of(key.as_bytes());
             if field == Field::Blocks {
-                map.next_value_seed(BlocksSeed {
-                    b: &mut *b,
-                    out: &mut blocks,
-                })?;
+                map.next_value_seed(BlocksSeed { b: &mut *b, out: &mut blocks })?;
                 continue;
             }
             let v = value_for(b, field, &mut map)?;

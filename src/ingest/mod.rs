@@ -66,23 +66,38 @@ pub enum IngestError {
     #[error(transparent)]
     Json(#[from] json::JsonError),
     #[error("{what}: {error}")]
-    Decompress {
-        what: &'static str,
-        error: io::Error,
-    },
+    Decompress { what: &'static str, error: io::Error },
     /// An error inside compressed input: its offsets count decompressed bytes.
     #[error("{inner} (in the {kind}-decompressed data)")]
-    Compressed {
-        kind: &'static str,
-        inner: Box<IngestError>,
-    },
+    Compressed { kind: &'static str, inner: Box<IngestError> },
 }
 
 /// Reads a snapshot file of any supported kind.
 pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
+    read_path_progress(path, &|_| {})
+}
+
+/// [`read_path`], calling `progress` with the number of file bytes read so far.
+pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapshot, SourceInfo), IngestError> {
     let file = File::open(path).map_err(IngestError::Open)?;
     let file_bytes = file.metadata().map_err(IngestError::Open)?.len();
-    read(file, file_bytes)
+    read(Progress { inner: file, n: 0, report: progress }, file_bytes)
+}
+
+/// Reports bytes read from the file (before decompression).
+struct Progress<'a, R> {
+    inner: R,
+    n: u64,
+    report: &'a dyn Fn(u64),
+}
+
+impl<R: Read> Read for Progress<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n += k as u64;
+        (self.report)(self.n);
+        Ok(k)
+    }
 }
 
 /// Reads a snapshot from any byte stream (`file_bytes` is only reported back).
@@ -94,79 +109,37 @@ pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo
     }
     let (compression, inner): (Compression, Box<dyn Read>) = if head.starts_with(&[0x1f, 0x8b]) {
         let gz = flate2::read::MultiGzDecoder::new(raw);
-        (
-            Compression::Gzip,
-            Box::new(Named {
-                inner: gz,
-                what: "gzip stream",
-            }),
-        )
+        (Compression::Gzip, Box::new(Named { inner: gz, what: "gzip stream" }))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        let zs = zstd::stream::read::Decoder::with_buffer(raw).map_err(|error| {
-            IngestError::Decompress {
-                what: "zstd stream",
-                error,
-            }
-        })?;
-        (
-            Compression::Zstd,
-            Box::new(Named {
-                inner: zs,
-                what: "zstd stream",
-            }),
-        )
+        let zs = zstd::stream::read::Decoder::with_buffer(raw)
+            .map_err(|error| IngestError::Decompress { what: "zstd stream", error })?;
+        (Compression::Zstd, Box::new(Named { inner: zs, what: "zstd stream" }))
     } else {
         (Compression::None, Box::new(raw))
     };
     let mut counted = Counted { inner, n: 0 };
     let mut peek = BufReader::with_capacity(1 << 16, &mut counted);
     let first = {
-        let head = peek.fill_buf().map_err(|error| IngestError::Decompress {
-            what: "reading",
-            error,
-        })?;
+        let head = peek.fill_buf().map_err(|error| IngestError::Decompress { what: "reading", error })?;
         if head.is_empty() {
             return Err(IngestError::Empty);
         }
-        head.iter()
-            .copied()
-            .find(|b| !b.is_ascii_whitespace())
-            .unwrap_or(b' ')
+        head.iter().copied().find(|b| !b.is_ascii_whitespace()).unwrap_or(b' ')
     };
     let decoded = if matches!(first, b'{' | b'[') {
-        json::decode(&mut peek)
-            .map(|s| (s, Format::Json))
-            .map_err(IngestError::from)
+        json::decode(&mut peek).map(|s| (s, Format::Json)).map_err(IngestError::from)
     } else {
         pickle::decode(&mut peek)
-            .map(|(s, info)| {
-                (
-                    s,
-                    Format::Pickle {
-                        protocol: info.protocol,
-                    },
-                )
-            })
+            .map(|(s, info)| (s, Format::Pickle { protocol: info.protocol }))
             .map_err(IngestError::from)
     };
     let (snap, format) = decoded.map_err(|inner| match compression {
         Compression::None => inner,
-        Compression::Gzip => IngestError::Compressed {
-            kind: "gzip",
-            inner: Box::new(inner),
-        },
-        Compression::Zstd => IngestError::Compressed {
-            kind: "zstd",
-            inner: Box::new(inner),
-        },
+        Compression::Gzip => IngestError::Compressed { kind: "gzip", inner: Box::new(inner) },
+        Compression::Zstd => IngestError::Compressed { kind: "zstd", inner: Box::new(inner) },
     })?;
     drop(peek);
-    let info = SourceInfo {
-        compression,
-        format,
-        file_bytes,
-        decoded_bytes: counted.n,
-    };
+    let info = SourceInfo { compression, format, file_bytes, decoded_bytes: counted.n };
     Ok((snap, info))
 }
 
@@ -192,8 +165,6 @@ struct Named<R> {
 
 impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner
-            .read(buf)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.what)))
+        self.inner.read(buf).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.what)))
     }
 }

@@ -5,9 +5,7 @@
 //! lists, blocks, pairs) are turned into ids or pairs by the reader first. Type checks and their
 //! error messages live here once, so both readers accept and reject exactly the same snapshots.
 
-use crate::model::{
-    Action, Annotation, BlockState, EventRow, NO_TIME, NONE, StackId, Stage, StrId, Strings,
-};
+use crate::model::{Action, Annotation, BlockState, EventRow, NO_TIME, NONE, StackId, Stage, StrId, Strings};
 
 /// A dict key the schema knows. Keys are matched by bytes once per distinct string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,23 +138,15 @@ pub struct SchemaError {
 }
 
 fn err(context: &'static str, key: &'static str, expected: &'static str, v: Scalar) -> SchemaError {
-    SchemaError {
-        context,
-        key,
-        expected,
-        found: v.type_name(),
-    }
+    SchemaError { context, key, expected, found: v.type_name() }
 }
 
 fn u64_of(context: &'static str, key: &'static str, v: Scalar) -> Result<u64, SchemaError> {
     match v {
         Scalar::Int(i) if (0..=u64::MAX as i128).contains(&i) => Ok(i as u64),
-        Scalar::Int(_) => Err(SchemaError {
-            context,
-            key,
-            expected: "an unsigned 64-bit integer",
-            found: "an out-of-range int",
-        }),
+        Scalar::Int(_) => {
+            Err(SchemaError { context, key, expected: "an unsigned 64-bit integer", found: "an out-of-range int" })
+        }
         v => Err(err(context, key, "an unsigned 64-bit integer", v)),
     }
 }
@@ -197,20 +187,11 @@ fn stack_of(context: &'static str, key: &'static str, v: Scalar) -> Result<Stack
     }
 }
 
-fn pair_of(
-    context: &'static str,
-    key: &'static str,
-    v: Scalar,
-) -> Result<Option<(i64, i64)>, SchemaError> {
+fn pair_of(context: &'static str, key: &'static str, v: Scalar) -> Result<Option<(i64, i64)>, SchemaError> {
     match v {
         Scalar::Pair(a, b) => match (i64::try_from(a), i64::try_from(b)) {
             (Ok(a), Ok(b)) => Ok(Some((a, b))),
-            _ => Err(SchemaError {
-                context,
-                key,
-                expected: "a pair of 64-bit integers",
-                found: "an out-of-range int",
-            }),
+            _ => Err(SchemaError { context, key, expected: "a pair of 64-bit integers", found: "an out-of-range int" }),
         },
         Scalar::None => Ok(None),
         v => Err(err(context, key, "a pair of integers", v)),
@@ -218,12 +199,7 @@ fn pair_of(
 }
 
 /// Applies one key of a trace event. Returns `Ok(false)` for a key the event does not use.
-pub fn set_event(
-    row: &mut EventRow,
-    field: Field,
-    v: Scalar,
-    strings: &Strings,
-) -> Result<bool, SchemaError> {
+pub fn set_event(row: &mut EventRow, field: Field, v: Scalar, strings: &Strings) -> Result<bool, SchemaError> {
     const C: &str = "trace event";
     match field {
         Field::Action => {
@@ -237,13 +213,7 @@ pub fn set_event(
         Field::Addr => row.addr = Some(u64_of(C, "addr", v)?),
         Field::Size => row.size = Some(u64_of(C, "size", v)?),
         Field::Stream => row.stream = stream_of(C, v)?,
-        Field::TimeUs => {
-            row.time_us = if v == Scalar::None {
-                NO_TIME
-            } else {
-                i64_of(C, "time_us", v)?
-            }
-        }
+        Field::TimeUs => row.time_us = if v == Scalar::None { NO_TIME } else { i64_of(C, "time_us", v)? },
         Field::Frames => row.stack = stack_of(C, "frames", v)?,
         Field::ForwardFrames => row.forward_stack = stack_of(C, "forward_frames", v)?,
         Field::CompileContext => row.compile_context = str_of(C, "compile_context", v)?,
@@ -257,19 +227,11 @@ pub fn set_event(
 
 /// Checks that an event has what its action needs.
 pub fn finish_event(row: &EventRow) -> Result<(), SchemaError> {
-    let missing = |key| SchemaError {
-        context: "trace event",
-        key,
-        expected: "a value",
-        found: "nothing (missing)",
-    };
+    let missing = |key| SchemaError { context: "trace event", key, expected: "a value", found: "nothing (missing)" };
     if row.other_action == NONE {
         return Err(missing("action"));
     }
-    let needs_addr = matches!(
-        row.action,
-        Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::Free
-    );
+    let needs_addr = matches!(row.action, Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::Free);
     if needs_addr && row.addr.is_none() {
         return Err(missing("addr"));
     }
@@ -292,13 +254,7 @@ pub fn set_frame(row: &mut FrameRow, field: Field, v: Scalar) -> Result<bool, Sc
     match field {
         Field::Name => row.name = Some(str_of(C, "name", v)?),
         Field::Filename => row.filename = Some(str_of(C, "filename", v)?),
-        Field::Line => {
-            row.line = if v == Scalar::None {
-                0
-            } else {
-                i64_of(C, "line", v)?
-            }
-        }
+        Field::Line => row.line = if v == Scalar::None { 0 } else { i64_of(C, "line", v)? },
         _ => return Ok(false),
     }
     Ok(true)
@@ -393,22 +349,11 @@ pub struct BlockRow {
 
 impl Default for BlockRow {
     fn default() -> Self {
-        BlockRow {
-            address: None,
-            size: None,
-            requested_size: None,
-            state: BlockState::Inactive,
-            stack: NONE,
-        }
+        BlockRow { address: None, size: None, requested_size: None, state: BlockState::Inactive, stack: NONE }
     }
 }
 
-pub fn set_block(
-    row: &mut BlockRow,
-    field: Field,
-    v: Scalar,
-    strings: &Strings,
-) -> Result<bool, SchemaError> {
+pub fn set_block(row: &mut BlockRow, field: Field, v: Scalar, strings: &Strings) -> Result<bool, SchemaError> {
     const C: &str = "block";
     match field {
         Field::Address => row.address = Some(u64_of(C, "address", v)?),
@@ -435,12 +380,7 @@ pub struct AnnotationRow(pub Annotation);
 
 impl Default for AnnotationRow {
     fn default() -> Self {
-        AnnotationRow(Annotation {
-            name: NONE,
-            stage: Stage::Other(NONE),
-            device: 0,
-            time_us: NO_TIME,
-        })
+        AnnotationRow(Annotation { name: NONE, stage: Stage::Other(NONE), device: 0, time_us: NO_TIME })
     }
 }
 
@@ -463,13 +403,7 @@ pub fn set_annotation(
             };
         }
         Field::Device => a.device = i64_of(C, "device", v)?,
-        Field::TimeUs => {
-            a.time_us = if v == Scalar::None {
-                NO_TIME
-            } else {
-                i64_of(C, "time_us", v)?
-            }
-        }
+        Field::TimeUs => a.time_us = if v == Scalar::None { NO_TIME } else { i64_of(C, "time_us", v)? },
         _ => return Ok(false),
     }
     Ok(true)

@@ -1,7 +1,9 @@
 //! The Active Memory Timeline layout (SPEC §2): which allocation sits where, at every action.
 //!
-//! Input: one device's trace and segments from the [`Snapshot`]. Output: a [`Layout`] — the
-//! elements, the action sequence, totals and the peak. No I/O.
+//! Input: one device's trace and segments from the [`Snapshot`]. Output: a [`Layout`] — element
+//! columns, the action sequence, totals and the peak. No I/O. Everything downstream reads a
+//! layout through [`LayoutRef`], a set of borrowed slices, so the same code runs on a layout just
+//! computed and on one mapped from a `.memviz` archive.
 //!
 //! ```text
 //!   bytes ▲            ┌──┐
@@ -16,8 +18,10 @@
 //! for become `ghost` elements. Every element gets a *slot*: its position in push order, initial
 //! elements first. The live stack is always sorted by slot, so offsets are prefix sums over it.
 
+mod checkpoints;
 mod stack;
 
+pub use checkpoints::{Checkpoints, CheckpointsRef, checkpoint_every};
 pub use stack::{LiveStack, Step};
 
 use std::collections::HashMap;
@@ -26,13 +30,14 @@ use crate::model::{Action, BlockState, NONE, Snapshot};
 
 /// Where an element comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
 pub enum Origin {
     /// An `alloc` event in the trace.
-    Alloc,
+    Alloc = 0,
     /// A `free_completed` whose alloc is not in the trace: live from the start.
-    FreeOnly,
+    FreeOnly = 1,
     /// An `active_allocated` block of the dump that no trace event explains: live throughout.
-    Ghost,
+    Ghost = 2,
 }
 
 impl Origin {
@@ -43,6 +48,14 @@ impl Origin {
             Origin::Ghost => "ghost",
         }
     }
+
+    pub fn from_u8(v: u8) -> Origin {
+        match v {
+            0 => Origin::Alloc,
+            1 => Origin::FreeOnly,
+            _ => Origin::Ghost,
+        }
+    }
 }
 
 /// `start` of an element that is live before the first action.
@@ -50,8 +63,8 @@ pub const BEFORE_TRACE: u32 = u32::MAX;
 /// `end` of an element still live after the last action.
 pub const NEVER: u32 = u32::MAX;
 
-/// One rectangle-ish band of the timeline.
-#[derive(Debug, Clone, PartialEq)]
+/// One element, assembled from the columns.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Element {
     pub addr: u64,
     pub size: u64,
@@ -79,11 +92,7 @@ impl Element {
     }
 
     pub fn start_i64(&self) -> i64 {
-        if self.start == BEFORE_TRACE {
-            -1
-        } else {
-            i64::from(self.start)
-        }
+        if self.start == BEFORE_TRACE { -1 } else { i64::from(self.start) }
     }
 
     pub fn end_opt(&self) -> Option<u32> {
@@ -92,10 +101,89 @@ impl Element {
 
     /// The event whose stack explains this element: its alloc, else the free that revealed it.
     pub fn event(&self) -> u32 {
-        if self.alloc_event != NONE {
-            self.alloc_event
-        } else {
-            self.free_event
+        if self.alloc_event != NONE { self.alloc_event } else { self.free_event }
+    }
+}
+
+/// Element columns, indexed by element id (creation order: trace order, then ghosts).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Elements {
+    pub addr: Vec<u64>,
+    pub size: Vec<u64>,
+    pub start: Vec<u32>,
+    pub end: Vec<u32>,
+    /// [`Origin`] as `u8`.
+    pub origin: Vec<u8>,
+    pub alloc_event: Vec<u32>,
+    pub free_event: Vec<u32>,
+    pub block: Vec<u32>,
+    pub slot: Vec<u32>,
+}
+
+impl Elements {
+    fn push(&mut self, addr: u64, size: u64, origin: Origin, alloc_event: u32, free_event: u32, block: u32) -> u32 {
+        self.addr.push(addr);
+        self.size.push(size);
+        self.start.push(BEFORE_TRACE);
+        self.end.push(NEVER);
+        self.origin.push(origin as u8);
+        self.alloc_event.push(alloc_event);
+        self.free_event.push(free_event);
+        self.block.push(block);
+        self.slot.push(NONE);
+        (self.addr.len() - 1) as u32
+    }
+
+    pub fn view(&self) -> ElementsRef<'_> {
+        ElementsRef {
+            addr: &self.addr,
+            size: &self.size,
+            start: &self.start,
+            end: &self.end,
+            origin: &self.origin,
+            alloc_event: &self.alloc_event,
+            free_event: &self.free_event,
+            block: &self.block,
+            slot: &self.slot,
+        }
+    }
+}
+
+/// Borrowed element columns (from a [`Layout`] or a mapped archive).
+#[derive(Debug, Clone, Copy)]
+pub struct ElementsRef<'a> {
+    pub addr: &'a [u64],
+    pub size: &'a [u64],
+    pub start: &'a [u32],
+    pub end: &'a [u32],
+    pub origin: &'a [u8],
+    pub alloc_event: &'a [u32],
+    pub free_event: &'a [u32],
+    pub block: &'a [u32],
+    pub slot: &'a [u32],
+}
+
+impl ElementsRef<'_> {
+    pub fn len(&self) -> usize {
+        self.addr.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.addr.is_empty()
+    }
+
+    pub fn get(&self, id: u32) -> Element {
+        let i = id as usize;
+        Element {
+            addr: self.addr[i],
+            size: self.size[i],
+            origin: Origin::from_u8(self.origin[i]),
+            start: self.start[i],
+            end: self.end[i],
+            alloc_event: self.alloc_event[i],
+            free_event: self.free_event[i],
+            block: self.block[i],
+            slot: self.slot[i],
         }
     }
 }
@@ -104,8 +192,7 @@ impl Element {
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
     pub device: u32,
-    /// Indexed by element id (creation order: trace order, then ghosts).
-    pub elements: Vec<Element>,
+    pub elements: Elements,
     /// Element id of each action.
     pub actions: Vec<u32>,
     /// Elements live before the first action, bottom to top.
@@ -119,48 +206,44 @@ pub struct Layout {
     pub peak_action: Option<u32>,
 }
 
+/// A borrowed layout: what every consumer of a timeline reads.
+#[derive(Debug, Clone, Copy)]
+pub struct LayoutRef<'a> {
+    pub device: u32,
+    pub elements: ElementsRef<'a>,
+    pub actions: &'a [u32],
+    pub initial: &'a [u32],
+    pub initial_total: u64,
+    pub totals: &'a [u64],
+    pub peak_bytes: u64,
+    pub peak_action: Option<u32>,
+}
+
 impl Layout {
     /// Computes the layout of `device`.
     pub fn build(snap: &Snapshot, device: u32) -> Layout {
         let ev = &snap.events;
-        let mut elements: Vec<Element> = Vec::new();
+        let mut els = Elements::default();
         let mut actions = Vec::new();
         let mut initially = Vec::new();
         let mut addr_to: HashMap<u64, u32> = HashMap::new();
-        let new = |addr, size, origin, alloc_event, free_event, block| Element {
-            addr,
-            size,
-            origin,
-            start: BEFORE_TRACE,
-            end: NEVER,
-            alloc_event,
-            free_event,
-            block,
-            slot: NONE,
-        };
 
         for e in snap.trace(device) {
             let action = ev.action[e];
             let (addr, size, e32) = (ev.addr[e], ev.size[e], e as u32);
             if action == Action::Alloc {
-                let id = elements.len() as u32;
-                let mut el = new(addr, size, Origin::Alloc, e32, NONE, NONE);
-                el.start = actions.len() as u32;
-                elements.push(el);
+                let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
+                els.start[id as usize] = actions.len() as u32;
                 addr_to.insert(addr, id);
                 actions.push(id);
             } else if action.ends_allocation() {
-                let id = match addr_to.remove(&addr) {
-                    Some(id) => id,
-                    None => {
-                        elements.push(new(addr, size, Origin::FreeOnly, NONE, e32, NONE));
-                        initially.push(elements.len() as u32 - 1);
-                        elements.len() as u32 - 1
-                    }
-                };
-                let el = &mut elements[id as usize];
-                el.end = actions.len() as u32;
-                el.free_event = e32;
+                let id = addr_to.remove(&addr).unwrap_or_else(|| {
+                    let id = els.push(addr, size, Origin::FreeOnly, NONE, e32, NONE);
+                    initially.push(id);
+                    id
+                });
+                els.end[id as usize] = actions.len() as u32;
+                els.free_event[id as usize] = e32;
                 actions.push(id);
             }
         }
@@ -169,15 +252,7 @@ impl Layout {
             for (i, b) in snap.segment_blocks(seg).iter().enumerate() {
                 if b.state == BlockState::ActiveAllocated && !addr_to.contains_key(&b.address) {
                     let block = seg.blocks.start + i as u32;
-                    elements.push(new(
-                        b.address,
-                        b.requested_size,
-                        Origin::Ghost,
-                        NONE,
-                        NONE,
-                        block,
-                    ));
-                    initially.push(elements.len() as u32 - 1);
+                    initially.push(els.push(b.address, b.requested_size, Origin::Ghost, NONE, NONE, block));
                 }
             }
         }
@@ -187,29 +262,29 @@ impl Layout {
             && let Some(top) = initially.pop()
         {
             // Nothing happened: show the top initial element as the one action (SPEC §2.4).
-            elements[top as usize].start = 0;
+            els.start[top as usize] = 0;
             actions.push(top);
         }
 
         let mut slot = 0u32;
         let mut initial_total = 0u64;
         for &i in &initially {
-            elements[i as usize].slot = slot;
+            els.slot[i as usize] = slot;
             slot += 1;
-            initial_total += elements[i as usize].size;
+            initial_total += els.size[i as usize];
         }
         let mut total = initial_total;
         let mut peak_bytes = total;
         let mut peak_action = None;
         let mut totals = Vec::with_capacity(actions.len());
         for (k, &id) in actions.iter().enumerate() {
-            let el = &mut elements[id as usize];
-            if el.start == k as u32 {
-                el.slot = slot;
+            let i = id as usize;
+            if els.start[i] == k as u32 {
+                els.slot[i] = slot;
                 slot += 1;
-                total += el.size;
+                total += els.size[i];
             } else {
-                total -= el.size;
+                total -= els.size[i];
             }
             if total > peak_bytes {
                 peak_bytes = total;
@@ -218,49 +293,50 @@ impl Layout {
             totals.push(total);
         }
 
-        Layout {
-            device,
-            elements,
-            actions,
-            initial: initially,
-            initial_total,
-            totals,
-            peak_bytes,
-            peak_action,
+        Layout { device, elements: els, actions, initial: initially, initial_total, totals, peak_bytes, peak_action }
+    }
+
+    pub fn view(&self) -> LayoutRef<'_> {
+        LayoutRef {
+            device: self.device,
+            elements: self.elements.view(),
+            actions: &self.actions,
+            initial: &self.initial,
+            initial_total: self.initial_total,
+            totals: &self.totals,
+            peak_bytes: self.peak_bytes,
+            peak_action: self.peak_action,
         }
+    }
+}
+
+impl<'a> LayoutRef<'a> {
+    pub fn element(&self, id: u32) -> Element {
+        self.elements.get(id)
     }
 
     /// Total live bytes right after action `k` (`k = -1`: before the first action).
     pub fn total_after(&self, k: i64) -> u64 {
-        if k < 0 {
-            self.initial_total
-        } else {
-            self.totals[k as usize]
-        }
+        if k < 0 { self.initial_total } else { self.totals[k as usize] }
     }
 
     /// The event (absolute index) that caused action `k`, or `NONE` for the synthetic action of
     /// a snapshot without actions.
     pub fn action_event(&self, k: u32) -> u32 {
-        let el = &self.elements[self.actions[k as usize] as usize];
-        if el.start == k {
-            el.alloc_event
-        } else {
-            el.free_event
-        }
+        let id = self.actions[k as usize] as usize;
+        if self.elements.start[id] == k { self.elements.alloc_event[id] } else { self.elements.free_event[id] }
     }
 
     /// A replay cursor positioned before the first action.
-    pub fn replay(&self) -> LiveStack<'_> {
-        LiveStack::new(self)
+    pub fn replay(&self) -> LiveStack<'a> {
+        LiveStack::new(*self)
     }
 
-    /// Element ids live right after action `k`, in stack order (bottom first).
+    /// Element ids live right after action `k`, in stack order (bottom first). O(elements).
     pub fn live_after(&self, k: i64) -> Vec<u32> {
-        let mut live: Vec<u32> = (0..self.elements.len() as u32)
-            .filter(|&i| self.elements[i as usize].live_after(k))
-            .collect();
-        live.sort_by_key(|&i| self.elements[i as usize].slot);
+        let mut live: Vec<u32> =
+            (0..self.elements.len() as u32).filter(|&i| self.elements.get(i).live_after(k)).collect();
+        live.sort_by_key(|&i| self.elements.slot[i as usize]);
         live
     }
 }

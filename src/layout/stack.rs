@@ -1,12 +1,16 @@
 //! Replaying a layout action by action while keeping the live stack in order.
 
-use super::Layout;
+use super::LayoutRef;
 
 /// The live stack at some point of the replay, bottom to top (sorted by slot).
+#[derive(Debug, Clone)]
 pub struct LiveStack<'a> {
-    layout: &'a Layout,
+    layout: LayoutRef<'a>,
     /// Live element ids, bottom first.
     pub ids: Vec<u32>,
+    /// `slot` of each live element (ascending), kept beside `ids` so that finding an element to
+    /// remove is a binary search over contiguous memory.
+    slots: Vec<u32>,
     /// Number of actions applied so far.
     pub next_action: usize,
     pub total: u64,
@@ -22,13 +26,17 @@ pub enum Step {
 }
 
 impl<'a> LiveStack<'a> {
-    pub fn new(layout: &'a Layout) -> Self {
-        LiveStack {
-            layout,
-            ids: layout.initial.clone(),
-            next_action: 0,
-            total: layout.initial_total,
-        }
+    /// Before the first action.
+    pub fn new(layout: LayoutRef<'a>) -> Self {
+        let slots = layout.initial.iter().map(|&i| layout.elements.slot[i as usize]).collect();
+        LiveStack { layout, ids: layout.initial.to_vec(), slots, next_action: 0, total: layout.initial_total }
+    }
+
+    /// A stack known to be `ids` after `applied` actions (a checkpoint).
+    pub fn resume(layout: LayoutRef<'a>, ids: &[u32], applied: usize) -> Self {
+        let total = ids.iter().map(|&i| layout.elements.size[i as usize]).sum();
+        let slots = ids.iter().map(|&i| layout.elements.slot[i as usize]).collect();
+        LiveStack { layout, ids: ids.to_vec(), slots, next_action: applied, total }
     }
 
     /// Applies the next action; `None` after the last one.
@@ -36,21 +44,28 @@ impl<'a> LiveStack<'a> {
         let k = self.next_action;
         let &id = self.layout.actions.get(k)?;
         self.next_action += 1;
-        let el = &self.layout.elements[id as usize];
-        if el.start == k as u32 {
+        let els = &self.layout.elements;
+        let size = els.size[id as usize];
+        if els.start[id as usize] == k as u32 {
             self.ids.push(id);
-            self.total += el.size;
+            self.slots.push(els.slot[id as usize]);
+            self.total += size;
             Some(Step::Pushed { id })
         } else {
-            let slots = &self.layout.elements;
-            let pos = self
-                .ids
-                .binary_search_by_key(&el.slot, |&i| slots[i as usize].slot)
-                .expect("an ending action removes a live element");
+            // A consistent layout always finds it; a corrupted archive must not panic the viewer.
+            let Ok(pos) = self.slots.binary_search(&els.slot[id as usize]) else {
+                return Some(Step::Removed { id, pos: self.ids.len() });
+            };
             self.ids.remove(pos);
-            self.total -= el.size;
+            self.slots.remove(pos);
+            self.total -= size;
             Some(Step::Removed { id, pos })
         }
+    }
+
+    /// Applies actions until `applied` actions are done (or the trace ends).
+    pub fn advance_to(&mut self, applied: usize) {
+        while self.next_action < applied && self.step().is_some() {}
     }
 
     /// `(id, offset)` of every live element, bottom first.
@@ -58,7 +73,7 @@ impl<'a> LiveStack<'a> {
         let mut off = 0u64;
         self.ids.iter().map(move |&id| {
             let here = off;
-            off += self.layout.elements[id as usize].size;
+            off += self.layout.elements.size[id as usize];
             (id, here)
         })
     }

@@ -19,10 +19,7 @@ fn snap(events: &[(&str, u64, u64)], ghosts: &[(u64, u64)]) -> Snapshot {
         b.push_event(&row);
     }
     if !ghosts.is_empty() {
-        let seg = SegmentRow {
-            address: Some(ghosts[0].0),
-            ..SegmentRow::default()
-        };
+        let seg = SegmentRow { address: Some(ghosts[0].0), ..SegmentRow::default() };
         let blocks: Vec<BlockRow> = ghosts
             .iter()
             .map(|&(addr, size)| BlockRow {
@@ -42,65 +39,35 @@ fn snap(events: &[(&str, u64, u64)], ghosts: &[(u64, u64)]) -> Snapshot {
 #[test]
 fn alloc_free_moves_elements_above_down() {
     let s = snap(
-        &[
-            ("alloc", 1, 10),
-            ("alloc", 2, 20),
-            ("alloc", 3, 30),
-            ("free_requested", 1, 10),
-            ("free_completed", 1, 10),
-        ],
+        &[("alloc", 1, 10), ("alloc", 2, 20), ("alloc", 3, 30), ("free_requested", 1, 10), ("free_completed", 1, 10)],
         &[],
     );
     let l = Layout::build(&s, 0);
     assert_eq!(l.actions, vec![0, 1, 2, 0]);
     assert_eq!(l.totals, vec![10, 30, 60, 50]);
     assert_eq!((l.peak_bytes, l.peak_action), (60, Some(2)));
-    let mut r = l.replay();
+    let mut r = l.view().replay();
     while r.step().is_some() {}
     assert_eq!(r.with_offsets().collect::<Vec<_>>(), vec![(1, 0), (2, 20)]);
 }
 
 #[test]
 fn free_only_sits_above_ghosts_first_freed_on_top() {
-    let s = snap(
-        &[
-            ("free_completed", 7, 5),
-            ("alloc", 1, 10),
-            ("free_completed", 8, 3),
-        ],
-        &[(100, 40), (200, 50)],
-    );
+    let s = snap(&[("free_completed", 7, 5), ("alloc", 1, 10), ("free_completed", 8, 3)], &[(100, 40), (200, 50)]);
     let l = Layout::build(&s, 0);
-    let origins: Vec<_> = l.elements.iter().map(|e| e.origin).collect();
-    assert_eq!(
-        origins,
-        [
-            Origin::FreeOnly,
-            Origin::Alloc,
-            Origin::FreeOnly,
-            Origin::Ghost,
-            Origin::Ghost
-        ]
-    );
+    let origins: Vec<_> = l.elements.origin.iter().map(|&o| Origin::from_u8(o)).collect();
+    assert_eq!(origins, [Origin::FreeOnly, Origin::Alloc, Origin::FreeOnly, Origin::Ghost, Origin::Ghost]);
     // Bottom to top: ghosts in reverse segment order, then free_only in reverse trace order.
     assert_eq!(l.initial, vec![4, 3, 2, 0]);
     assert_eq!(l.initial_total, 98);
     assert_eq!(l.totals, vec![93, 103, 100]);
-    assert_eq!(l.elements[0].start_i64(), -1);
-    assert_eq!(l.elements[0].end_opt(), Some(0));
+    assert_eq!(l.view().element(0).start_i64(), -1);
+    assert_eq!(l.view().element(0).end_opt(), Some(0));
 }
 
 #[test]
 fn pending_free_is_still_live_until_completed() {
-    let s = snap(
-        &[
-            ("alloc", 1, 10),
-            ("free_requested", 1, 10),
-            ("alloc", 2, 5),
-            ("free_completed", 1, 10),
-        ],
-        &[],
-    );
+    let s = snap(&[("alloc", 1, 10), ("free_requested", 1, 10), ("alloc", 2, 5), ("free_completed", 1, 10)], &[]);
     let l = Layout::build(&s, 0);
     assert_eq!(l.totals, vec![10, 15, 5]);
 }
@@ -112,6 +79,31 @@ fn no_actions_makes_top_initial_element_action_zero() {
     // initial (bottom→top) would be [1, 0]; 0 becomes action 0.
     assert_eq!(l.actions, vec![0]);
     assert_eq!(l.initial, vec![1]);
-    assert_eq!(l.elements[0].start, 0);
+    assert_eq!(l.elements.start[0], 0);
     assert_eq!(l.totals, vec![90]);
+}
+
+#[test]
+fn checkpoints_rebuild_the_stack_at_every_action() {
+    let mut events = Vec::new();
+    for i in 0..300u64 {
+        events.push(("alloc", 1000 + i, 1 + i % 7));
+        if i % 3 == 2 {
+            events.push(("free_completed", 1000 + i - 1, 1 + (i - 1) % 7));
+        }
+    }
+    let s = snap(&events, &[(1, 5), (2, 6)]);
+    let l = Layout::build(&s, 0);
+    // Every 64 actions, to get several checkpoints out of this small trace.
+    let cps = Checkpoints::build_every(l.view(), 64);
+    assert!(cps.starts.len() > 5);
+    let mut replay = l.view().replay();
+    for k in -1..l.actions.len() as i64 {
+        if k >= 0 {
+            replay.step();
+        }
+        let got = cps.view().stack_after(l.view(), k);
+        assert_eq!(got.ids, replay.ids, "stack after action {k}");
+        assert_eq!(got.total, l.view().total_after(k));
+    }
 }

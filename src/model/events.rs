@@ -50,6 +50,11 @@ impl Action {
         }
     }
 
+    /// The inverse of `action as u8` (archives store actions as these codes).
+    pub fn from_code(code: u8) -> Action {
+        Action::KNOWN.get(code as usize).copied().unwrap_or(Action::Unknown)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Action::Alloc => "alloc",
@@ -205,17 +210,9 @@ impl Events {
         self.stream.set(id, row.stream);
         self.compile_context.set(id, row.compile_context);
         self.user_metadata.set(id, row.user_metadata);
-        sparse_set(
-            &mut self.other_action,
-            id,
-            (row.action == Action::Unknown).then_some(row.other_action),
-        );
+        sparse_set(&mut self.other_action, id, (row.action == Action::Unknown).then_some(row.other_action));
         sparse_set(&mut self.device_free, id, row.device_free);
-        sparse_set(
-            &mut self.forward_stack,
-            id,
-            (row.forward_stack != NONE).then_some(row.forward_stack),
-        );
+        sparse_set(&mut self.forward_stack, id, (row.forward_stack != NONE).then_some(row.forward_stack));
         sparse_set(&mut self.pool_id, id, row.pool_id);
     }
 
@@ -227,9 +224,7 @@ impl Events {
     /// The action name, including unknown ones.
     pub fn action_name<'a>(&self, id: u32, strings: &'a super::Strings) -> &'a str {
         match self.action[id as usize] {
-            Action::Unknown => {
-                sparse_get(&self.other_action, id).map_or("unknown", |s| strings.get(s))
-            }
+            Action::Unknown => sparse_get(&self.other_action, id).map_or("unknown", |s| strings.get(s)),
             known => known.name(),
         }
     }
@@ -247,10 +242,7 @@ impl Events {
 
 /// Sparse tables are sorted by event id because events are pushed in order.
 fn sparse_get<T: Copy>(table: &[(u32, T)], id: u32) -> Option<T> {
-    table
-        .binary_search_by_key(&id, |&(e, _)| e)
-        .ok()
-        .map(|j| table[j].1)
+    table.binary_search_by_key(&id, |&(e, _)| e).ok().map(|j| table[j].1)
 }
 
 fn sparse_set<T: Copy>(table: &mut Vec<(u32, T)>, id: u32, value: Option<T>) {
@@ -276,11 +268,7 @@ pub struct Runs<T> {
 
 impl<T> Default for Runs<T> {
     fn default() -> Self {
-        Runs {
-            starts: Vec::new(),
-            values: Vec::new(),
-            len: 0,
-        }
+        Runs { starts: Vec::new(), values: Vec::new(), len: 0 }
     }
 }
 

@@ -40,11 +40,7 @@ impl Strings {
 
     /// The string, or `""` for [`NONE`].
     pub fn get(&self, id: StrId) -> &str {
-        if id == NONE {
-            ""
-        } else {
-            &self.list[id as usize]
-        }
+        if id == NONE { "" } else { &self.list[id as usize] }
     }
 
     pub fn lookup(&self, s: &str) -> Option<StrId> {
@@ -74,11 +70,7 @@ pub struct Stacks {
 
 impl Default for Stacks {
     fn default() -> Self {
-        Stacks {
-            offsets: vec![0],
-            frames: Vec::new(),
-            index: HashMap::new(),
-        }
+        Stacks { offsets: vec![0], frames: Vec::new(), index: HashMap::new() }
     }
 }
 

@@ -19,7 +19,7 @@
 mod events;
 mod intern;
 
-pub use events::{Action, EventRow, Events};
+pub use events::{Action, EventRow, Events, Runs};
 pub use intern::{Frame, FrameInterner, Stacks, Strings};
 
 /// Index into [`Strings`].
@@ -109,9 +109,8 @@ pub enum Stage {
 impl Snapshot {
     /// Device ordinals that have trace events or segments, ascending (SPEC §3).
     pub fn device_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = (0..self.traces.len() as u32)
-            .filter(|&d| !self.traces[d as usize].is_empty())
-            .collect();
+        let mut ids: Vec<u32> =
+            (0..self.traces.len() as u32).filter(|&d| !self.traces[d as usize].is_empty()).collect();
         ids.extend(self.segments.iter().map(|s| s.device));
         ids.sort_unstable();
         ids.dedup();
@@ -120,9 +119,7 @@ impl Snapshot {
 
     /// The event range of one device (empty when the device has no trace).
     pub fn trace(&self, device: u32) -> std::ops::Range<usize> {
-        self.traces
-            .get(device as usize)
-            .map_or(0..0, |r| r.start as usize..r.end as usize)
+        self.traces.get(device as usize).map_or(0..0, |r| r.start as usize..r.end as usize)
     }
 
     /// Segments of one device, in snapshot order.
@@ -136,10 +133,7 @@ impl Snapshot {
 
     /// Frames of a stack, innermost first; empty for `NONE`.
     pub fn stack_frames(&self, stack: StackId) -> impl Iterator<Item = &Frame> {
-        self.stacks
-            .get(stack)
-            .iter()
-            .map(|&f| &self.frames[f as usize])
+        self.stacks.get(stack).iter().map(|&f| &self.frames[f as usize])
     }
 
     pub fn str(&self, id: StrId) -> &str {

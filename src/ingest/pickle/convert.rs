@@ -54,11 +54,7 @@ impl State {
     #[inline]
     fn field(&self, key: Val) -> Field {
         match key {
-            Val::Str(s) => self
-                .str_field
-                .get(s as usize)
-                .copied()
-                .unwrap_or(Field::Unknown),
+            Val::Str(s) => self.str_field.get(s as usize).copied().unwrap_or(Field::Unknown),
             _ => Field::Unknown,
         }
     }
@@ -94,25 +90,19 @@ impl State {
     pub fn memo_get(&self, i: u32, at: u64) -> Result<Val, PickleError> {
         match self.memo.get(i as usize) {
             Some(v) => Ok(v),
-            None => self
-                .far_memo
-                .get(&i)
-                .copied()
-                .ok_or_else(|| malformed("memo key read before it was written", at)),
+            None => self.far_memo.get(&i).copied().ok_or_else(|| malformed("memo key read before it was written", at)),
         }
     }
 
     /// A `NewDict` that has since received items is whatever its memo slot now holds.
     fn resolve(&self, v: Val) -> Val {
         match v {
-            Val::NewDict(m) if m != NONE => match self
-                .memo
-                .get(m as usize)
-                .or_else(|| self.far_memo.get(&m).copied())
-            {
-                Some(Val::NewDict(_)) | None => v,
-                Some(now) => now,
-            },
+            Val::NewDict(m) if m != NONE => {
+                match self.memo.get(m as usize).or_else(|| self.far_memo.get(&m).copied()) {
+                    Some(Val::NewDict(_)) | None => v,
+                    Some(now) => now,
+                }
+            }
             v => v,
         }
     }
@@ -134,28 +124,19 @@ impl State {
     pub fn set_items(&mut self, target: Val, items: &[Val], at: u64) -> Result<Val, PickleError> {
         match self.resolve(target) {
             Val::NewDict(m) => {
-                let now = if items
-                    .chunks_exact(2)
-                    .any(|kv| self.field(kv[0]).marks_event())
-                {
+                let now = if items.chunks_exact(2).any(|kv| self.field(kv[0]).marks_event()) {
                     let mut row = EventRow::default();
                     self.apply_event(&mut row, items, at)?;
-                    schema::finish_event(&row).map_err(|source| PickleError::Schema {
-                        problem: source,
-                        offset: at,
-                    })?;
+                    schema::finish_event(&row).map_err(|source| PickleError::Schema { problem: source, offset: at })?;
                     Val::Event(self.b.push_event(&row))
                 } else if self.looks_like_frame(items) {
                     let mut row = FrameRow::default();
                     for kv in items.chunks_exact(2) {
                         let field = self.field(kv[0]);
                         let v = self.scalar(kv[1], field);
-                        if !schema::set_frame(&mut row, field, v).map_err(|source| {
-                            PickleError::Schema {
-                                problem: source,
-                                offset: at,
-                            }
-                        })? {
+                        if !schema::set_frame(&mut row, field, v)
+                            .map_err(|source| PickleError::Schema { problem: source, offset: at })?
+                        {
                             self.unknown_key(schema::CTX_FRAME, kv[0]);
                         }
                     }
@@ -181,29 +162,17 @@ impl State {
                 self.b.snap.events.set_row(id, &row);
                 Ok(Val::Event(id))
             }
-            Val::Frame(_) => Err(malformed(
-                "a frame dict received keys after it was used",
-                at,
-            )),
+            Val::Frame(_) => Err(malformed("a frame dict received keys after it was used", at)),
             _ => Err(malformed("SETITEMS on a value that is not a dict", at)),
         }
     }
 
-    fn apply_event(
-        &mut self,
-        row: &mut EventRow,
-        items: &[Val],
-        at: u64,
-    ) -> Result<(), PickleError> {
+    fn apply_event(&mut self, row: &mut EventRow, items: &[Val], at: u64) -> Result<(), PickleError> {
         for kv in items.chunks_exact(2) {
             let field = self.field(kv[0]);
             let v = self.scalar(kv[1], field);
-            let known = schema::set_event(row, field, v, self.b.strings()).map_err(|source| {
-                PickleError::Schema {
-                    problem: source,
-                    offset: at,
-                }
-            })?;
+            let known = schema::set_event(row, field, v, self.b.strings())
+                .map_err(|source| PickleError::Schema { problem: source, offset: at })?;
             if !known {
                 self.unknown_key(schema::CTX_EVENT, kv[0]);
             }
@@ -291,12 +260,7 @@ impl State {
         let Val::Obj(i) = target else {
             return Err(malformed("APPENDS on a value that is not a list", at));
         };
-        let contiguous_from = |start: u32| {
-            items
-                .iter()
-                .enumerate()
-                .all(|(k, v)| *v == Val::Event(start + k as u32))
-        };
+        let contiguous_from = |start: u32| items.iter().enumerate().all(|(k, v)| *v == Val::Event(start + k as u32));
         match self.arena[i as usize] {
             Obj::List(p) if self.pool.get(p).is_empty() => match items.first() {
                 Some(&Val::Event(first)) if contiguous_from(first) => {
@@ -317,10 +281,7 @@ impl State {
                 }
             }
             Obj::Stack(_) => {
-                return Err(malformed(
-                    "a frame list received items after it was used",
-                    at,
-                ));
+                return Err(malformed("a frame list received items after it was used", at));
             }
             Obj::Tuple(_) | Obj::Dict(_) => {
                 return Err(malformed("APPENDS on a value that is not a list", at));
@@ -344,29 +305,19 @@ impl State {
                     (Vec::new(), true)
                 }
                 Obj::Events(..) => {
-                    return Err(NotASnapshot::Shape {
-                        what: "the top level is a bare list of trace events".into(),
-                    }
-                    .into());
+                    return Err(
+                        NotASnapshot::Shape { what: "the top level is a bare list of trace events".into() }.into()
+                    );
                 }
                 _ => {
-                    return Err(NotASnapshot::TopLevel {
-                        found: top.type_name(&self.arena),
-                    }
-                    .into());
+                    return Err(NotASnapshot::TopLevel { found: top.type_name(&self.arena) }.into());
                 }
             },
             Val::NewDict(_) => {
-                return Err(NotASnapshot::Shape {
-                    what: "the top level is an empty dict".into(),
-                }
-                .into());
+                return Err(NotASnapshot::Shape { what: "the top level is an empty dict".into() }.into());
             }
             other => {
-                return Err(NotASnapshot::TopLevel {
-                    found: other.type_name(&self.arena),
-                }
-                .into());
+                return Err(NotASnapshot::TopLevel { found: other.type_name(&self.arena) }.into());
             }
         };
         Ok(self.b.finish(traces, legacy)?)
@@ -432,17 +383,11 @@ impl State {
     }
 
     fn dict_pairs(&self, v: Val, what: &str) -> Result<Vec<(Val, Val)>, ShapeError> {
-        let bad =
-            |found: &str| ShapeError::shape(format!("`{what}` holds a {found}, expected a dict"));
+        let bad = |found: &str| ShapeError::shape(format!("`{what}` holds a {found}, expected a dict"));
         match self.resolve(v) {
             Val::NewDict(_) => Ok(Vec::new()),
             Val::Obj(i) => match self.arena[i as usize] {
-                Obj::Dict(p) => Ok(self
-                    .pool
-                    .get(p)
-                    .chunks_exact(2)
-                    .map(|kv| (kv[0], kv[1]))
-                    .collect()),
+                Obj::Dict(p) => Ok(self.pool.get(p).chunks_exact(2).map(|kv| (kv[0], kv[1])).collect()),
                 _ => Err(bad(v.type_name(&self.arena))),
             },
             other => Err(bad(other.type_name(&self.arena))),
@@ -451,9 +396,7 @@ impl State {
 
     fn trace_list(&self, v: Val, device: usize) -> Result<TraceList, ShapeError> {
         let bad = |found: &str| {
-            ShapeError::shape(format!(
-                "`device_traces[{device}]` is a {found}, expected a list of trace events"
-            ))
+            ShapeError::shape(format!("`device_traces[{device}]` is a {found}, expected a list of trace events"))
         };
         match self.resolve(v) {
             Val::Obj(i) => match self.arena[i as usize] {
@@ -514,9 +457,7 @@ impl State {
     fn to_json(&self, v: Val, depth: usize) -> Result<serde_json::Value, ShapeError> {
         use serde_json::Value as J;
         if depth > MAX_SETTINGS_DEPTH {
-            return Err(ShapeError::shape(
-                "`allocator_settings` is nested too deeply".into(),
-            ));
+            return Err(ShapeError::shape("`allocator_settings` is nested too deeply".into()));
         }
         Ok(match self.resolve(v) {
             Val::None => J::Null,
@@ -528,13 +469,9 @@ impl State {
             Val::Str(s) => J::String(self.b.strings().get(s).to_owned()),
             Val::NewDict(_) => J::Object(Default::default()),
             Val::Obj(i) => match self.arena[i as usize] {
-                Obj::List(p) | Obj::Tuple(p) | Obj::Set(p) => J::Array(
-                    self.pool
-                        .get(p)
-                        .iter()
-                        .map(|&x| self.to_json(x, depth + 1))
-                        .collect::<Result<_, _>>()?,
-                ),
+                Obj::List(p) | Obj::Tuple(p) | Obj::Set(p) => {
+                    J::Array(self.pool.get(p).iter().map(|&x| self.to_json(x, depth + 1)).collect::<Result<_, _>>()?)
+                }
                 Obj::Dict(p) => {
                     let mut map = serde_json::Map::new();
                     for kv in self.pool.get(p).chunks_exact(2) {

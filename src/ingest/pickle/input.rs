@@ -22,14 +22,7 @@ pub struct Input<R> {
 
 impl<R: Read> Input<R> {
     pub fn new(reader: R) -> Self {
-        Input {
-            reader,
-            buf: vec![0; WINDOW].into_boxed_slice(),
-            pos: 0,
-            end: 0,
-            base: 0,
-            eof: false,
-        }
+        Input { reader, buf: vec![0; WINDOW].into_boxed_slice(), pos: 0, end: 0, base: 0, eof: false }
     }
 
     /// Absolute offset of the next byte.
@@ -52,10 +45,7 @@ impl<R: Read> Input<R> {
                 Ok(k) => self.end += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => {
-                    return Err(PickleError::Io {
-                        offset: self.base + self.end as u64,
-                        error,
-                    });
+                    return Err(PickleError::Io { offset: self.base + self.end as u64, error });
                 }
             }
         }
@@ -67,9 +57,7 @@ impl<R: Read> Input<R> {
         if self.end - self.pos >= n || self.refill(n)? {
             Ok(())
         } else {
-            Err(PickleError::Truncated {
-                offset: self.base + self.end as u64,
-            })
+            Err(PickleError::Truncated { offset: self.base + self.end as u64 })
         }
     }
 
@@ -84,9 +72,7 @@ impl<R: Read> Input<R> {
     #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], PickleError> {
         self.ensure(N)?;
-        let a: [u8; N] = self.buf[self.pos..self.pos + N]
-            .try_into()
-            .expect("length checked");
+        let a: [u8; N] = self.buf[self.pos..self.pos + N].try_into().expect("length checked");
         self.pos += N;
         Ok(a)
     }
@@ -110,9 +96,7 @@ impl<R: Read> Input<R> {
         let mut left = n;
         while left > 0 {
             if self.pos == self.end && !self.refill(1)? {
-                return Err(PickleError::Truncated {
-                    offset: self.offset(),
-                });
+                return Err(PickleError::Truncated { offset: self.offset() });
             }
             let take = (self.end - self.pos).min(usize::try_from(left).unwrap_or(usize::MAX));
             out.extend_from_slice(&self.buf[self.pos..self.pos + take]);

@@ -65,12 +65,8 @@ pub struct PickleInfo {
 
 /// Decodes one snapshot pickle from `reader`.
 pub fn decode<R: Read>(reader: R) -> Result<(Snapshot, PickleInfo), PickleError> {
-    let mut vm = Vm {
-        inp: Input::new(reader),
-        stack: Vec::with_capacity(1024),
-        marks: Vec::new(),
-        st: State::default(),
-    };
+    let mut vm =
+        Vm { inp: Input::new(reader), stack: Vec::with_capacity(1024), marks: Vec::new(), st: State::default() };
     let mut info = PickleInfo::default();
     let top = vm.run(&mut info)?;
     info.bytes = vm.inp.offset();
@@ -347,8 +343,7 @@ impl<R: Read> Vm<R> {
                         return Err(malformed("APPEND needs a list and a value", at));
                     }
                     let n = self.stack.len();
-                    self.st
-                        .append(self.stack[n - 2], &self.stack[n - 1..], at)?;
+                    self.st.append(self.stack[n - 2], &self.stack[n - 1..], at)?;
                     self.stack.truncate(n - 1);
                 }
                 op::POP => {
@@ -382,24 +377,17 @@ impl<R: Read> Vm<R> {
                 }
                 op::INT | op::LONG => {
                     let line = self.inp.line()?;
-                    let v =
-                        parse_text_int(&line).ok_or_else(|| malformed("bad text integer", at))?;
+                    let v = parse_text_int(&line).ok_or_else(|| malformed("bad text integer", at))?;
                     self.stack.push(v);
                 }
                 op::FLOAT => {
                     let line = self.inp.line()?;
-                    let v = std::str::from_utf8(&line)
-                        .ok()
-                        .and_then(|s| s.trim().parse::<f64>().ok());
-                    self.stack.push(Val::Float(
-                        v.ok_or_else(|| malformed("bad text float", at))?,
-                    ));
+                    let v = std::str::from_utf8(&line).ok().and_then(|s| s.trim().parse::<f64>().ok());
+                    self.stack.push(Val::Float(v.ok_or_else(|| malformed("bad text float", at))?));
                 }
                 op::PUT | op::GET => {
                     let line = self.inp.line()?;
-                    let i = std::str::from_utf8(&line)
-                        .ok()
-                        .and_then(|s| s.trim().parse::<u32>().ok());
+                    let i = std::str::from_utf8(&line).ok().and_then(|s| s.trim().parse::<u32>().ok());
                     let i = i.ok_or_else(|| malformed("bad memo index", at))?;
                     if opcode == op::GET {
                         let v = self.st.memo_get(i, at)?;
@@ -417,16 +405,10 @@ impl<R: Read> Vm<R> {
                     return Ok(self.stack.pop().expect("one value"));
                 }
                 op::STRING => {
-                    return Err(PickleError::Unsupported {
-                        name: "STRING (protocol 0 text string)",
-                        offset: at,
-                    });
+                    return Err(PickleError::Unsupported { name: "STRING (protocol 0 text string)", offset: at });
                 }
                 op::UNICODE => {
-                    return Err(PickleError::Unsupported {
-                        name: "UNICODE (protocol 0 text string)",
-                        offset: at,
-                    });
+                    return Err(PickleError::Unsupported { name: "UNICODE (protocol 0 text string)", offset: at });
                 }
                 _ => {
                     return Err(match refused_name(opcode) {
@@ -450,18 +432,14 @@ impl<R: Read> Vm<R> {
 
     #[inline]
     fn pop_mark(&mut self, at: u64) -> Result<usize, PickleError> {
-        self.marks
-            .pop()
-            .ok_or_else(|| malformed("no MARK on the stack", at))
+        self.marks.pop().ok_or_else(|| malformed("no MARK on the stack", at))
     }
 
     fn set_items(&mut self, target: usize, items: usize, at: u64) -> Result<(), PickleError> {
         if (self.stack.len() - items) % 2 != 0 {
             return Err(malformed("odd number of items for a dict", at));
         }
-        let v = self
-            .st
-            .set_items(self.stack[target], &self.stack[items..], at)?;
+        let v = self.st.set_items(self.stack[target], &self.stack[items..], at)?;
         self.stack.truncate(items);
         self.stack[target] = v;
         Ok(())

@@ -102,9 +102,7 @@ impl Memo {
         let (tag, payload): (u64, u64) = match v {
             Val::None => (0, 0),
             Val::Bool(b) => (1, b as u64),
-            Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => {
-                (2, i as u64 & ((1 << 60) - 1))
-            }
+            Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => (2, i as u64 & ((1 << 60) - 1)),
             Val::Str(s) => (3, s as u64),
             Val::Bytes => (4, 0),
             Val::NewDict(m) => (5, m as u64),
@@ -225,10 +223,7 @@ mod tests {
         b.push(0);
         assert_eq!(long_from_le(&b), Val::UInt(v));
         // Redundant sign bytes are fine.
-        assert_eq!(
-            long_from_le(&[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
-            Val::Int(5)
-        );
+        assert_eq!(long_from_le(&[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), Val::Int(5));
         // 2^80 is too large for a snapshot field.
         let mut big = vec![0u8; 10];
         big.push(1);

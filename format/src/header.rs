@@ -1,0 +1,164 @@
+//! The fixed 64-byte header that precedes the rkyv archive.
+//!
+//! It sits outside the archive so it can be read before any layout-dependent validation:
+//! magic, version and layout flags say whether the rest is ours to read at all; the lengths and
+//! hashes catch truncation and corruption; the source stamp says whether a cached archive still
+//! matches the snapshot it was built from. All integers are little-endian.
+
+use crate::hash::xxh64;
+
+/// PNG-style magic: a high byte, the name, and CR LF / EOF / LF to catch text-mode transfers.
+pub const MAGIC: [u8; 8] = *b"\x89MVZ\r\n\x1a\n";
+/// Bumped on every change to an archived type (validation proves memory safety, not schema).
+pub const FORMAT_VERSION: u32 = 1;
+/// Header size; a multiple of the archive's alignment (16), so the body stays aligned in a mmap.
+pub const HEADER_LEN: usize = 64;
+
+/// rkyv layout this build writes: little-endian, aligned, 64-bit relative pointers, rkyv 0.8.
+pub const LAYOUT_FLAGS: u32 = 1 | 1 << 1 | 64 << 8 | 8 << 24;
+
+/// What the archive was built from, to decide whether a cached archive is still valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceStamp {
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch (0 when unknown).
+    pub mtime_ns: i64,
+    /// XXH64 of the first 64 KiB followed by the last 64 KiB of the source file.
+    pub fingerprint: u64,
+}
+
+/// Bytes of the source's head and of its tail that the fingerprint covers.
+pub const FINGERPRINT_SPAN: usize = 64 * 1024;
+
+impl SourceStamp {
+    /// Fingerprint of a head and tail slice (each at most [`FINGERPRINT_SPAN`]).
+    pub fn fingerprint(head: &[u8], tail: &[u8]) -> u64 {
+        xxh64(tail, xxh64(head, 0))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub format_version: u32,
+    pub layout_flags: u32,
+    pub archive_len: u64,
+    /// XXH64 of the archive bytes (everything after the header).
+    pub archive_hash: u64,
+    pub source: SourceStamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("not a .memviz archive (bad magic)")]
+    Magic,
+    #[error("the archive is truncated: {have} bytes, the header promises {want}")]
+    Truncated { have: u64, want: u64 },
+    #[error("the archive header is corrupted")]
+    Corrupt,
+    #[error("archive format version {found}, this memviz reads version {FORMAT_VERSION}")]
+    Version { found: u32 },
+    #[error("archive written with a different binary layout (flags {found:#x})")]
+    Layout { found: u32 },
+}
+
+impl Header {
+    pub fn new(archive: &[u8], source: SourceStamp) -> Header {
+        Header::with_hash(archive.len() as u64, xxh64(archive, 0), source)
+    }
+
+    /// A header for an archive whose length and XXH64 (seed 0) were computed while streaming it.
+    pub fn with_hash(archive_len: u64, archive_hash: u64, source: SourceStamp) -> Header {
+        Header { format_version: FORMAT_VERSION, layout_flags: LAYOUT_FLAGS, archive_len, archive_hash, source }
+    }
+
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&self.format_version.to_le_bytes());
+        b[12..16].copy_from_slice(&self.layout_flags.to_le_bytes());
+        b[16..24].copy_from_slice(&self.archive_len.to_le_bytes());
+        b[24..32].copy_from_slice(&self.archive_hash.to_le_bytes());
+        b[32..40].copy_from_slice(&self.source.size.to_le_bytes());
+        b[40..48].copy_from_slice(&self.source.mtime_ns.to_le_bytes());
+        b[48..56].copy_from_slice(&self.source.fingerprint.to_le_bytes());
+        let h = xxh64(&b[..56], 0);
+        b[56..64].copy_from_slice(&h.to_le_bytes());
+        b
+    }
+
+    /// Parses and checks the header of a whole file (`file` = header + archive).
+    pub fn parse(file: &[u8]) -> Result<Header, HeaderError> {
+        if file.len() < 8 || file[..8] != MAGIC {
+            return Err(HeaderError::Magic);
+        }
+        if file.len() < HEADER_LEN {
+            return Err(HeaderError::Truncated { have: file.len() as u64, want: HEADER_LEN as u64 });
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(file[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(file[i..i + 8].try_into().expect("8 bytes"));
+        if xxh64(&file[..56], 0) != u64_at(56) {
+            return Err(HeaderError::Corrupt);
+        }
+        let header = Header {
+            format_version: u32_at(8),
+            layout_flags: u32_at(12),
+            archive_len: u64_at(16),
+            archive_hash: u64_at(24),
+            source: SourceStamp { size: u64_at(32), mtime_ns: u64_at(40) as i64, fingerprint: u64_at(48) },
+        };
+        if header.format_version != FORMAT_VERSION {
+            return Err(HeaderError::Version { found: header.format_version });
+        }
+        if header.layout_flags != LAYOUT_FLAGS {
+            return Err(HeaderError::Layout { found: header.layout_flags });
+        }
+        let want = HEADER_LEN as u64 + header.archive_len;
+        if (file.len() as u64) < want {
+            return Err(HeaderError::Truncated { have: file.len() as u64, want });
+        }
+        Ok(header)
+    }
+
+    /// The archive bytes of a whole file whose header parsed.
+    pub fn archive<'a>(&self, file: &'a [u8]) -> &'a [u8] {
+        &file[HEADER_LEN..HEADER_LEN + self.archive_len as usize]
+    }
+
+    /// Checks the archive bytes against the stored hash (reads every byte).
+    pub fn verify(&self, archive: &[u8]) -> bool {
+        xxh64(archive, 0) == self.archive_hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_rejections() {
+        let archive = vec![7u8; 100];
+        let stamp = SourceStamp { size: 5, mtime_ns: -3, fingerprint: 9 };
+        let h = Header::new(&archive, stamp);
+        let mut file = h.to_bytes().to_vec();
+        file.extend_from_slice(&archive);
+        let parsed = Header::parse(&file).unwrap();
+        assert_eq!(parsed, h);
+        assert!(parsed.verify(parsed.archive(&file)));
+
+        assert_eq!(Header::parse(&file[..50]), Err(HeaderError::Truncated { have: 50, want: 64 }));
+        assert_eq!(Header::parse(&file[..120]), Err(HeaderError::Truncated { have: 120, want: 164 }));
+        assert_eq!(Header::parse(b"hello world, this is not it"), Err(HeaderError::Magic));
+        let mut bad = file.clone();
+        bad[20] ^= 1;
+        assert_eq!(Header::parse(&bad), Err(HeaderError::Corrupt));
+        let mut other = h;
+        other.format_version = 99;
+        let mut file2 = other.to_bytes().to_vec();
+        file2.extend_from_slice(&archive);
+        assert_eq!(Header::parse(&file2), Err(HeaderError::Version { found: 99 }));
+        let mut flipped = file.clone();
+        flipped[80] ^= 1;
+        let p = Header::parse(&flipped).unwrap();
+        assert!(!p.verify(p.archive(&flipped)), "body corruption is caught by the hash");
+    }
+}

@@ -1,0 +1,212 @@
+//! Model + layouts → the archive root: derives what the viewer needs (checkpoints, tiles,
+//! minimap, spans, reserved memory) per device in parallel, and moves the model's columns in.
+
+use rayon::prelude::*;
+
+use memviz_format::schema::{self as f, Chunk};
+use memviz_format::{TILE_H, TILE_W};
+
+use super::chunks::{self, CHUNK_ROWS};
+use crate::analysis::{annotations, reserved};
+use crate::ingest::SourceInfo;
+use crate::layout::{Checkpoints, Layout};
+use crate::lod::{self, minimap};
+use crate::model::{BlockState, Events, Snapshot, Stage};
+
+/// Tiles are precomputed for levels whose columns cover at least this many actions; finer
+/// views rasterise from checkpoints on the fly (the crossover measured in the README).
+pub const FINEST_TILE_ACTIONS: u64 = 256;
+
+/// Stages of building, for progress reporting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildStage {
+    Derive,
+    Compress,
+}
+
+/// Builds the root. Consumes the model and layouts so their columns move in without copies.
+///
+/// Order matters for peak memory: what needs the raw events (spans, reserved memory) comes
+/// first, then the events are compressed and their raw columns freed, and only then are the
+/// checkpoints and tiles derived from the layouts.
+pub fn build_root(
+    snap: Snapshot,
+    source: &SourceInfo,
+    name: &str,
+    layouts: Vec<Layout>,
+    stage: &dyn Fn(BuildStage),
+) -> f::Root {
+    let spans = annotations::spans(&snap);
+    let from_events: Vec<(Vec<f::Span>, f::Reserved)> =
+        layouts.iter().map(|l| event_derived(&snap, &spans, l.device)).collect();
+    stage(BuildStage::Compress);
+    let Snapshot {
+        strings,
+        frames,
+        stacks,
+        events,
+        traces,
+        segments,
+        blocks,
+        annotations,
+        allocator_settings,
+        legacy,
+        unknown_keys,
+    } = snap;
+    let events = event_table(events);
+    stage(BuildStage::Derive);
+    let devices: Vec<f::Device> =
+        layouts.into_par_iter().zip(from_events).map(|(l, (spans, reserved))| device(l, spans, reserved)).collect();
+    f::Root {
+        source: f::Source {
+            name: name.to_owned(),
+            format: source.to_string(),
+            file_bytes: source.file_bytes,
+            decoded_bytes: source.decoded_bytes,
+        },
+        strings: strings.iter().map(str::to_owned).collect(),
+        frames: f::FrameTable {
+            name: frames.iter().map(|f| f.name).collect(),
+            filename: frames.iter().map(|f| f.filename).collect(),
+            line: frames.iter().map(|f| f.line).collect(),
+        },
+        stacks: f::StackTable { offsets: stacks.offsets, frames: stacks.frames },
+        events,
+        traces: traces.iter().map(|r| (r.start, r.end)).collect(),
+        segments: segments
+            .into_iter()
+            .map(|s| f::Segment {
+                device: s.device,
+                address: s.address,
+                total_size: s.total_size,
+                allocated_size: s.allocated_size,
+                active_size: s.active_size,
+                requested_size: s.requested_size,
+                stream: s.stream,
+                segment_type: s.segment_type,
+                pool_id: s.pool_id,
+                is_expandable: s.is_expandable,
+                stack: s.stack,
+                blocks: (s.blocks.start, s.blocks.end),
+            })
+            .collect(),
+        blocks: blocks
+            .into_iter()
+            .map(|b| {
+                let (state, state_str) = match b.state {
+                    BlockState::ActiveAllocated => (0, u32::MAX),
+                    BlockState::ActivePendingFree => (1, u32::MAX),
+                    BlockState::Inactive => (2, u32::MAX),
+                    BlockState::Other(s) => (3, s),
+                };
+                f::Block {
+                    address: b.address,
+                    size: b.size,
+                    requested_size: b.requested_size,
+                    state,
+                    state_str,
+                    stack: b.stack,
+                }
+            })
+            .collect(),
+        annotations: annotations
+            .into_iter()
+            .map(|a| {
+                let (stage, stage_str) = match a.stage {
+                    Stage::Start => (0, u32::MAX),
+                    Stage::End => (1, u32::MAX),
+                    Stage::Other(s) => (2, s),
+                };
+                f::Annotation { name: a.name, stage, stage_str, device: a.device, time_us: a.time_us }
+            })
+            .collect(),
+        allocator_settings: allocator_settings.map(|v| v.to_string()),
+        legacy,
+        unknown_keys: unknown_keys.into_iter().collect(),
+        devices,
+    }
+}
+
+/// What a device's archive needs from the raw events and annotations.
+fn event_derived(snap: &Snapshot, spans: &[annotations::Span], device: u32) -> (Vec<f::Span>, f::Reserved) {
+    let reserved = reserved::timeline(snap, device);
+    let spans = spans
+        .iter()
+        .filter(|s| s.device == i64::from(device))
+        .map(|s| f::Span { name: s.name, start_us: s.start_us, end_us: s.end_us.unwrap_or(i64::MIN), depth: s.depth })
+        .collect();
+    let reserved = f::Reserved {
+        initial: reserved.initial,
+        time_us: reserved.points.iter().map(|p| p.0).collect(),
+        bytes: reserved.points.iter().map(|p| p.1).collect(),
+    };
+    (spans, reserved)
+}
+
+fn device(l: Layout, spans: Vec<f::Span>, reserved: f::Reserved) -> f::Device {
+    let view = l.view();
+    let cps = Checkpoints::build(view);
+    let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
+    let tiles = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, |texels| chunks::encode::<u32>(texels));
+    let minimap = minimap::build(&l.totals);
+    let Layout { device, elements: e, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
+    f::Device {
+        device,
+        elements: f::Elements {
+            addr: e.addr,
+            size: e.size,
+            start: e.start,
+            end: e.end,
+            origin: e.origin,
+            alloc_event: e.alloc_event,
+            free_event: e.free_event,
+            block: e.block,
+            slot: e.slot,
+        },
+        actions,
+        initial,
+        initial_total,
+        totals,
+        peak_bytes,
+        peak_action: peak_action.map_or(-1, i64::from),
+        minimap: minimap
+            .into_iter()
+            .map(|m| f::MinMax { actions_per_bucket: m.actions_per_bucket, min: m.min, max: m.max })
+            .collect(),
+        checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids },
+        tiles: tiles
+            .into_iter()
+            .map(|t| f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: t.tiles })
+            .collect(),
+        spans,
+        reserved,
+    }
+}
+
+/// Compresses every column in chunks, in parallel; the raw columns are dropped as they go.
+fn event_table(ev: Events) -> f::EventTable {
+    fn column<T: chunks::Scalar + Send + Sync>(v: Vec<T>) -> Vec<Chunk> {
+        v.par_chunks(CHUNK_ROWS).map(chunks::encode).collect()
+    }
+    let len = ev.len() as u32;
+    let action = column(ev.action.iter().map(|&a| a as u8).collect());
+    drop(ev.action);
+    let time_us = ev.time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect();
+    drop(ev.time_us);
+    f::EventTable {
+        len,
+        chunk_rows: CHUNK_ROWS as u32,
+        action,
+        addr: column(ev.addr),
+        size: column(ev.size),
+        time_us,
+        stack: column(ev.stack),
+        stream: ev.stream.starts.into_iter().zip(ev.stream.values).collect(),
+        compile_context: ev.compile_context.starts.into_iter().zip(ev.compile_context.values).collect(),
+        user_metadata: ev.user_metadata.starts.into_iter().zip(ev.user_metadata.values).collect(),
+        other_action: ev.other_action,
+        device_free: ev.device_free,
+        forward_stack: ev.forward_stack,
+        pool_id: ev.pool_id,
+    }
+}

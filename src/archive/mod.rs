@@ -1,0 +1,41 @@
+//! `.memviz` archives: build (model → `memviz_format::schema::Root`), write atomically, open
+//! with one validation, and read back as zero-copy views or as the whole model.
+//! The byte layout itself belongs to the `memviz-format` crate (see format/FORMAT.md).
+
+pub mod build;
+pub mod chunks;
+pub mod open;
+pub mod restore;
+pub mod write;
+
+use std::path::{Path, PathBuf};
+
+pub use open::{Archive, ArchiveError, is_archive};
+
+/// Suffixes stripped from a snapshot's name to name its archive.
+const SNAPSHOT_SUFFIXES: [&str; 7] = [".gz", ".zst", ".zstd", ".pickle", ".pkl", ".json", ".pt"];
+
+/// `run/snap.pickle.gz` → `run/snap.memviz`.
+pub fn default_path(snapshot: &Path) -> PathBuf {
+    let name = snapshot.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut stem = name.as_str();
+    while let Some(s) = SNAPSHOT_SUFFIXES.iter().find_map(|suf| stem.strip_suffix(suf)) {
+        stem = s;
+    }
+    let stem = if stem.is_empty() { name.as_str() } else { stem };
+    snapshot.with_file_name(format!("{stem}.memviz"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_names() {
+        assert_eq!(default_path(Path::new("a/b.pickle")), Path::new("a/b.memviz"));
+        assert_eq!(default_path(Path::new("b.pickle.gz")), Path::new("b.memviz"));
+        assert_eq!(default_path(Path::new("run.json")), Path::new("run.memviz"));
+        assert_eq!(default_path(Path::new("weird")), Path::new("weird.memviz"));
+        assert_eq!(default_path(Path::new(".pickle")), Path::new(".pickle.memviz"));
+    }
+}

@@ -1,0 +1,185 @@
+//! Reading an archive back: zero-copy views for the viewer, and the whole model (events
+//! decompressed) for commands that answer from every event, like `stats` and `export`.
+
+use memviz_format::rkyv;
+use std::collections::BTreeMap;
+
+use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
+use memviz_format::view::{u32s, u64s};
+
+use super::chunks::{self, ChunkError};
+use crate::layout::{CheckpointsRef, Elements, ElementsRef, Layout, LayoutRef};
+use crate::model::{Action, Annotation, Block, BlockState, Events, Frame, Runs, Segment, Snapshot, Stage};
+
+/// The device's layout, read in place.
+pub fn layout_ref(d: &ArchivedDevice) -> LayoutRef<'_> {
+    let e = &d.elements;
+    LayoutRef {
+        device: d.device.to_native(),
+        elements: ElementsRef {
+            addr: u64s(&e.addr),
+            size: u64s(&e.size),
+            start: u32s(&e.start),
+            end: u32s(&e.end),
+            origin: e.origin.as_slice(),
+            alloc_event: u32s(&e.alloc_event),
+            free_event: u32s(&e.free_event),
+            block: u32s(&e.block),
+            slot: u32s(&e.slot),
+        },
+        actions: u32s(&d.actions),
+        initial: u32s(&d.initial),
+        initial_total: d.initial_total.to_native(),
+        totals: u64s(&d.totals),
+        peak_bytes: d.peak_bytes.to_native(),
+        peak_action: u32::try_from(d.peak_action.to_native()).ok(),
+    }
+}
+
+pub fn checkpoints_ref(d: &ArchivedDevice) -> CheckpointsRef<'_> {
+    let c = &d.checkpoints;
+    CheckpointsRef { every: c.every.to_native(), starts: u32s(&c.starts), ids: u32s(&c.ids) }
+}
+
+/// An owned copy of a device's layout.
+pub fn layout(d: &ArchivedDevice) -> Layout {
+    let v = layout_ref(d);
+    let e = v.elements;
+    Layout {
+        device: v.device,
+        elements: Elements {
+            addr: e.addr.to_vec(),
+            size: e.size.to_vec(),
+            start: e.start.to_vec(),
+            end: e.end.to_vec(),
+            origin: e.origin.to_vec(),
+            alloc_event: e.alloc_event.to_vec(),
+            free_event: e.free_event.to_vec(),
+            block: e.block.to_vec(),
+            slot: e.slot.to_vec(),
+        },
+        actions: v.actions.to_vec(),
+        initial: v.initial.to_vec(),
+        initial_total: v.initial_total,
+        totals: v.totals.to_vec(),
+        peak_bytes: v.peak_bytes,
+        peak_action: v.peak_action,
+    }
+}
+
+/// The whole model, exactly as the reader produced it.
+pub fn snapshot(r: &ArchivedRoot) -> Result<Snapshot, ChunkError> {
+    let mut snap = Snapshot::default();
+    for s in r.strings.iter() {
+        snap.strings.intern(s.as_str());
+    }
+    let f = &r.frames;
+    snap.frames = (0..f.name.len())
+        .map(|i| Frame {
+            name: f.name[i].to_native(),
+            filename: f.filename[i].to_native(),
+            line: f.line[i].to_native(),
+        })
+        .collect();
+    let (offsets, frames) = (u32s(&r.stacks.offsets), u32s(&r.stacks.frames));
+    for w in offsets.windows(2) {
+        snap.stacks.intern(&frames[w[0] as usize..w[1] as usize]);
+    }
+    snap.events = events(&r.events)?;
+    snap.traces = r.traces.iter().map(|t| t.0.to_native()..t.1.to_native()).collect();
+    snap.segments = r
+        .segments
+        .iter()
+        .map(|s| Segment {
+            device: s.device.to_native(),
+            address: s.address.to_native(),
+            total_size: s.total_size.to_native(),
+            allocated_size: s.allocated_size.to_native(),
+            active_size: s.active_size.to_native(),
+            requested_size: s.requested_size.to_native(),
+            stream: s.stream.to_native(),
+            segment_type: s.segment_type.to_native(),
+            pool_id: s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native())),
+            is_expandable: s.is_expandable,
+            stack: s.stack.to_native(),
+            blocks: s.blocks.0.to_native()..s.blocks.1.to_native(),
+        })
+        .collect();
+    snap.blocks = r
+        .blocks
+        .iter()
+        .map(|b| Block {
+            address: b.address.to_native(),
+            size: b.size.to_native(),
+            requested_size: b.requested_size.to_native(),
+            state: match b.state {
+                0 => BlockState::ActiveAllocated,
+                1 => BlockState::ActivePendingFree,
+                2 => BlockState::Inactive,
+                _ => BlockState::Other(b.state_str.to_native()),
+            },
+            stack: b.stack.to_native(),
+        })
+        .collect();
+    snap.annotations = r
+        .annotations
+        .iter()
+        .map(|a| Annotation {
+            name: a.name.to_native(),
+            stage: match a.stage {
+                0 => Stage::Start,
+                1 => Stage::End,
+                _ => Stage::Other(a.stage_str.to_native()),
+            },
+            device: a.device.to_native(),
+            time_us: a.time_us.to_native(),
+        })
+        .collect();
+    snap.allocator_settings = match r.allocator_settings.as_ref() {
+        Some(text) => Some(serde_json::from_str(text.as_str()).map_err(|e| ChunkError::new(e.to_string()))?),
+        None => None,
+    };
+    snap.legacy = r.legacy;
+    snap.unknown_keys =
+        r.unknown_keys.iter().map(|k| (k.0.as_str().to_owned(), k.1.to_native())).collect::<BTreeMap<_, _>>();
+    Ok(snap)
+}
+
+fn events(t: &memviz_format::schema::ArchivedEventTable) -> Result<Events, ChunkError> {
+    let len = t.len.to_native();
+    let mut time_us = Vec::with_capacity(len as usize);
+    for c in t.time_us.iter() {
+        time_us.extend(chunks::decode_deltas(c)?);
+    }
+    let runs32 =
+        |v: &rkyv::vec::ArchivedVec<rkyv::tuple::ArchivedTuple2<rkyv::rend::u32_le, rkyv::rend::u32_le>>| Runs {
+            starts: v.iter().map(|p| p.0.to_native()).collect(),
+            values: v.iter().map(|p| p.1.to_native()).collect(),
+            len,
+        };
+    let ev = Events {
+        action: chunks::decode_column::<u8>(&t.action)?.into_iter().map(Action::from_code).collect(),
+        addr: chunks::decode_column(&t.addr)?,
+        size: chunks::decode_column(&t.size)?,
+        time_us,
+        stack: chunks::decode_column(&t.stack)?,
+        stream: Runs {
+            starts: t.stream.iter().map(|p| p.0.to_native()).collect(),
+            values: t.stream.iter().map(|p| p.1.to_native()).collect(),
+            len,
+        },
+        compile_context: runs32(&t.compile_context),
+        user_metadata: runs32(&t.user_metadata),
+        other_action: t.other_action.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
+        device_free: t.device_free.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
+        forward_stack: t.forward_stack.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
+        pool_id: t.pool_id.iter().map(|p| (p.0.to_native(), (p.1.0.to_native(), p.1.1.to_native()))).collect(),
+    };
+    if [ev.addr.len(), ev.size.len(), ev.time_us.len(), ev.stack.len(), ev.action.len()]
+        .iter()
+        .any(|&n| n != len as usize)
+    {
+        return Err(ChunkError::new("event columns of different lengths".into()));
+    }
+    Ok(ev)
+}

@@ -1,0 +1,120 @@
+//! `memviz index`: snapshot → `.memviz`, with a progress bar on a terminal and a one-line summary.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::load::{PendingCache, file_name, lay_out};
+use crate::analysis::units;
+use crate::archive::{self, build::BuildStage};
+use crate::ingest;
+use crate::layout::Layout;
+use crate::model::Snapshot;
+
+/// What an index run produced.
+#[derive(Debug, Clone)]
+pub struct IndexSummary {
+    pub devices: usize,
+    pub events: usize,
+    pub allocations: u64,
+    pub peak_bytes: u64,
+    pub snapshot_bytes: u64,
+    pub archive_bytes: u64,
+    pub seconds: f64,
+}
+
+pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary> {
+    let started = Instant::now();
+    let context = || input.display().to_string();
+    if archive::is_archive(input) {
+        bail!("{}: already a .memviz archive", input.display());
+    }
+    let out = output.map_or_else(|| archive::default_path(input), Path::to_path_buf);
+    let stamp = archive::write::stamp(input).with_context(context)?;
+    let bar = progress_bar(stamp.size);
+    let (snapshot, source) = ingest::read_path_progress(input, &|n| bar.set_position(n)).with_context(context)?;
+    timing("read", started);
+    bar.set_style(stage_style());
+    bar.set_message("laying out");
+    let layouts = lay_out(&snapshot);
+    timing("layout", started);
+    let pending = PendingCache { path: out, stamp, source, name: file_name(input) };
+    let summary = write_archive(&pending, snapshot, layouts, &|msg| bar.set_message(msg), started)?;
+    bar.finish_and_clear();
+    eprintln!(
+        "indexed {}: {} device{}, {} events, {} allocations, peak {}; {} ({:.2}× the snapshot) in {:.2} s",
+        file_name(input),
+        summary.devices,
+        if summary.devices == 1 { "" } else { "s" },
+        units::thousands(summary.events as u64),
+        units::thousands(summary.allocations),
+        units::bytes(summary.peak_bytes),
+        pending.path.display(),
+        summary.archive_bytes as f64 / summary.snapshot_bytes.max(1) as f64,
+        summary.seconds,
+    );
+    Ok(summary)
+}
+
+/// Builds and writes the archive of a snapshot already read.
+pub fn write_archive(
+    pending: &PendingCache,
+    snapshot: Snapshot,
+    layouts: Vec<Layout>,
+    message: &dyn Fn(&'static str),
+    started: Instant,
+) -> anyhow::Result<IndexSummary> {
+    let events = snapshot.event_count();
+    let allocations = layouts.iter().map(|l| l.elements.origin.iter().filter(|&&o| o == 0).count() as u64).sum();
+    let peak_bytes = layouts.iter().map(|l| l.peak_bytes).max().unwrap_or(0);
+    let devices = layouts.len();
+    let stage = |s: BuildStage| {
+        message(match s {
+            BuildStage::Compress => "compressing events",
+            BuildStage::Derive => "checkpoints, tiles",
+        })
+    };
+    let root = archive::build::build_root(snapshot, &pending.source, &pending.name, layouts, &stage);
+    timing("derive + compress", started);
+    message("writing");
+    let archive_bytes = archive::write::write(&root, &pending.path, pending.stamp)?;
+    timing("write", started);
+    Ok(IndexSummary {
+        devices,
+        events,
+        allocations,
+        peak_bytes,
+        snapshot_bytes: pending.stamp.size,
+        archive_bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// With `MEMVIZ_TIMINGS` set, prints when each stage ended (for benchmarks).
+fn timing(stage: &str, started: Instant) {
+    if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let field = |k: &str| status.lines().find(|l| l.starts_with(k)).map_or("", |l| l[k.len()..].trim()).to_owned();
+        eprintln!(
+            "timing: {stage} done at {:.3} s (RSS {}, peak {})",
+            started.elapsed().as_secs_f64(),
+            field("VmRSS:"),
+            field("VmHWM:")
+        );
+    }
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} reading {bytes}/{total_bytes} ({bytes_per_sec}) {wide_bar} {eta}")
+            .expect("valid template"),
+    );
+    bar
+}
+
+fn stage_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template")
+}

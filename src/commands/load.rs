@@ -1,0 +1,135 @@
+//! Getting a command's input: a `.memviz` archive, or a snapshot — through its cached archive
+//! when one matches, else by reading it (and then writing the cache for next time).
+//!
+//! Cache lookup for `run/x.pickle`: `run/x.memviz`, then `$XDG_CACHE_HOME/memviz/` (or
+//! `~/.cache/memviz/`) `x-<fingerprint>.memviz`. An archive is used only while its header's source
+//! stamp (size, mtime, head/tail hash) matches the snapshot and its version is ours; anything else
+//! is rebuilt, never misread.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use rayon::prelude::*;
+
+use crate::archive::{self, Archive, restore};
+use crate::ingest::{self, SourceInfo};
+use crate::layout::Layout;
+use crate::model::Snapshot;
+use memviz_format::SourceStamp;
+
+/// A command's input, fully in memory.
+pub struct Loaded {
+    pub snapshot: Snapshot,
+    /// Every device with data, ascending.
+    pub layouts: Vec<Layout>,
+    /// How the data was stored, for titles: `pickle protocol 4, gzip` or `archive of …`.
+    pub described: String,
+    pub file_bytes: u64,
+    /// Set when the input was a snapshot that had no matching archive: write one.
+    pub pending_cache: Option<PendingCache>,
+}
+
+/// Where to write the archive of a snapshot just read.
+pub struct PendingCache {
+    pub path: PathBuf,
+    pub stamp: SourceStamp,
+    pub source: SourceInfo,
+    pub name: String,
+}
+
+/// Reads `path`: an archive directly, a snapshot through its cache.
+pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
+    let context = || path.display().to_string();
+    if archive::is_archive(path) {
+        return from_archive(&Archive::open_verified(path).with_context(context)?).with_context(context);
+    }
+    let stamp = archive::write::stamp(path).with_context(context)?;
+    if use_cache && let Some(a) = find_cache(path, &stamp) {
+        return from_archive(&a).with_context(context);
+    }
+    let (snapshot, source) = ingest::read_path(path).with_context(context)?;
+    let layouts = lay_out(&snapshot);
+    let pending_cache = use_cache.then(|| PendingCache {
+        path: cache_path(path, &stamp),
+        stamp,
+        source: source.clone(),
+        name: file_name(path),
+    });
+    Ok(Loaded { snapshot, layouts, described: source.to_string(), file_bytes: source.file_bytes, pending_cache })
+}
+
+/// Layouts of every device with data, in parallel.
+pub fn lay_out(snapshot: &Snapshot) -> Vec<Layout> {
+    snapshot.device_ids().par_iter().map(|&d| Layout::build(snapshot, d)).collect()
+}
+
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn from_archive(a: &Archive) -> anyhow::Result<Loaded> {
+    let root = a.root();
+    let snapshot =
+        restore::snapshot(root).map_err(|e| anyhow::anyhow!("{e}; re-run `memviz index` on the snapshot"))?;
+    let layouts = root.devices.iter().map(restore::layout).collect();
+    Ok(Loaded {
+        snapshot,
+        layouts,
+        described: format!("archive of {} ({})", root.source.name, root.source.format),
+        file_bytes: a.file_len(),
+        pending_cache: None,
+    })
+}
+
+/// The first candidate archive that opens, validates, and matches the snapshot's stamp.
+pub fn find_cache(snapshot: &Path, stamp: &SourceStamp) -> Option<Archive> {
+    candidates(snapshot, stamp).into_iter().find_map(|p| {
+        let a = Archive::open(&p).ok()?;
+        (a.header().source == *stamp && a.verify().is_ok()).then_some(a)
+    })
+}
+
+fn candidates(snapshot: &Path, stamp: &SourceStamp) -> Vec<PathBuf> {
+    let mut v = vec![archive::default_path(snapshot)];
+    if let Some(dir) = user_cache_dir() {
+        v.push(dir.join(cache_name(snapshot, stamp)));
+    }
+    v
+}
+
+/// Beside the snapshot when that folder is writable, else the user cache directory.
+pub fn cache_path(snapshot: &Path, stamp: &SourceStamp) -> PathBuf {
+    let beside = archive::default_path(snapshot);
+    let dir = beside.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if writable(dir) {
+        return beside;
+    }
+    match user_cache_dir() {
+        Some(d) if std::fs::create_dir_all(&d).is_ok() => d.join(cache_name(snapshot, stamp)),
+        _ => beside,
+    }
+}
+
+fn cache_name(snapshot: &Path, stamp: &SourceStamp) -> String {
+    let stem =
+        archive::default_path(snapshot).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{stem}-{:016x}.memviz", stamp.fingerprint ^ stamp.size)
+}
+
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".memviz-probe-{}", std::process::id()));
+    let ok = std::fs::File::create(&probe).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+fn user_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("MEMVIZ_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("memviz"))
+}

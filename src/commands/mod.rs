@@ -1,0 +1,110 @@
+//! Every command as a library function, so tests and benches call them directly.
+
+mod index;
+mod load;
+
+use std::time::Instant;
+
+use anyhow::bail;
+use rayon::prelude::*;
+
+pub use index::{IndexSummary, index, write_archive};
+pub use load::{Loaded, PendingCache, find_cache, lay_out, load};
+
+use crate::analysis::{export, stats};
+use crate::cli::{Cli, Command, ExportArgs, ExportCommand, StatsArgs};
+use crate::layout::{Layout, LayoutRef};
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let cache = !cli.no_cache;
+    match cli.command {
+        Command::Index(args) => index(&args.input, args.output.as_deref()).map(drop),
+        Command::Stats(args) => stats_cmd(&args, cache),
+        Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
+        Command::Export(ExportCommand::Sampled { args, every }) => export_sampled(&args, every as usize, cache),
+    }
+}
+
+/// True when `err` is a closed standard output (`memviz ... | head`): not a failure.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().filter_map(|e| e.downcast_ref::<std::io::Error>()).any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Writes the archive of a snapshot that had none, after the command answered. A cache that
+/// cannot be written costs the next run time, not this run its answer: warn and go on.
+fn save_cache(loaded: Loaded) {
+    let Some(pending) = loaded.pending_cache else { return };
+    if let Err(e) = write_archive(&pending, loaded.snapshot, loaded.layouts, &|_| {}, Instant::now()) {
+        eprintln!("warning: could not cache the archive: {e:#}");
+    }
+}
+
+/// The layouts to answer about: all, or the one device asked for.
+fn select<'a>(loaded: &'a Loaded, device: Option<u32>, input: &std::path::Path) -> anyhow::Result<Vec<LayoutRef<'a>>> {
+    let all: Vec<LayoutRef<'a>> = loaded.layouts.iter().map(Layout::view).collect();
+    match device {
+        None => Ok(all),
+        Some(d) => match all.iter().find(|l| l.device == d) {
+            Some(l) => Ok(vec![*l]),
+            None => {
+                let have: Vec<String> = all.iter().map(|l| l.device.to_string()).collect();
+                bail!(
+                    "{}: device {d} has no trace events or segments (devices with data: {})",
+                    input.display(),
+                    have.join(", ")
+                )
+            }
+        },
+    }
+}
+
+pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
+    let loaded = load(&args.input, cache)?;
+    let views = select(&loaded, None, &args.input)?;
+    let s = stats::compute(&loaded.snapshot, &views);
+    crate::output::write_to(None, |w| {
+        if args.json {
+            serde_json::to_writer_pretty(&mut *w, &s)?;
+            writeln!(w)?;
+        } else {
+            let title = format!(
+                "{} — {}, {} bytes, {} device{}",
+                args.input.display(),
+                loaded.described,
+                crate::analysis::units::thousands(loaded.file_bytes),
+                s.devices.len(),
+                if s.devices.len() == 1 { "" } else { "s" }
+            );
+            w.write_all(stats::render_text(&s, &title).as_bytes())?;
+        }
+        Ok(())
+    })?;
+    save_cache(loaded);
+    Ok(())
+}
+
+pub fn export_layout(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+    let loaded = load(&args.input, cache)?;
+    let views = select(&loaded, args.device, &args.input)?;
+    let doc = export::LayoutExport { devices: views.into_iter().map(export::device_layout).collect() };
+    crate::output::write_to(args.output.as_deref(), |w| {
+        serde_json::to_writer(&mut *w, &doc)?;
+        Ok(())
+    })?;
+    drop(doc);
+    save_cache(loaded);
+    Ok(())
+}
+
+pub fn export_sampled(args: &ExportArgs, every: usize, cache: bool) -> anyhow::Result<()> {
+    let loaded = load(&args.input, cache)?;
+    let views = select(&loaded, args.device, &args.input)?;
+    let doc =
+        export::SampledExport { devices: views.into_par_iter().map(|l| export::device_sampled(l, every)).collect() };
+    crate::output::write_to(args.output.as_deref(), |w| {
+        serde_json::to_writer(&mut *w, &doc)?;
+        Ok(())
+    })?;
+    save_cache(loaded);
+    Ok(())
+}

@@ -1,0 +1,17 @@
+//! Level-of-detail data built from a layout: the minimap's min/max pyramid and the tile pyramid
+//! of element-id rasters. No I/O; encoding tiles for storage is the caller's business.
+//!
+//! ```text
+//!   level ℓ: one column = 2^ℓ actions          rows: byte 0 (bottom) .. peak (top)
+//!   ┌────────┬────────┬──── ─ ─                texel = id of the element covering the
+//!   │ tile 0 │ tile 1 │ ...                    row's middle byte at the column's sample
+//!   └────────┴────────┴──── ─ ─                action (the action with the highest total
+//!     TILE_W columns × TILE_H rows each        in the column, so peaks never vanish)
+//! ```
+
+pub mod minimap;
+pub mod raster;
+pub mod tiles;
+
+pub use raster::{Raster, RasterSpec, sample_actions};
+pub use tiles::{TileLevel, build_pyramid, top_level};

@@ -1,0 +1,103 @@
+//! Rasterising element ids: columns at sample actions, rows over a byte range.
+//!
+//! This one routine serves the archive's precomputed tiles and the viewer's on-the-fly detail:
+//! replay the live stack from the nearest checkpoint to each column's sample action, then walk
+//! the stack bottom-up against the rows' bytes (both ascend, so a column costs O(live + rows)).
+
+use crate::layout::{CheckpointsRef, LayoutRef};
+
+/// Texel of a byte that no live element covers.
+pub const EMPTY: u32 = u32::MAX;
+
+/// What to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct RasterSpec<'s> {
+    /// Per column, the action whose aftermath it shows; non-decreasing.
+    pub samples: &'s [u32],
+    pub rows: u32,
+    /// Bytes `[byte_lo, byte_hi)` shown, row 0 at `byte_lo` (the bottom).
+    pub byte_lo: u64,
+    pub byte_hi: u64,
+}
+
+/// Element ids, row-major, row 0 at the bottom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Raster {
+    pub columns: u32,
+    pub rows: u32,
+    pub texels: Vec<u32>,
+}
+
+impl RasterSpec<'_> {
+    /// The byte a row stands for: the middle of its byte range.
+    pub fn row_byte(&self, r: u32) -> u64 {
+        let span = (self.byte_hi - self.byte_lo) as u128;
+        self.byte_lo + ((2 * r as u128 + 1) * span / (2 * self.rows as u128)) as u64
+    }
+}
+
+/// Index of the first maximum of `totals[a0..a1]` (`a0 < a1`).
+pub fn argmax(totals: &[u64], a0: usize, a1: usize) -> u32 {
+    let mut best = a0;
+    for k in a0 + 1..a1 {
+        if totals[k] > totals[best] {
+            best = k;
+        }
+    }
+    best as u32
+}
+
+/// Sample actions of every column of level `level` (2^level actions per column), computed from
+/// the finer level pairwise so the whole pyramid costs O(actions).
+pub fn sample_actions(totals: &[u64], finer: Option<&[u32]>, level: u32) -> Vec<u32> {
+    match finer {
+        Some(f) => f
+            .chunks(2)
+            .map(|c| if c.len() == 2 && totals[c[1] as usize] > totals[c[0] as usize] { c[1] } else { c[0] })
+            .collect(),
+        None => {
+            let per = 1usize << level;
+            (0..totals.len().div_ceil(per))
+                .map(|c| argmax(totals, c * per, ((c + 1) * per).min(totals.len())))
+                .collect()
+        }
+    }
+}
+
+/// Rasterises `spec` from the layout and its checkpoints.
+pub fn rasterize(layout: LayoutRef<'_>, cps: CheckpointsRef<'_>, spec: RasterSpec<'_>) -> Raster {
+    let columns = spec.samples.len() as u32;
+    let mut texels = vec![EMPTY; columns as usize * spec.rows as usize];
+    if spec.samples.is_empty() || spec.rows == 0 {
+        return Raster { columns, rows: spec.rows, texels };
+    }
+    let row_bytes: Vec<u64> = (0..spec.rows).map(|r| spec.row_byte(r)).collect();
+    let sizes = layout.elements.size;
+    let mut stack = cps.stack_after(layout, i64::from(spec.samples[0]));
+    let mut column = vec![EMPTY; spec.rows as usize];
+    let mut shown: Option<u32> = None;
+    for (c, &a) in spec.samples.iter().enumerate() {
+        if shown != Some(a) {
+            let applied = a as usize + 1;
+            if applied < stack.next_action {
+                stack = cps.stack_at(layout, applied);
+            } else {
+                stack.advance_to(applied);
+            }
+            // Walk the stack and the rows together, both ascending.
+            let (mut idx, mut off) = (0usize, 0u64);
+            for (r, &b) in row_bytes.iter().enumerate() {
+                while idx < stack.ids.len() && off + sizes[stack.ids[idx] as usize] <= b {
+                    off += sizes[stack.ids[idx] as usize];
+                    idx += 1;
+                }
+                column[r] = stack.ids.get(idx).copied().unwrap_or(EMPTY);
+            }
+            shown = Some(a);
+        }
+        for (r, &id) in column.iter().enumerate() {
+            texels[r * columns as usize + c] = id;
+        }
+    }
+    Raster { columns, rows: spec.rows, texels }
+}

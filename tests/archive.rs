@@ -1,0 +1,290 @@
+//! The `.memviz` archive: determinism, atomicity, corruption, stale caches, equality with the
+//! snapshot, tiles, and the golden archive of each format version.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use memviz::archive::{Archive, restore};
+
+use crate::support::*;
+
+fn copy_into(dir: &Path, rel: &str) -> PathBuf {
+    let src = data(rel);
+    let dst = dir.join(src.file_name().unwrap());
+    std::fs::copy(&src, &dst).unwrap();
+    dst
+}
+
+fn index(input: &Path, out: &Path) {
+    memviz_ok(["index".as_ref(), input.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+}
+
+fn answers(input: &Path) -> (Vec<u8>, Vec<u8>) {
+    (
+        memviz_ok(["stats".as_ref(), "--json".as_ref(), input.as_os_str()]),
+        memviz_ok(["export".as_ref(), "layout".as_ref(), input.as_os_str()]),
+    )
+}
+
+#[test]
+fn archive_answers_exactly_like_the_snapshot() {
+    let dir = tempdir();
+    for (name, snapshot, _) in fixtures() {
+        let archive = dir.path().join(format!("{name}.memviz"));
+        index(&snapshot, &archive);
+        assert!(answers(&archive) == answers(&snapshot), "{name}: archive and snapshot answer differently");
+    }
+}
+
+#[test]
+fn index_is_deterministic() {
+    let dir = tempdir();
+    let snap = copy_into(dir.path(), "oom_streams.pickle");
+    let (a, b) = (dir.path().join("a.memviz"), dir.path().join("b.memviz"));
+    index(&snap, &a);
+    index(&snap, &b);
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "same input, different archives");
+}
+
+#[test]
+fn index_prints_one_summary_line_and_defaults_beside_the_input() {
+    let dir = tempdir();
+    let snap = copy_into(dir.path(), "gpt2_small.pickle");
+    let out = memviz(["index".as_ref(), snap.as_os_str()]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("indexed gpt2_small.pickle: 1 device, 5,056 events, 1,655 allocations"), "{stderr}");
+    assert!(dir.path().join("gpt2_small.memviz").exists());
+    // Indexing an archive is a clear error.
+    let again = memviz(["index".as_ref(), dir.path().join("gpt2_small.memviz").as_os_str()]);
+    assert_eq!(again.status.code(), Some(1));
+}
+
+#[test]
+fn corrupted_truncated_and_foreign_archives_say_to_reindex() {
+    let dir = tempdir();
+    let good = dir.path().join("good.memviz");
+    index(&data("gpt2_small.pickle"), &good);
+    let bytes = std::fs::read(&good).unwrap();
+
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated header", bytes[..40].to_vec()),
+        ("truncated body", bytes[..bytes.len() / 2].to_vec()),
+        ("cut by one byte", bytes[..bytes.len() - 1].to_vec()),
+    ];
+    let mut flipped = bytes.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    cases.push(("flipped byte", flipped));
+    let mut root_flipped = bytes.clone();
+    let n = root_flipped.len();
+    root_flipped[n - 3] ^= 0xff;
+    cases.push(("corrupted root", root_flipped));
+    // Another format version: patch the version and re-seal the header hash.
+    let mut other = bytes.clone();
+    other[8..12].copy_from_slice(&999u32.to_le_bytes());
+    let h = memviz_format::hash::xxh64(&other[..56], 0);
+    other[56..64].copy_from_slice(&h.to_le_bytes());
+    cases.push(("other version", other));
+
+    for (what, content) in cases {
+        let path = dir.path().join("bad.memviz");
+        std::fs::write(&path, &content).unwrap();
+        for cmd in [["stats", "--json"], ["export", "layout"]] {
+            let out = memviz([cmd[0].as_ref(), cmd[1].as_ref(), path.as_os_str()]);
+            let err = assert_bad_input(&out, &path);
+            assert!(err.contains("re-run `memviz index`"), "{what}: {err}");
+            if what == "other version" {
+                assert!(err.contains("version 999"), "{err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cache_is_written_reused_and_rebuilt_when_stale() {
+    let dir = tempdir();
+    let cache = dir.path().join("user-cache");
+    let snap = copy_into(dir.path(), "oom_streams.pickle");
+    let beside = dir.path().join("oom_streams.memviz");
+    let run = || memviz_cached(&cache, ["stats".as_ref(), "--json".as_ref(), snap.as_os_str()]);
+
+    let first = run();
+    assert!(first.status.success());
+    assert!(beside.exists(), "stats on a snapshot caches its archive beside it");
+    let stamp = std::fs::metadata(&beside).unwrap().modified().unwrap();
+
+    let second = run();
+    assert_eq!(first.stdout, second.stdout);
+    assert_eq!(std::fs::metadata(&beside).unwrap().modified().unwrap(), stamp, "a matching cache is reused");
+
+    // Replace the snapshot with another one: the cache is stale and must be rebuilt.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::copy(data("gpt2_small.pickle"), &snap).unwrap();
+    let third = run();
+    assert!(third.status.success());
+    let direct = memviz(["stats".as_ref(), "--json".as_ref(), snap.as_os_str()]);
+    assert_eq!(third.stdout, direct.stdout, "answers come from the new snapshot");
+    let a = Archive::open(&beside).unwrap();
+    assert_eq!(a.root().source.name.as_str(), "oom_streams.pickle");
+    assert_eq!(a.header().source.size, std::fs::metadata(&snap).unwrap().len(), "the cache was rebuilt");
+
+    // A cache that is corrupt is rebuilt, never misread.
+    std::fs::write(&beside, b"\x89MVZ\r\n\x1a\ngarbage").unwrap();
+    let fourth = run();
+    assert_eq!(fourth.stdout, direct.stdout);
+    assert!(Archive::open_verified(&beside).is_ok());
+}
+
+#[test]
+fn export_from_cached_archive_equals_golden() {
+    let dir = tempdir();
+    let snap = copy_into(dir.path(), "synth/truncated_ring.pickle");
+    let cache = dir.path().join("c");
+    for _ in 0..2 {
+        let out = memviz_cached(&cache, ["export".as_ref(), "layout".as_ref(), snap.as_os_str()]);
+        assert!(out.status.success());
+        let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(ours == json_file(&data("synth/truncated_ring.layout.json")));
+    }
+    assert!(dir.path().join("truncated_ring.memviz").exists());
+}
+
+/// Killed at any moment, `memviz index` leaves no archive or a complete one.
+#[test]
+fn index_is_atomic_when_killed() {
+    let dir = tempdir();
+    let big = dir.path().join("big.pickle");
+    // A 60k-allocation snapshot, so that indexing takes long enough to be interrupted.
+    let script = r#"
+import pickle, sys
+frames = [{"name": "f%d" % i, "filename": "model.py", "line": i} for i in range(40)]
+stacks = [frames[i:i + 20] for i in range(20)]
+ev = []
+for i in range(60000):
+    ev.append({"action": "alloc", "addr": 4096 * (i % 5000) + (i // 5000) * 2**30, "size": 512 * (1 + i % 9),
+               "stream": 0, "time_us": 10 * i, "frames": stacks[i % 20]})
+    if i % 3:
+        ev.append({"action": "free_completed", "addr": ev[-1]["addr"], "size": ev[-1]["size"], "stream": 0,
+                   "time_us": 10 * i + 5, "frames": stacks[i % 20]})
+pickle.dump({"segments": [], "device_traces": [ev]}, open(sys.argv[1], "wb"), protocol=4)
+"#;
+    let ok = Command::new("python3").args(["-c", script]).arg(&big).status().unwrap();
+    assert!(ok.success());
+    let out = dir.path().join("big.memviz");
+    for delay_ms in [1u64, 5, 15, 30, 60, 120] {
+        let _ = std::fs::remove_file(&out);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memviz"))
+            .args(["index".as_ref(), big.as_os_str(), "-o".as_ref(), out.as_os_str()])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        if out.exists() {
+            assert!(Archive::open_verified(&out).is_ok(), "killed after {delay_ms} ms: a partial archive");
+        }
+    }
+    // And uninterrupted, it completes.
+    index(&big, &out);
+    assert!(Archive::open_verified(&out).is_ok());
+}
+
+/// Tiles hold, at each texel, the element covering the row's middle byte at the column's sample
+/// action — checked against the golden layout, independently of the rasteriser.
+#[test]
+fn tiles_follow_the_texel_rule() {
+    let dir = tempdir();
+    let archive = dir.path().join("g.memviz");
+    index(&data("gpt2_small.pickle"), &archive);
+    let golden = json_file(&data("gpt2_small.layout.json"));
+    let g = &golden["devices"][0];
+    let elements = g["elements"].as_array().unwrap();
+    let a = Archive::open_verified(&archive).unwrap();
+    let dev = &a.root().devices[0];
+    let peak = dev.peak_bytes.to_native();
+    assert!(!dev.tiles.is_empty());
+    for level in dev.tiles.iter() {
+        let samples: Vec<u32> = level.sample.iter().map(|s| s.to_native()).collect();
+        let totals: Vec<u64> = g["totals"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+        let per = 1usize << level.level.to_native();
+        for (c, &s) in samples.iter().enumerate() {
+            let range = &totals[c * per..((c + 1) * per).min(totals.len())];
+            let max = *range.iter().max().unwrap();
+            assert_eq!(s as usize, c * per + range.iter().position(|&t| t == max).unwrap(), "sample of column {c}");
+        }
+        for (t, tile) in level.tiles.iter().enumerate() {
+            let texels: Vec<u32> = memviz::archive::chunks::decode(tile).unwrap();
+            assert_eq!(texels.len(), (memviz_format::TILE_W * memviz_format::TILE_H) as usize);
+            for c in (0..memviz_format::TILE_W as usize).step_by(17) {
+                let col = t * memviz_format::TILE_W as usize + c;
+                for r in (0..memviz_format::TILE_H as usize).step_by(29) {
+                    let got = texels[r * memviz_format::TILE_W as usize + c];
+                    let expect = match samples.get(col) {
+                        None => memviz_format::TEXEL_EMPTY,
+                        Some(&k) => {
+                            let byte =
+                                ((2 * r as u128 + 1) * peak as u128 / (2 * memviz_format::TILE_H as u128)) as u64;
+                            covering(elements, k as i64, byte)
+                        }
+                    };
+                    assert_eq!(got, expect, "level {} column {col} row {r}", level.level);
+                }
+            }
+        }
+    }
+}
+
+/// The element whose [offset, offset + size) holds `byte` after action `k`, from the golden.
+fn covering(elements: &[serde_json::Value], k: i64, byte: u64) -> u32 {
+    for e in elements {
+        let start = e["start"].as_i64().unwrap();
+        let live = start <= k && e["end"].as_i64().is_none_or(|end| end > k);
+        if !live {
+            continue;
+        }
+        let mut off = 0;
+        for o in e["offsets"].as_array().unwrap() {
+            if o[0].as_i64().unwrap() <= k {
+                off = o[1].as_u64().unwrap();
+            }
+        }
+        if off <= byte && byte < off + e["size"].as_u64().unwrap() {
+            return e["id"].as_u64().unwrap() as u32;
+        }
+    }
+    memviz_format::TEXEL_EMPTY
+}
+
+/// Checkpoints rebuild the live stack at any action: spot-check against a full replay.
+#[test]
+fn checkpoints_rebuild_any_action() {
+    let dir = tempdir();
+    let archive = dir.path().join("e.memviz");
+    index(&data("expandable.pickle"), &archive);
+    let a = Archive::open_verified(&archive).unwrap();
+    let dev = &a.root().devices[0];
+    let (layout, cps) = (restore::layout_ref(dev), restore::checkpoints_ref(dev));
+    let mut replay = layout.replay();
+    for k in -1..layout.actions.len() as i64 {
+        if k >= 0 {
+            replay.step();
+        }
+        if k % 37 == 0 || k == layout.actions.len() as i64 - 1 {
+            assert_eq!(cps.stack_after(layout, k).ids, replay.ids, "action {k}");
+        }
+    }
+}
+
+/// One archive per FORMAT_VERSION is committed; every later build must still open it and
+/// answer exactly as the snapshot does.
+#[test]
+fn golden_archive_still_opens_and_answers_the_same() {
+    let golden = data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION));
+    assert!(golden.exists(), "commit {} when bumping FORMAT_VERSION", golden.display());
+    let a = Archive::open_verified(&golden).unwrap();
+    assert_eq!(a.root().source.name.as_str(), "gpt2_small.pickle");
+    assert!(answers(&golden) == answers(&data("gpt2_small.pickle")), "the golden archive answers differently");
+}
