@@ -17,6 +17,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the viewer on a .memviz archive or a snapshot (indexed and cached first).
+    Open(OpenArgs),
     /// Convert a snapshot into a .memviz archive (default: beside the snapshot).
     Index(IndexArgs),
     /// Summarise a snapshot: events, peak, what is live at the peak, reserved memory, OOMs.
@@ -24,6 +26,36 @@ pub enum Command {
     /// Write the timeline layout as JSON (the golden schemas of timeline_oracle.py).
     #[command(subcommand)]
     Export(ExportCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    /// A .memviz archive, or a snapshot (pickle, gzip / zstd, JSON).
+    pub input: PathBuf,
+    /// Render one frame offscreen (no window) to this PNG and exit.
+    #[arg(long, value_name = "OUT.png")]
+    pub screenshot: Option<PathBuf>,
+    /// Window or screenshot size in pixels.
+    #[arg(long, default_value = "1600x900", value_parser = parse_size)]
+    pub size: (u32, u32),
+    /// Replay a fixed zoom/pan/hover script offscreen and print frame-time percentiles as JSON.
+    #[arg(long)]
+    pub bench: bool,
+    /// Draw a GPU's memory capacity: h100, a100, a100-40, h200, a10g, l40s, v100, v100-16, 4090.
+    #[arg(long, value_name = "NAME")]
+    pub gpu: Option<String>,
+    /// Close the window after this many frames (for automated tests).
+    #[arg(long, hide = true)]
+    pub exit_after_frames: Option<u64>,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s.split_once(['x', 'X']).ok_or("expected WIDTHxHEIGHT, e.g. 1600x900")?;
+    let parse = |v: &str| v.trim().parse::<u32>().ok().filter(|&n| (16..=8192).contains(&n));
+    match (parse(w), parse(h)) {
+        (Some(w), Some(h)) => Ok((w, h)),
+        _ => Err("expected WIDTHxHEIGHT with sides between 16 and 8192".into()),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -68,4 +100,21 @@ pub struct ExportArgs {
     /// Write here instead of standard output (atomically: all or nothing).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+}
+
+/// `memviz FILE` means `memviz open FILE`: inserts `open` when the first argument is not a
+/// subcommand or a flag.
+pub fn with_open_default(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    let mut args: Vec<std::ffi::OsString> = args.collect();
+    let first = args.iter().skip(1).find(|a| !a.to_string_lossy().starts_with("--no-cache"));
+    if let Some(first) = first {
+        let s = first.to_string_lossy();
+        let known = Cli::command().get_subcommands().any(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s));
+        if !known && !s.starts_with('-') && s != "help" {
+            let at = args.iter().position(|a| a == first).unwrap_or(1);
+            args.insert(at, "open".into());
+        }
+    }
+    args
 }

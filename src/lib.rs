@@ -13,3 +13,4 @@ pub mod layout;
 pub mod lod;
 pub mod model;
 pub mod output;
+pub mod viewer;

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    memviz::viewer::mark_process_start();
     tune_allocator();
-    let cli = memviz::cli::Cli::parse();
+    let cli = memviz::cli::Cli::parse_from(memviz::cli::with_open_default(std::env::args_os()));
     match memviz::commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if memviz::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,

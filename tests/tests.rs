@@ -9,3 +9,4 @@ mod bad_input;
 mod differential;
 mod golden;
 mod stats;
+mod viewer;

@@ -132,6 +132,9 @@ pub struct Device {
     pub elements: Elements,
     /// Element id of each action.
     pub actions: Vec<u32>,
+    /// `time_us` of the event behind each action (`i64::MIN`: none), for the wall-time axis;
+    /// delta-coded chunks like the event table's `time_us`.
+    pub action_time_us: Vec<Chunk>,
     /// Elements live before the first action, bottom first.
     pub initial: Vec<u32>,
     pub initial_total: u64,
@@ -166,6 +169,9 @@ pub struct Elements {
     pub free_event: Vec<u32>,
     /// Block index of a ghost; `u32::MAX` otherwise.
     pub block: Vec<u32>,
+    /// Stack id that explains the element (its allocation site; `u32::MAX`: none): the alloc
+    /// event's stack, a free_only's free event stack, or a ghost block's stack.
+    pub stack: Vec<u32>,
     /// Position in push order; the live stack is sorted by it.
     pub slot: Vec<u32>,
 }

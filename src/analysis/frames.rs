@@ -1,6 +1,6 @@
 //! Stack-trace presentation: PyTorch's internal-frame filter, repeat elision, "the" frame.
 
-use crate::model::{Frame, Snapshot, StackId};
+use crate::model::{FrameId, Snapshot, StackId};
 
 /// Function-name fragments PyTorch's MemoryViz hides (allocator and interpreter plumbing).
 const OMIT_FUNCTIONS: [&str; 8] = [
@@ -35,39 +35,56 @@ const LIBRARY_PATHS: [&str; 3] = ["/torch/", "/site-packages/torch", "\\torch\\"
 /// C++ namespaces of PyTorch's dispatcher and allocator (with `stacks="all"`).
 const NATIVE_PREFIXES: [&str; 6] = ["c10::", "at::", "torch::", "std::", "void at::", "bool at::"];
 
+/// Where frames come from: the in-memory model or a mapped archive.
+pub trait FrameSource {
+    /// Frames of a stack, innermost first (empty for none).
+    fn stack(&self, stack: StackId) -> &[FrameId];
+    fn name(&self, f: FrameId) -> &str;
+    fn file(&self, f: FrameId) -> &str;
+    fn line(&self, f: FrameId) -> i64;
+}
+
+impl FrameSource for Snapshot {
+    fn stack(&self, stack: StackId) -> &[FrameId] {
+        self.stacks.get(stack)
+    }
+    fn name(&self, f: FrameId) -> &str {
+        self.str(self.frames[f as usize].name)
+    }
+    fn file(&self, f: FrameId) -> &str {
+        self.str(self.frames[f as usize].filename)
+    }
+    fn line(&self, f: FrameId) -> i64 {
+        self.frames[f as usize].line
+    }
+}
+
 /// PyTorch's own filter: false for frames MemoryViz hides.
-pub fn is_shown(snap: &Snapshot, f: &Frame) -> bool {
-    let name = snap.str(f.name);
-    let file = snap.str(f.filename);
+pub fn is_shown(src: &impl FrameSource, f: FrameId) -> bool {
+    let (name, file) = (src.name(f), src.file(f));
     !OMIT_FUNCTIONS.iter().any(|o| name.contains(o)) && !OMIT_FILENAMES.iter().any(|o| file.contains(o))
 }
 
 /// How much a frame says about *who* allocated: user Python code beats torch's Python, which
 /// beats native code; interpreter and dispatcher frames say nothing.
-fn rank(snap: &Snapshot, f: &Frame) -> u8 {
-    let name = snap.str(f.name);
-    let file = snap.str(f.filename);
+fn rank(src: &impl FrameSource, f: FrameId) -> u8 {
+    let (name, file) = (src.name(f), src.file(f));
     let python = file.ends_with(".py");
     let library = LIBRARY_PATHS.iter().any(|p| file.contains(p));
     match (python, library) {
         (true, false) => 3,
         (true, true) => 2,
-        _ if NATIVE_PREFIXES.iter().any(|p| name.starts_with(p))
-            || name.starts_with("_Py")
-            || name.starts_with("Py") =>
-        {
-            0
-        }
+        _ if NATIVE_PREFIXES.iter().any(|p| name.starts_with(p)) || name.starts_with("_Py") || name.starts_with("Py") => 0,
         _ => 1,
     }
 }
 
 /// The frame that best names an allocation: the innermost shown frame of the best rank (user
 /// Python code, else torch's Python, else native code), else the innermost frame.
-pub fn top_frame<'a>(snap: &'a Snapshot, stack: StackId) -> Option<&'a Frame> {
-    let mut best: Option<(&Frame, u8)> = None;
-    for f in snap.stack_frames(stack).filter(|f| is_shown(snap, f)) {
-        let r = rank(snap, f);
+pub fn top_frame(src: &impl FrameSource, stack: StackId) -> Option<FrameId> {
+    let mut best: Option<(FrameId, u8)> = None;
+    for &f in src.stack(stack).iter().filter(|&&f| is_shown(src, f)) {
+        let r = rank(src, f);
         if best.is_none_or(|(_, b)| r > b) {
             best = Some((f, r));
             if r == 3 {
@@ -75,20 +92,20 @@ pub fn top_frame<'a>(snap: &'a Snapshot, stack: StackId) -> Option<&'a Frame> {
             }
         }
     }
-    best.map(|(f, _)| f).or_else(|| snap.stack_frames(stack).next())
+    best.map(|(f, _)| f).or_else(|| src.stack(stack).first().copied())
 }
 
 /// `name (file:line)`, with the file shortened to its name when `short`.
-pub fn describe(snap: &Snapshot, f: &Frame, short: bool) -> String {
-    let file = snap.str(f.filename);
+pub fn describe(src: &impl FrameSource, f: FrameId, short: bool) -> String {
+    let file = src.file(f);
     let file = if short { file.rsplit(['/', '\\']).next().unwrap_or(file) } else { file };
-    format!("{} ({file}:{})", snap.str(f.name), f.line)
+    format!("{} ({file}:{})", src.name(f), src.line(f))
 }
 
 /// The frames MemoryViz shows for a stack, innermost first, with runs of the same frame elided
 /// (`f, f, <repeats N times>` for runs of three or more).
-pub fn shown_lines(snap: &Snapshot, stack: StackId, short: bool) -> Vec<String> {
-    let frames: Vec<&Frame> = snap.stack_frames(stack).filter(|f| is_shown(snap, f)).collect();
+pub fn shown_lines(src: &impl FrameSource, stack: StackId, short: bool) -> Vec<String> {
+    let frames: Vec<FrameId> = src.stack(stack).iter().copied().filter(|&f| is_shown(src, f)).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < frames.len() {
@@ -96,7 +113,7 @@ pub fn shown_lines(snap: &Snapshot, stack: StackId, short: bool) -> Vec<String> 
         while j < frames.len() && frames[j] == frames[i] {
             j += 1;
         }
-        let line = describe(snap, frames[i], short);
+        let line = describe(src, frames[i], short);
         match j - i {
             1 => out.push(line),
             2 => out.extend([line.clone(), line]),

@@ -7,11 +7,11 @@ use memviz_format::schema::{self as f, Chunk};
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::analysis::{annotations, reserved};
+use crate::analysis::{annotations, reserved, stats};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, Layout};
 use crate::lod::{self, minimap};
-use crate::model::{BlockState, Events, Snapshot, Stage};
+use crate::model::{BlockState, Events, NO_TIME, NONE, Snapshot, Stage};
 
 /// Tiles are precomputed for levels whose columns cover at least this many actions; finer
 /// views rasterise from checkpoints on the fly (the crossover measured in the README).
@@ -37,8 +37,8 @@ pub fn build_root(
     stage: &dyn Fn(BuildStage),
 ) -> f::Root {
     let spans = annotations::spans(&snap);
-    let from_events: Vec<(Vec<f::Span>, f::Reserved)> =
-        layouts.iter().map(|l| event_derived(&snap, &spans, l.device)).collect();
+    let from_events: Vec<FromEvents> =
+        layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
     stage(BuildStage::Compress);
     let Snapshot {
         strings,
@@ -56,7 +56,7 @@ pub fn build_root(
     let events = event_table(events);
     stage(BuildStage::Derive);
     let devices: Vec<f::Device> =
-        layouts.into_par_iter().zip(from_events).map(|(l, (spans, reserved))| device(l, spans, reserved)).collect();
+        layouts.into_par_iter().zip(from_events).map(|(l, from_events)| device(l, from_events)).collect();
     f::Root {
         source: f::Source {
             name: name.to_owned(),
@@ -128,7 +128,23 @@ pub fn build_root(
 }
 
 /// What a device's archive needs from the raw events and annotations.
-fn event_derived(snap: &Snapshot, spans: &[annotations::Span], device: u32) -> (Vec<f::Span>, f::Reserved) {
+struct FromEvents {
+    spans: Vec<f::Span>,
+    reserved: f::Reserved,
+    action_time_us: Vec<i64>,
+    stack: Vec<u32>,
+}
+
+fn event_derived(snap: &Snapshot, spans: &[annotations::Span], l: &Layout) -> FromEvents {
+    let device = l.device;
+    let view = l.view();
+    let action_time_us = (0..l.actions.len() as u32)
+        .map(|k| match view.action_event(k) {
+            NONE => NO_TIME,
+            e => snap.events.time_us[e as usize],
+        })
+        .collect();
+    let stack = (0..view.elements.len() as u32).map(|id| stats::element_stack(snap, view, id)).collect();
     let reserved = reserved::timeline(snap, device);
     let spans = spans
         .iter()
@@ -140,10 +156,11 @@ fn event_derived(snap: &Snapshot, spans: &[annotations::Span], device: u32) -> (
         time_us: reserved.points.iter().map(|p| p.0).collect(),
         bytes: reserved.points.iter().map(|p| p.1).collect(),
     };
-    (spans, reserved)
+    FromEvents { spans, reserved, action_time_us, stack }
 }
 
-fn device(l: Layout, spans: Vec<f::Span>, reserved: f::Reserved) -> f::Device {
+fn device(l: Layout, from_events: FromEvents) -> f::Device {
+    let FromEvents { spans, reserved, action_time_us, stack } = from_events;
     let view = l.view();
     let cps = Checkpoints::build(view);
     let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
@@ -162,8 +179,10 @@ fn device(l: Layout, spans: Vec<f::Span>, reserved: f::Reserved) -> f::Device {
             free_event: e.free_event,
             block: e.block,
             slot: e.slot,
+            stack,
         },
         actions,
+        action_time_us: action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
         initial,
         initial_total,
         totals,

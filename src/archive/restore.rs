@@ -183,3 +183,27 @@ fn events(t: &memviz_format::schema::ArchivedEventTable) -> Result<Events, Chunk
     }
     Ok(ev)
 }
+
+impl crate::analysis::frames::FrameSource for ArchivedRoot {
+    fn stack(&self, stack: u32) -> &[u32] {
+        let offsets = u32s(&self.stacks.offsets);
+        match (offsets.get(stack as usize), offsets.get(stack as usize + 1)) {
+            (Some(&a), Some(&b)) if a <= b => u32s(&self.stacks.frames).get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+    fn name(&self, f: u32) -> &str {
+        str_at(self, self.frames.name.get(f as usize).map_or(u32::MAX, |v| v.to_native()))
+    }
+    fn file(&self, f: u32) -> &str {
+        str_at(self, self.frames.filename.get(f as usize).map_or(u32::MAX, |v| v.to_native()))
+    }
+    fn line(&self, f: u32) -> i64 {
+        self.frames.line.get(f as usize).map_or(0, |v| v.to_native())
+    }
+}
+
+/// An interned string of the archive (`""` for none or out of range).
+pub fn str_at(root: &ArchivedRoot, id: u32) -> &str {
+    root.strings.get(id as usize).map_or("", |s| s.as_str())
+}

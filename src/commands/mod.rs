@@ -9,7 +9,7 @@ use anyhow::bail;
 use rayon::prelude::*;
 
 pub use index::{IndexSummary, index, write_archive};
-pub use load::{Loaded, PendingCache, find_cache, lay_out, load};
+pub use load::{Loaded, PendingCache, cache_path, find_cache, lay_out, load};
 
 use crate::analysis::{export, stats};
 use crate::cli::{Cli, Command, ExportArgs, ExportCommand, StatsArgs};
@@ -18,11 +18,29 @@ use crate::layout::{Layout, LayoutRef};
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let cache = !cli.no_cache;
     match cli.command {
+        Command::Open(args) => open(&args),
         Command::Index(args) => index(&args.input, args.output.as_deref()).map(drop),
         Command::Stats(args) => stats_cmd(&args, cache),
         Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
         Command::Export(ExportCommand::Sampled { args, every }) => export_sampled(&args, every as usize, cache),
     }
+}
+
+pub fn open(args: &crate::cli::OpenArgs) -> anyhow::Result<()> {
+    let gpu = match &args.gpu {
+        None => None,
+        Some(name) => Some(crate::viewer::axis::gpu_capacity(name).ok_or_else(|| {
+            anyhow::anyhow!("unknown GPU `{name}` for --gpu (known: {})", crate::viewer::axis::GPU_NAMES)
+        })?),
+    };
+    crate::viewer::open(&crate::viewer::OpenArgs {
+        path: args.input.clone(),
+        screenshot: args.screenshot.clone(),
+        size: args.size,
+        bench: args.bench,
+        exit_after_frames: args.exit_after_frames,
+        options: crate::viewer::ViewerOptions { gpu },
+    })
 }
 
 /// True when `err` is a closed standard output (`memviz ... | head`): not a failure.

@@ -101,3 +101,64 @@ pub fn rasterize(layout: LayoutRef<'_>, cps: CheckpointsRef<'_>, spec: RasterSpe
     }
     Raster { columns, rows: spec.rows, texels }
 }
+
+/// Sample action of each screen column: column `c` covers the action ranges `ranges[c]`
+/// (`[first, last)`), and shows the one with the highest total; `None` where it covers none.
+pub fn samples_for_ranges(totals: &[u64], ranges: impl Iterator<Item = (usize, usize)>) -> Vec<Option<u32>> {
+    ranges
+        .map(|(a, b)| {
+            let b = b.min(totals.len());
+            (a < b).then(|| argmax(totals, a, b))
+        })
+        .collect()
+}
+
+/// Action ranges of `columns` equal columns over fractional actions `[x0, x1)`: action `k`
+/// occupies `[k, k + 1)`.
+pub fn action_columns(x0: f64, x1: f64, columns: u32) -> impl Iterator<Item = (usize, usize)> {
+    let w = (x1 - x0) / f64::from(columns.max(1));
+    (0..columns).map(move |c| {
+        let a = x0 + w * f64::from(c);
+        let b = a + w;
+        (a.floor().max(0.0) as usize, b.ceil().max(0.0) as usize)
+    })
+}
+
+/// Action ranges of columns over wall time `[t0, t1)` µs, given each action's time
+/// (non-decreasing): action `k` lasts from its time to the next action's.
+pub fn time_columns(times: &[i64], t0: f64, t1: f64, columns: u32) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let w = (t1 - t0) / f64::from(columns.max(1));
+    (0..columns).map(move |c| {
+        let a = t0 + w * f64::from(c);
+        let b = a + w;
+        let first = times.partition_point(|&t| (t as f64) <= a).saturating_sub(1);
+        let end = times.partition_point(|&t| (t as f64) < b);
+        if end == 0 { (0, 0) } else { (first, end) }
+    })
+}
+
+/// Rasterises screen columns that may show nothing (outside the trace): `None` columns stay
+/// [`EMPTY`]; the rest must be non-decreasing, as [`samples_for_ranges`] makes them.
+pub fn rasterize_columns(
+    layout: LayoutRef<'_>,
+    cps: CheckpointsRef<'_>,
+    samples: &[Option<u32>],
+    rows: u32,
+    byte_lo: u64,
+    byte_hi: u64,
+) -> Raster {
+    let columns = samples.len() as u32;
+    let mut texels = vec![EMPTY; columns as usize * rows as usize];
+    let first = samples.iter().position(Option::is_some);
+    let last = samples.iter().rposition(Option::is_some);
+    if let (Some(first), Some(last)) = (first, last) {
+        let inner: Vec<u32> = samples[first..=last].iter().map(|s| s.unwrap_or(0)).collect();
+        let spec = RasterSpec { samples: &inner, rows, byte_lo, byte_hi: byte_hi.max(byte_lo + 1) };
+        let r = rasterize(layout, cps, spec);
+        for row in 0..rows as usize {
+            let dst = row * columns as usize + first;
+            texels[dst..dst + inner.len()].copy_from_slice(&r.texels[row * inner.len()..(row + 1) * inner.len()]);
+        }
+    }
+    Raster { columns, rows, texels }
+}

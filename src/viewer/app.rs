@@ -1,0 +1,211 @@
+//! The viewer window's state and layout: top bar, timeline, minimap, bottom bar. The same
+//! `ui` function draws into a real window (eframe) and offscreen (screenshots, bench, tests).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+
+use eframe::egui::{self, Rect, Sense, pos2};
+use eframe::egui_wgpu;
+
+use super::data::Session;
+use super::details::{ElementInfo, stack_text};
+use super::gpu::{Globals, TimelinePaint};
+use super::timeline::Timeline;
+use super::{panels, theme};
+
+/// Options from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct ViewerOptions {
+    /// `--gpu NAME`: draw that card's memory capacity.
+    pub gpu: Option<(&'static str, u64)>,
+}
+
+/// What the window shows: a timeline, or progress while a snapshot is indexed.
+pub enum Content {
+    Empty,
+    Indexing { path: PathBuf, progress: Arc<std::sync::atomic::AtomicU64>, total: u64, done: Receiver<Result<PathBuf, String>> },
+    Open(Box<Timeline>),
+    Failed(String),
+}
+
+pub struct ViewerApp {
+    pub content: Content,
+    pub options: ViewerOptions,
+    pub stack_filter: String,
+    pub full_paths: bool,
+    /// Frames drawn so far.
+    pub frames: u64,
+}
+
+impl ViewerApp {
+    pub fn new(options: ViewerOptions) -> ViewerApp {
+        ViewerApp { content: Content::Empty, options, stack_filter: String::new(), full_paths: false, frames: 0 }
+    }
+
+    /// Opens an archive now (fast: mmap + validation).
+    pub fn open_archive(&mut self, path: &Path, ctx: &egui::Context) {
+        self.content = match Session::open(path) {
+            Ok(s) => {
+                s.spawn_decompress();
+                Content::Open(Box::new(Timeline::new(s, ctx)))
+            }
+            Err(e) => Content::Failed(format!("{}: {e}", path.display())),
+        };
+    }
+
+    /// Opens any file: an archive directly, a snapshot by indexing it (cached) on a worker
+    /// thread while the window stays responsive.
+    pub fn open_any(&mut self, path: &Path, ctx: &egui::Context) {
+        if crate::archive::is_archive(path) {
+            return self.open_archive(path, ctx);
+        }
+        self.content = super::indexing::start(path, ctx);
+    }
+
+    pub fn timeline(&self) -> Option<&Timeline> {
+        match &self.content {
+            Content::Open(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn timeline_mut(&mut self) -> Option<&mut Timeline> {
+        match &mut self.content {
+            Content::Open(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// One frame of the whole UI.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        self.frames += 1;
+        let ctx = ui.ctx().clone();
+        if let Some(path) = ctx.input(|i| i.raw.dropped_files.first().map(|f| f.path().to_owned())) {
+            self.open_any(&path, &ctx);
+        }
+        if let Content::Indexing { done, .. } = &self.content
+            && let Ok(result) = done.try_recv()
+        {
+            match result {
+                Ok(archive) => self.open_archive(&archive, &ctx),
+                Err(e) => self.content = Content::Failed(e),
+            }
+        }
+        egui::Frame::new().fill(theme::BACKGROUND).show(ui, |ui| match &mut self.content {
+            Content::Empty => {
+                ui.centered_and_justified(|ui| ui.label("Drop a snapshot or a .memviz archive here."));
+            }
+            Content::Failed(e) => {
+                let e = e.clone();
+                ui.centered_and_justified(|ui| ui.colored_label(theme::CAPACITY, format!("error: {e}")));
+            }
+            Content::Indexing { path, progress, total, .. } => {
+                let done = progress.load(std::sync::atomic::Ordering::Relaxed) as f32 / (*total).max(1) as f32;
+                let name = path.display().to_string();
+                ui.centered_and_justified(|ui| {
+                    ui.vertical_centered(|ui| {
+                        ui.add_space(ui.available_height() / 2.0 - 30.0);
+                        ui.label(format!("indexing {name}"));
+                        ui.add(egui::ProgressBar::new(done.min(1.0)).show_percentage().desired_width(360.0));
+                    });
+                });
+                ctx.request_repaint_after(std::time::Duration::from_millis(50));
+            }
+            Content::Open(_) => {}
+        });
+        if let Content::Open(t) = &mut self.content {
+            let t: &mut Timeline = t;
+            timeline_screen(ui, t, &self.options, &mut self.stack_filter, &mut self.full_paths);
+        }
+    }
+}
+
+/// The main screen of an open archive.
+fn timeline_screen(
+    ui: &mut egui::Ui,
+    t: &mut Timeline,
+    options: &ViewerOptions,
+    stack_filter: &mut String,
+    full_paths: &mut bool,
+) {
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t));
+    egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
+        panels::bottom_bar_ui(ui, t, stack_filter, full_paths);
+    });
+    egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+        plot_ui(ui, t, options);
+    });
+    let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
+    if copy && let Some(hit) = t.pinned.or(t.hovered) {
+        let stack = t.session.sites(t.device).get(hit.element as usize).copied().unwrap_or(u32::MAX);
+        ui.ctx().copy_text(stack_text(&t.session, stack));
+    }
+}
+
+/// The plot: GPU quads through a paint callback, egui overlays, input, tooltip.
+fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
+    let full = ui.available_rect_before_wrap();
+    let lane = Rect::from_min_max(pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()), pos2(full.right(), full.top() + theme::ANNOTATION_LANE));
+    let rect = Rect::from_min_max(
+        pos2(full.left() + theme::Y_AXIS_WIDTH, lane.bottom() + 2.0),
+        pos2(full.right() - 8.0, full.bottom() - theme::X_AXIS_HEIGHT),
+    );
+    if rect.width() < 10.0 || rect.height() < 10.0 {
+        return;
+    }
+    let response = ui.allocate_rect(rect, Sense::click_and_drag());
+    let ppp = ui.ctx().pixels_per_point();
+    t.plot_rect = rect;
+    t.input(ui, &response);
+    let quads = t.draw_list(rect, ppp);
+    let frame_uploads = t.textures.begin_frame();
+    let globals = Globals {
+        hovered: t.hovered.map_or(u32::MAX, |h| h.element),
+        pinned: t.pinned.map_or(u32::MAX, |h| h.element),
+        mode: u32::from(!t.colour_by_site),
+        n_sites: t.session.sites(t.device).len() as u32,
+    };
+    let paint = TimelinePaint {
+        evict: frame_uploads.evict,
+        device_index: t.device as u32,
+        sites: Arc::new(SitesRef { session: Arc::clone(&t.session), device: t.device }),
+        uploads: frame_uploads.uploads,
+        quads,
+        globals,
+        clip: rect,
+    };
+    t.grid(ui.painter());
+    ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
+    t.overlays(ui.painter(), full, options.gpu);
+    t.annotations_ui(ui, lane);
+    if t.worker.busy() || t.textures.pending() > 0 {
+        ui.ctx().request_repaint();
+    }
+    if let Some(hit) = t.hovered
+        && !t.tooltip_hidden
+        && let Some(info) = ElementInfo::gather(&t.session, t.device, hit.element)
+    {
+        let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
+        response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
+    }
+}
+
+/// Element → site table of a device, borrowed from the mapped archive for the GPU upload.
+struct SitesRef {
+    session: Arc<Session>,
+    device: usize,
+}
+
+impl AsRef<[u32]> for SitesRef {
+    fn as_ref(&self) -> &[u32] {
+        self.session.sites(self.device)
+    }
+}
+
+impl eframe::App for ViewerApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        ViewerApp::ui(self, ui);
+    }
+}

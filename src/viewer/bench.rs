@@ -1,0 +1,80 @@
+//! `--bench`: a fixed script of zooms, pans and hovers replayed offscreen; frame times are
+//! measured on the UI side including the GPU's work (each frame waits for the GPU).
+
+use std::time::Instant;
+
+use eframe::egui::{self, Event, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, TouchPhase, pos2, vec2};
+
+use super::app::ViewerApp;
+use super::offscreen::Offscreen;
+
+pub struct BenchResult {
+    pub frames: usize,
+    pub frame_ms: serde_json::Value,
+    pub hover_ms: serde_json::Value,
+}
+
+fn wheel(at: egui::Pos2, dy: f32, shift: bool) -> Vec<Event> {
+    let modifiers = if shift { Modifiers::SHIFT } else { Modifiers::NONE };
+    vec![
+        Event::PointerMoved(at),
+        Event::MouseWheel { unit: MouseWheelUnit::Point, delta: vec2(0.0, dy), phase: TouchPhase::Move, source: MouseWheelSource::Unknown, modifiers },
+    ]
+}
+
+fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
+    v.sort_by(f64::total_cmp);
+    let at = |p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0);
+    let r = |x: f64| (x * 1000.0).round() / 1000.0;
+    serde_json::json!({ "p50": r(at(0.5)), "p90": r(at(0.9)), "p99": r(at(0.99)), "max": r(at(1.0)) })
+}
+
+pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
+    gpu.settle(app, 500);
+    let Some(rect) = app.timeline().map(|t| t.plot_rect) else {
+        return BenchResult { frames: 0, frame_ms: serde_json::Value::Null, hover_ms: serde_json::Value::Null };
+    };
+    let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
+    let mut script: Vec<Vec<Event>> = Vec::new();
+    for &(fx, fy) in &[(0.3, 0.5), (0.6, 0.4), (0.45, 0.6)] {
+        for _ in 0..12 {
+            script.push(wheel(at(fx, fy), 60.0, false));
+            script.push(vec![Event::PointerMoved(at(fx + 0.01, fy))]);
+        }
+        // Pan right and back.
+        let start = at(0.5, 0.5);
+        script.push(vec![Event::PointerButton { pos: start, button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE }]);
+        for i in 1..=20 {
+            script.push(vec![Event::PointerMoved(start + vec2(-8.0 * i as f32, 0.0))]);
+        }
+        script.push(vec![Event::PointerButton { pos: start + vec2(-160.0, 0.0), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE }]);
+        for _ in 0..4 {
+            script.push(wheel(at(fx, fy), 60.0, true));
+        }
+        for i in 0..30 {
+            script.push(vec![Event::PointerMoved(at(0.1 + 0.027 * i as f32, 0.5))]);
+        }
+        for _ in 0..4 {
+            script.push(wheel(at(fx, fy), -60.0, true));
+        }
+        for _ in 0..16 {
+            script.push(wheel(at(fx, fy), -60.0, false));
+        }
+    }
+    let mut times = Vec::with_capacity(script.len());
+    for events in script {
+        let t = Instant::now();
+        gpu.frame(app, events);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut hover = Vec::new();
+    if let Some(t) = app.timeline() {
+        for i in 0..2000 {
+            let p = at((i % 97) as f32 / 97.0, (i % 89) as f32 / 89.0);
+            let s = Instant::now();
+            std::hint::black_box(t.pick(p));
+            hover.push(s.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    BenchResult { frames: times.len(), frame_ms: percentiles(times), hover_ms: percentiles(hover) }
+}

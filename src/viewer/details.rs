@@ -1,0 +1,110 @@
+//! Everything shown about one element (tooltip, bottom bar, clipboard), gathered from the
+//! archive in place: O(frames of its stack), well under a millisecond.
+
+use super::data::Session;
+use crate::analysis::{frames, units};
+use crate::layout::{BEFORE_TRACE, NEVER};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElementInfo {
+    pub id: u32,
+    pub size: u64,
+    pub addr: u64,
+    pub origin: &'static str,
+    pub start: Option<u32>,
+    pub end: Option<u32>,
+    pub alloc_time_us: Option<i64>,
+    pub free_time_us: Option<i64>,
+    /// Live bytes before its alloc and right after it.
+    pub total_before: Option<u64>,
+    pub total_after: Option<u64>,
+    pub top_frame: Option<String>,
+    pub annotation: Vec<String>,
+    pub stack: u32,
+}
+
+impl ElementInfo {
+    pub fn gather(session: &Session, device: usize, id: u32) -> Option<ElementInfo> {
+        let l = session.layout(device);
+        if id as usize >= l.elements.len() {
+            return None;
+        }
+        let el = l.element(id);
+        let times = session.action_times_ready(device);
+        let time_of = |k: u32| times.and_then(|t| t.get(k as usize)).copied().filter(|&t| t != i64::MIN);
+        let start = (el.start != BEFORE_TRACE).then_some(el.start);
+        let end = (el.end != NEVER).then_some(el.end);
+        let stack = session.sites(device).get(id as usize).copied().unwrap_or(u32::MAX);
+        let root = session.root();
+        let alloc_time_us = start.and_then(time_of);
+        let annotation = alloc_time_us
+            .map(|t| {
+                let mut open: Vec<(u32, i64, u32)> = session
+                    .spans(device)
+                    .into_iter()
+                    .filter(|&(_, s, e, _)| s <= t && e.is_none_or(|e| e > t) && e != Some(s))
+                    .map(|(n, s, _, d)| (d, s, n))
+                    .collect();
+                open.sort();
+                open.into_iter().map(|(_, _, n)| session.str(n).to_owned()).collect()
+            })
+            .unwrap_or_default();
+        Some(ElementInfo {
+            id,
+            size: el.size,
+            addr: el.addr,
+            origin: el.origin.name(),
+            start,
+            end,
+            alloc_time_us,
+            free_time_us: end.and_then(time_of),
+            total_before: start.map(|k| l.total_after(i64::from(k) - 1)),
+            total_after: start.map(|k| l.total_after(i64::from(k))),
+            top_frame: frames::top_frame(root, stack).map(|f| frames::describe(root, f, true)),
+            annotation,
+            stack,
+        })
+    }
+
+    /// The lines of the tooltip and of the bottom bar's header.
+    pub fn lines(&self, trace_start_us: Option<i64>) -> Vec<(String, String)> {
+        let since = |t: i64| trace_start_us.map_or(String::new(), |s| format!("+{}", units::duration_us(t - s)));
+        let mut v = vec![
+            ("size".into(), format!("{} ({} B)", units::bytes(self.size), units::thousands(self.size))),
+            ("address".into(), format!("{:#x}", self.addr)),
+            ("origin".into(), self.origin.to_owned()),
+        ];
+        v.push((
+            "allocated".into(),
+            match (self.start, self.alloc_time_us) {
+                (Some(k), Some(t)) => format!("action {}, {}", units::thousands(u64::from(k)), since(t)),
+                (Some(k), None) => format!("action {}", units::thousands(u64::from(k))),
+                (None, _) => "before the trace".into(),
+            },
+        ));
+        v.push((
+            "freed".into(),
+            match (self.end, self.free_time_us) {
+                (Some(k), Some(t)) => format!("action {}, {}", units::thousands(u64::from(k)), since(t)),
+                (Some(k), None) => format!("action {}", units::thousands(u64::from(k))),
+                (None, _) => "never (live at the end)".into(),
+            },
+        ));
+        if let (Some(a), Some(b)) = (self.alloc_time_us, self.free_time_us) {
+            v.push(("lifetime".into(), units::duration_us(b - a)));
+        }
+        if let (Some(b), Some(a)) = (self.total_before, self.total_after) {
+            v.push(("total".into(), format!("{} → {}", units::bytes(b), units::bytes(a))));
+        }
+        if !self.annotation.is_empty() {
+            v.push(("during".into(), self.annotation.join(" › ")));
+        }
+        v.push(("frame".into(), self.top_frame.clone().unwrap_or_else(|| "(no stack recorded)".into())));
+        v
+    }
+}
+
+/// The stack as text for the clipboard: every shown frame, full paths.
+pub fn stack_text(session: &Session, stack: u32) -> String {
+    frames::shown_lines(session.root(), stack, false).join("\n")
+}

@@ -1,0 +1,337 @@
+//! The only place wgpu appears: element-id textures, the timeline pipeline, and the egui paint
+//! callback that draws them.
+//!
+//! Each frame the app hands over a [`TimelinePaint`]: textures to upload (tiles decompressed
+//! from the mmap, or rasters made on the fly), and quads that map a texture region onto the
+//! screen. Textures are keyed by [`TexKey`]: a tile is uploaded once and drawn for as long as
+//! the app's LRU (`viewer::textures`) keeps it; evictions arrive with the paint.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use eframe::egui;
+use eframe::egui_wgpu::{self, wgpu};
+use wgpu::util::DeviceExt as _;
+
+/// Which texture: a tile of the archive's pyramid, or a raster made for the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TexKey {
+    Tile { device: u32, level: u32, index: u32 },
+    Raster { device: u32, generation: u64 },
+}
+
+/// Element ids for one texture, row 0 = the lowest bytes.
+#[derive(Debug, Clone)]
+pub struct TexData {
+    pub key: TexKey,
+    pub width: u32,
+    pub height: u32,
+    pub texels: Arc<Vec<u32>>,
+}
+
+/// A texture region drawn onto a screen rectangle (egui points).
+#[derive(Debug, Clone, Copy)]
+pub struct QuadDraw {
+    pub key: TexKey,
+    /// left, bottom, right, top in points.
+    pub screen: [f32; 4],
+    /// u0, v0 (bottom), u1, v1 (top).
+    pub uv: [f32; 4],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+#[derive(bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Globals {
+    pub hovered: u32,
+    pub pinned: u32,
+    /// 0: colour by allocation site, 1: by allocation.
+    pub mode: u32,
+    pub n_sites: u32,
+}
+
+/// Everything the GPU side keeps between frames.
+pub struct TimelineResources {
+    colour_pipeline: wgpu::RenderPipeline,
+    id_pipeline: Option<wgpu::RenderPipeline>,
+    globals_layout: wgpu::BindGroupLayout,
+    texture_layout: wgpu::BindGroupLayout,
+    globals: wgpu::Buffer,
+    globals_group: Option<wgpu::BindGroup>,
+    /// Device whose sites buffer is bound.
+    sites_for: Option<u32>,
+    textures: HashMap<TexKey, GpuTexture>,
+    instances: Option<wgpu::Buffer>,
+    draws: Vec<TexKey>,
+    /// Texture uploads done so far (for the bench and tests).
+    pub uploads: u64,
+}
+
+struct GpuTexture {
+    bind: wgpu::BindGroup,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Instance {
+    rect: [f32; 4],
+    uv: [f32; 4],
+}
+
+impl TimelineResources {
+    /// Builds the pipelines for `target` (and an id pipeline writing `R32Uint`, offscreen).
+    pub fn new(device: &wgpu::Device, target: wgpu::TextureFormat, with_id_pipeline: bool) -> Self {
+        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("memviz timeline"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("timeline.wgsl").into()),
+        });
+        let globals_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("memviz globals"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only: true },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+            ],
+        });
+        let texture_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("memviz ids"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Texture {
+                    sample_type: wgpu::TextureSampleType::Uint,
+                    view_dimension: wgpu::TextureViewDimension::D2,
+                    multisampled: false,
+                },
+                count: None,
+            }],
+        });
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("memviz timeline"),
+            bind_group_layouts: &[Some(&globals_layout), Some(&texture_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry: &str, format: wgpu::TextureFormat| {
+            device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&layout),
+                vertex: wgpu::VertexState {
+                    module: &shader,
+                    entry_point: Some("vs"),
+                    compilation_options: Default::default(),
+                    buffers: &[Some(wgpu::VertexBufferLayout {
+                        array_stride: std::mem::size_of::<Instance>() as u64,
+                        step_mode: wgpu::VertexStepMode::Instance,
+                        attributes: &wgpu::vertex_attr_array![0 => Float32x4, 1 => Float32x4],
+                    })],
+                },
+                fragment: Some(wgpu::FragmentState {
+                    module: &shader,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    targets: &[Some(wgpu::ColorTargetState {
+                        format,
+                        blend: None,
+                        write_mask: wgpu::ColorWrites::ALL,
+                    })],
+                }),
+                primitive: wgpu::PrimitiveState {
+                    topology: wgpu::PrimitiveTopology::TriangleStrip,
+                    ..Default::default()
+                },
+                depth_stencil: None,
+                multisample: wgpu::MultisampleState::default(),
+                multiview_mask: None,
+                cache: None,
+            })
+        };
+        let colour_pipeline = pipeline("fs_colour", target);
+        let id_pipeline = with_id_pipeline.then(|| pipeline("fs_id", wgpu::TextureFormat::R32Uint));
+        let globals = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("memviz globals"),
+            size: std::mem::size_of::<Globals>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        TimelineResources {
+            colour_pipeline,
+            id_pipeline,
+            globals_layout,
+            texture_layout,
+            globals,
+            globals_group: None,
+            sites_for: None,
+            textures: HashMap::new(),
+            instances: None,
+            draws: Vec::new(),
+            uploads: 0,
+        }
+    }
+
+    pub fn has(&self, key: &TexKey) -> bool {
+        self.textures.contains_key(key)
+    }
+
+    /// Binds the allocation-site table of a device (element id → stack id).
+    pub fn set_sites(&mut self, device: &wgpu::Device, which: u32, sites: &[u32]) {
+        if self.sites_for == Some(which) {
+            return;
+        }
+        let bytes: &[u8] = if sites.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(sites) };
+        let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("memviz sites"),
+            contents: bytes,
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        self.globals_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("memviz globals"),
+            layout: &self.globals_layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: self.globals.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: buffer.as_entire_binding() },
+            ],
+        }));
+        self.sites_for = Some(which);
+    }
+
+    /// Uploads a texture (replacing one with the same key) and evicts the least recently used.
+    pub fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, data: &TexData) {
+        let size = wgpu::Extent3d { width: data.width, height: data.height, depth_or_array_layers: 1 };
+        let texture = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("memviz ids"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::R32Uint,
+            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+            view_formats: &[],
+        });
+        queue.write_texture(
+            wgpu::TexelCopyTextureInfo {
+                texture: &texture,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            bytemuck::cast_slice(&data.texels),
+            wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(4 * data.width), rows_per_image: None },
+            size,
+        );
+        let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
+        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("memviz ids"),
+            layout: &self.texture_layout,
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&view) }],
+        });
+        self.textures.insert(data.key, GpuTexture { bind });
+        self.uploads += 1;
+    }
+
+    /// Drops textures the app evicted from its LRU.
+    pub fn evict(&mut self, keys: &[TexKey]) {
+        for k in keys {
+            self.textures.remove(k);
+        }
+    }
+
+    /// Records this frame's quads (in NDC of `clip`, the callback rectangle).
+    pub fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, clip: egui::Rect, paint: &TimelinePaint) {
+        queue.write_buffer(&self.globals, 0, bytemuck::bytes_of(&paint.globals));
+        let ndc_x = |x: f32| (x - clip.left()) / clip.width() * 2.0 - 1.0;
+        let ndc_y = |y: f32| 1.0 - (y - clip.top()) / clip.height() * 2.0;
+        let mut instances = Vec::with_capacity(paint.quads.len());
+        self.draws.clear();
+        for q in &paint.quads {
+            if self.textures.contains_key(&q.key) {
+                instances.push(Instance {
+                    rect: [ndc_x(q.screen[0]), ndc_y(q.screen[1]), ndc_x(q.screen[2]), ndc_y(q.screen[3])],
+                    uv: q.uv,
+                });
+                self.draws.push(q.key);
+            }
+        }
+        self.instances = (!instances.is_empty()).then(|| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("memviz quads"),
+                contents: bytemuck::cast_slice(&instances),
+                usage: wgpu::BufferUsages::VERTEX,
+            })
+        });
+    }
+
+    /// Draws the prepared quads, in colour or (offscreen) as raw ids.
+    pub fn paint(&self, pass: &mut wgpu::RenderPass<'_>, ids: bool) {
+        let (Some(instances), Some(globals)) = (&self.instances, &self.globals_group) else { return };
+        let pipeline = if ids { self.id_pipeline.as_ref().expect("id pipeline built") } else { &self.colour_pipeline };
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, globals, &[]);
+        pass.set_vertex_buffer(0, instances.slice(..));
+        for (i, key) in self.draws.iter().enumerate() {
+            if let Some(t) = self.textures.get(key) {
+                pass.set_bind_group(1, &t.bind, &[]);
+                pass.draw(0..4, i as u32..i as u32 + 1);
+            }
+        }
+    }
+}
+
+/// One frame's timeline drawing, handed to egui as a paint callback.
+pub struct TimelinePaint {
+    pub evict: Vec<TexKey>,
+    pub device_index: u32,
+    pub sites: Arc<dyn AsRef<[u32]> + Send + Sync>,
+    pub uploads: Vec<TexData>,
+    pub quads: Vec<QuadDraw>,
+    pub globals: Globals,
+    pub clip: egui::Rect,
+}
+
+impl egui_wgpu::CallbackTrait for TimelinePaint {
+    fn prepare(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        _screen: &egui_wgpu::ScreenDescriptor,
+        _encoder: &mut wgpu::CommandEncoder,
+        resources: &mut egui_wgpu::CallbackResources,
+    ) -> Vec<wgpu::CommandBuffer> {
+        if let Some(r) = resources.get_mut::<TimelineResources>() {
+            r.set_sites(device, self.device_index, (*self.sites).as_ref());
+            r.evict(&self.evict);
+            for t in &self.uploads {
+                r.upload(device, queue, t);
+            }
+            r.prepare(device, queue, self.clip, self);
+        }
+        Vec::new()
+    }
+
+    fn paint(
+        &self,
+        _info: egui::PaintCallbackInfo,
+        pass: &mut wgpu::RenderPass<'static>,
+        resources: &egui_wgpu::CallbackResources,
+    ) {
+        if let Some(r) = resources.get::<TimelineResources>() {
+            r.paint(pass, false);
+        }
+    }
+}

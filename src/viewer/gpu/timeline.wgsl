@@ -1,0 +1,107 @@
+// The timeline: textured quads whose texels are element ids. Colour comes from the id here;
+// hover (white) and pin (red) outlines are drawn where the id under a pixel's neighbour differs.
+
+const EMPTY: u32 = 0xffffffffu;
+const AGGREGATED: u32 = 0xfffffffeu;
+const NONE: u32 = 0xffffffffu;
+
+struct Globals {
+    hovered: u32,
+    pinned: u32,
+    // 0: colour by allocation site (stack), 1: colour by allocation.
+    mode: u32,
+    n_sites: u32,
+};
+
+@group(0) @binding(0) var<uniform> g: Globals;
+@group(0) @binding(1) var<storage, read> sites: array<u32>;
+@group(1) @binding(0) var ids: texture_2d<u32>;
+
+struct Quad {
+    // NDC of the quad: x0, y0 (bottom), x1, y1 (top).
+    @location(0) rect: vec4<f32>,
+    // Texture coordinates in [0, 1] at the same corners (v = 0 is texture row 0: byte 0).
+    @location(1) uv: vec4<f32>,
+};
+
+struct VsOut {
+    @builtin(position) pos: vec4<f32>,
+    @location(0) uv: vec2<f32>,
+};
+
+@vertex
+fn vs(@builtin(vertex_index) vi: u32, q: Quad) -> VsOut {
+    let corner = vec2<f32>(f32(vi & 1u), f32((vi >> 1u) & 1u));
+    var out: VsOut;
+    out.pos = vec4<f32>(mix(q.rect.xy, q.rect.zw, corner), 0.0, 1.0);
+    out.uv = mix(q.uv.xy, q.uv.zw, corner);
+    return out;
+}
+
+fn id_at(uv: vec2<f32>) -> u32 {
+    let dims = vec2<i32>(textureDimensions(ids));
+    if (uv.x < 0.0 || uv.y < 0.0 || uv.x >= 1.0 || uv.y >= 1.0) {
+        return EMPTY;
+    }
+    let t = clamp(vec2<i32>(floor(uv * vec2<f32>(dims))), vec2<i32>(0), dims - vec2<i32>(1));
+    return textureLoad(ids, t, 0).r;
+}
+
+fn mix32(x: u32) -> u32 {
+    var h = x * 0x9e3779b1u;
+    h = h ^ (h >> 16u);
+    h = h * 0x85ebca6bu;
+    h = h ^ (h >> 13u);
+    h = h * 0xc2b2ae35u;
+    return h ^ (h >> 16u);
+}
+
+fn hsv(h: f32, s: f32, v: f32) -> vec3<f32> {
+    let k = vec3<f32>(5.0, 3.0, 1.0);
+    let p = abs(fract(vec3<f32>(h) + k / 6.0) * 6.0 - 3.0);
+    return v * mix(vec3<f32>(1.0), clamp(p - 1.0, vec3<f32>(0.0), vec3<f32>(1.0)), s);
+}
+
+fn colour(id: u32) -> vec3<f32> {
+    if (id == AGGREGATED) {
+        return vec3<f32>(0.45, 0.45, 0.5);
+    }
+    var key = id;
+    if (g.mode == 0u && id < g.n_sites) {
+        key = sites[id];
+    }
+    let h = mix32(key);
+    let hue = f32(h & 0xffffu) / 65536.0;
+    let sat = 0.45 + 0.35 * f32((h >> 16u) & 0xffu) / 255.0;
+    let val = 0.70 + 0.25 * f32((h >> 24u) & 0xffu) / 255.0;
+    return hsv(hue, sat, val);
+}
+
+// True when `id` is `target` but a pixel within `r` screen pixels is not: the outline.
+fn edge(uv: vec2<f32>, du: vec2<f32>, dv: vec2<f32>, target_id: u32, r: f32) -> bool {
+    return id_at(uv + du * r) != target_id || id_at(uv - du * r) != target_id
+        || id_at(uv + dv * r) != target_id || id_at(uv - dv * r) != target_id;
+}
+
+@fragment
+fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
+    let du = dpdx(in.uv);
+    let dv = dpdy(in.uv);
+    let id = id_at(in.uv);
+    if (id == EMPTY) {
+        discard;
+    }
+    var c = colour(id);
+    if (id == g.pinned && edge(in.uv, du, dv, id, 2.0)) {
+        c = vec3<f32>(0.95, 0.1, 0.1);
+    } else if (id == g.hovered && edge(in.uv, du, dv, id, 1.5)) {
+        c = vec3<f32>(1.0, 1.0, 1.0);
+    }
+    return vec4<f32>(c, 1.0);
+}
+
+// The id buffer: what element each pixel shows (EMPTY where none), for tests and picking.
+@fragment
+fn fs_id(in: VsOut) -> @location(0) u32 {
+    return id_at(in.uv);
+}

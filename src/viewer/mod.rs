@@ -1,0 +1,166 @@
+//! `memviz open`: the GPU viewer over a mapped `.memviz` archive.
+//!
+//! ```text
+//!   app (egui panels, input) ──▶ timeline (what to draw) ──▶ gpu (wgpu: id textures, shader)
+//!          │                          │   ▲
+//!          │                          ▼   │ tiles / rasters
+//!          └── data (mmap archive) ◀── worker threads (decompress, rasterise from checkpoints)
+//! ```
+//!
+//! The UI thread never waits on work that grows with the file: tiles and rasters come from
+//! named worker threads through bounded channels, and uploads are budgeted per frame.
+
+pub mod app;
+pub mod axis;
+pub mod data;
+pub mod details;
+pub mod gpu;
+pub mod indexing;
+pub mod offscreen;
+pub mod panels;
+pub mod textures;
+pub mod theme;
+pub mod timeline;
+pub mod view;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use eframe::egui;
+
+pub use app::{ViewerApp, ViewerOptions};
+use offscreen::Offscreen;
+
+static PROCESS_START: OnceLock<Instant> = OnceLock::new();
+
+/// Call first thing in `main`: `open_ms` and `first_frame_ms` count from here.
+pub fn mark_process_start() {
+    PROCESS_START.get_or_init(Instant::now);
+}
+
+fn ms_since_start() -> f64 {
+    PROCESS_START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
+}
+
+/// How `memviz open` runs.
+#[derive(Debug, Clone)]
+pub struct OpenArgs {
+    pub path: PathBuf,
+    pub screenshot: Option<PathBuf>,
+    pub size: (u32, u32),
+    pub bench: bool,
+    /// Close the window after this many frames (for tests under Xvfb).
+    pub exit_after_frames: Option<u64>,
+    pub options: ViewerOptions,
+}
+
+pub fn open(args: &OpenArgs) -> anyhow::Result<()> {
+    if args.screenshot.is_some() || args.bench {
+        return offscreen_run(args);
+    }
+    window(args)
+}
+
+/// The archive to show for `path`: itself, or its (cached or fresh) index.
+fn archive_path(path: &Path) -> anyhow::Result<PathBuf> {
+    if crate::archive::is_archive(path) {
+        return Ok(path.to_owned());
+    }
+    indexing::archive_for(path, &|_| {})
+}
+
+fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
+    let archive = archive_path(&args.path)?;
+    let mut app = ViewerApp::new(args.options.clone());
+    let ctx = egui::Context::default();
+    app.open_archive(&archive, &ctx);
+    if let app::Content::Failed(e) = &app.content {
+        anyhow::bail!("{e}");
+    }
+    let open_ms = ms_since_start();
+    let mut gpu = Offscreen::new(args.size.0, args.size.1, ctx)?;
+    // The first frame that shows data: the coarsest tile arrives from a worker within ms.
+    for _ in 0..500 {
+        gpu.frame(&mut app, Vec::new());
+        if app.timeline().is_some_and(|t| t.textures.uploaded > 0) {
+            gpu.frame(&mut app, Vec::new());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let first_frame_ms = ms_since_start();
+    let mut report = serde_json::json!({
+        "open_ms": round(open_ms),
+        "first_frame_ms": round(first_frame_ms),
+        "size": format!("{}x{}", args.size.0, args.size.1),
+        "adapter": gpu.adapter,
+    });
+    if let Some(out) = &args.screenshot {
+        gpu.settle(&mut app, 2000);
+        gpu.save_png(out).with_context(|| out.display().to_string())?;
+        report["screenshot"] = out.display().to_string().into();
+    }
+    if args.bench {
+        let b = bench::run(&mut gpu, &mut app);
+        report["frames"] = b.frames.into();
+        report["frame_ms"] = b.frame_ms;
+        report["hover_ms"] = b.hover_ms;
+    }
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn round(ms: f64) -> f64 {
+    (ms * 10.0).round() / 10.0
+}
+
+fn window(args: &OpenArgs) -> anyhow::Result<()> {
+    let title = format!("memviz — {}", args.path.display());
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title(title.clone())
+            .with_inner_size([args.size.0 as f32, args.size.1 as f32])
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Wgpu,
+        ..Default::default()
+    };
+    let (path, opts, exit_after) = (args.path.clone(), args.options.clone(), args.exit_after_frames);
+    eframe::run_native(
+        &title,
+        options,
+        Box::new(move |cc| {
+            let rs = cc.wgpu_render_state.as_ref().ok_or("the wgpu renderer is not available")?;
+            rs.renderer
+                .write()
+                .callback_resources
+                .insert(gpu::TimelineResources::new(&rs.device, rs.target_format, false));
+            let mut app = ViewerApp::new(opts);
+            app.open_any(&path, &cc.egui_ctx);
+            Ok(Box::new(WindowApp { app, exit_after }))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))
+}
+
+struct WindowApp {
+    app: ViewerApp,
+    exit_after: Option<u64>,
+}
+
+impl eframe::App for WindowApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.app.ui(ui);
+        if let Some(n) = self.exit_after {
+            if self.app.frames >= n {
+                ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+            } else {
+                ui.ctx().request_repaint();
+            }
+        }
+    }
+}
+
+mod bench;

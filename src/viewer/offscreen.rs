@@ -1,0 +1,228 @@
+//! Rendering without a window: a headless wgpu device, egui run by hand, the frame read back.
+//! Serves `--screenshot`, `--bench` and the rendering tests (which also read the id buffer).
+
+use anyhow::{Context as _, anyhow};
+use eframe::egui::{self, Pos2, Rect, vec2};
+use eframe::egui_wgpu::{self, wgpu};
+
+use super::app::ViewerApp;
+use super::gpu::TimelineResources;
+
+/// The colour target: egui renders in gamma space, so these bytes go straight into a PNG.
+const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+
+pub struct Offscreen {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    renderer: egui_wgpu::Renderer,
+    pub ctx: egui::Context,
+    pub width: u32,
+    pub height: u32,
+    target: wgpu::Texture,
+    time: f64,
+    pub adapter: String,
+}
+
+impl Offscreen {
+    pub fn new(width: u32, height: u32, ctx: egui::Context) -> anyhow::Result<Offscreen> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::default(),
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| anyhow!("no GPU adapter (install Mesa's lavapipe: mesa-vulkan-drivers): {e}"))?;
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("memviz offscreen"),
+            required_features: wgpu::Features::empty(),
+            required_limits: wgpu::Limits::downlevel_defaults().using_resolution(adapter.limits()),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::default(),
+            trace: wgpu::Trace::Off,
+        }))
+        .context("creating the GPU device")?;
+        let mut renderer = egui_wgpu::Renderer::new(&device, FORMAT, egui_wgpu::RendererOptions::default());
+        renderer.callback_resources.insert(TimelineResources::new(&device, FORMAT, true));
+        let target = color_target(&device, width, height, FORMAT);
+        Ok(Offscreen {
+            device,
+            queue,
+            renderer,
+            ctx,
+            width,
+            height,
+            target,
+            time: 0.0,
+            adapter: format!("{} ({:?})", info.name, info.backend),
+        })
+    }
+
+    /// Runs the UI once with `events` and renders it; waits for the GPU to finish.
+    pub fn frame(&mut self, app: &mut ViewerApp, events: Vec<egui::Event>) {
+        self.time += 1.0 / 60.0;
+        let raw = egui::RawInput {
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, vec2(self.width as f32, self.height as f32))),
+            time: Some(self.time),
+            predicted_dt: 1.0 / 60.0,
+            events,
+            focused: true,
+            ..Default::default()
+        };
+        let out = self.ctx.run_ui(raw, |ui| app.ui(ui));
+        let prims = self.ctx.tessellate(out.shapes, out.pixels_per_point);
+        for (id, deltas) in &out.textures_delta.set {
+            for delta in deltas {
+                self.renderer.update_texture(&self.device, &self.queue, *id, delta);
+            }
+        }
+        let screen = egui_wgpu::ScreenDescriptor { size_in_pixels: [self.width, self.height], pixels_per_point: out.pixels_per_point };
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz frame") });
+        let mut buffers = self.renderer.update_buffers(&self.device, &self.queue, &mut encoder, &prims, &screen);
+        {
+            let view = self.target.create_view(&wgpu::TextureViewDescriptor::default());
+            let bg = super::theme::BACKGROUND;
+            let mut pass = encoder
+                .begin_render_pass(&wgpu::RenderPassDescriptor {
+                    label: Some("memviz egui"),
+                    color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                        view: &view,
+                        depth_slice: None,
+                        resolve_target: None,
+                        ops: wgpu::Operations {
+                            load: wgpu::LoadOp::Clear(wgpu::Color {
+                                r: f64::from(bg.r()) / 255.0,
+                                g: f64::from(bg.g()) / 255.0,
+                                b: f64::from(bg.b()) / 255.0,
+                                a: 1.0,
+                            }),
+                            store: wgpu::StoreOp::Store,
+                        },
+                    })],
+                    depth_stencil_attachment: None,
+                    timestamp_writes: None,
+                    occlusion_query_set: None,
+                    multiview_mask: None,
+                })
+                .forget_lifetime();
+            self.renderer.render(&mut pass, &prims, &screen);
+        }
+        for id in &out.textures_delta.free {
+            self.renderer.free_texture(id);
+        }
+        buffers.push(encoder.finish());
+        self.queue.submit(buffers);
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
+    /// Frames until the workers and uploads are idle (at most `max_frames`).
+    pub fn settle(&mut self, app: &mut ViewerApp, max_frames: usize) {
+        for _ in 0..max_frames {
+            self.frame(app, Vec::new());
+            let busy = app.timeline().is_some_and(|t| t.worker.busy() || t.textures.pending() > 0);
+            if !busy {
+                self.frame(app, Vec::new());
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// The last frame, RGBA8, row-major from the top.
+    pub fn read_rgba(&self) -> Vec<u8> {
+        read_texture(&self.device, &self.queue, &self.target, 4)
+    }
+
+    /// Element ids of the plot in the last frame: `(rect in pixels, ids row-major from the top)`,
+    /// `u32::MAX` where no element is drawn.
+    pub fn read_ids(&mut self, app: &ViewerApp) -> Option<(Rect, Vec<u32>)> {
+        let t = app.timeline()?;
+        let rect = t.plot_rect;
+        let ids = color_target(&self.device, self.width, self.height, wgpu::TextureFormat::R32Uint);
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz ids") });
+        {
+            let view = ids.create_view(&wgpu::TextureViewDescriptor::default());
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("memviz ids"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view: &view,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(wgpu::Color { r: f64::from(u32::MAX), g: 0.0, b: 0.0, a: 0.0 }),
+                        store: wgpu::StoreOp::Store,
+                    },
+                })],
+                depth_stencil_attachment: None,
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            pass.set_viewport(rect.left(), rect.top(), rect.width(), rect.height(), 0.0, 1.0);
+            if let Some(r) = self.renderer.callback_resources.get::<TimelineResources>() {
+                r.paint(&mut pass, true);
+            }
+        }
+        self.queue.submit([encoder.finish()]);
+        let bytes = read_texture(&self.device, &self.queue, &ids, 4);
+        Some((rect, bytemuck::cast_slice(&bytes).to_vec()))
+    }
+
+    pub fn save_png(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let rgba = self.read_rgba();
+        crate::output::write_atomic(path, |w| {
+            let mut enc = png::Encoder::new(w, self.width, self.height);
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Eight);
+            enc.write_header()?.write_image_data(&rgba)?;
+            Ok(())
+        })
+    }
+}
+
+fn color_target(device: &wgpu::Device, width: u32, height: u32, format: wgpu::TextureFormat) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("memviz target"),
+        size: wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    })
+}
+
+/// Copies a texture to a buffer (rows padded to 256 bytes) and returns the unpadded bytes.
+fn read_texture(device: &wgpu::Device, queue: &wgpu::Queue, texture: &wgpu::Texture, texel_bytes: u32) -> Vec<u8> {
+    let (w, h) = (texture.width(), texture.height());
+    let row = w * texel_bytes;
+    let padded = row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("memviz readback"),
+        size: u64::from(padded * h),
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz readback") });
+    encoder.copy_texture_to_buffer(
+        wgpu::TexelCopyTextureInfo { texture, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(h) },
+        },
+        wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 },
+    );
+    queue.submit([encoder.finish()]);
+    let slice = buffer.slice(..);
+    slice.map_async(wgpu::MapMode::Read, |_| {});
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    let mut out = Vec::with_capacity((row * h) as usize);
+    if let Ok(data) = slice.get_mapped_range() {
+        for r in 0..h as usize {
+            out.extend_from_slice(&data[r * padded as usize..r * padded as usize + row as usize]);
+        }
+    }
+    out
+}

@@ -1,0 +1,145 @@
+//! The panels around the plot: top bar (device, axis, colours, peak), minimap with a brush,
+//! bottom bar with the pinned element and its filtered stack, and the tooltip grid.
+
+use eframe::egui::{self, Rect, Sense, Stroke, pos2};
+
+use super::details::ElementInfo;
+use super::theme;
+use super::timeline::Timeline;
+use crate::analysis::{frames, units};
+
+pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+    ui.horizontal(|ui| {
+        let root = t.session.root();
+        ui.strong(root.source.name.as_str());
+        ui.separator();
+        let devices: Vec<u32> = root.devices.iter().map(|d| d.device.to_native()).collect();
+        let mut chosen = t.device;
+        egui::ComboBox::from_id_salt("device")
+            .selected_text(format!("cuda:{}", devices.get(t.device).copied().unwrap_or(0)))
+            .show_ui(ui, |ui| {
+                for (i, d) in devices.iter().enumerate() {
+                    ui.selectable_value(&mut chosen, i, format!("cuda:{d}"));
+                }
+            });
+        if chosen != t.device {
+            t.select_device(chosen);
+        }
+        ui.separator();
+        let mut time_axis = t.time_axis;
+        ui.selectable_value(&mut time_axis, false, "actions");
+        let times_ready = t.session.action_times_ready(t.device).is_some();
+        ui.add_enabled_ui(times_ready, |ui| ui.selectable_value(&mut time_axis, true, "wall time"));
+        t.set_time_axis(time_axis);
+        ui.separator();
+        ui.selectable_value(&mut t.colour_by_site, true, "colour by site");
+        ui.selectable_value(&mut t.colour_by_site, false, "by allocation");
+        ui.separator();
+        if ui.button("fit").clicked() {
+            t.fit();
+        }
+        if ui.button("go to peak").clicked() {
+            t.go_to_peak();
+        }
+        let l = t.session.layout(t.device);
+        ui.label(format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64)));
+    });
+}
+
+pub fn info_grid_ui(ui: &mut egui::Ui, lines: &[(String, String)], id: &str) {
+    egui::Grid::new(id).num_columns(2).spacing([12.0, 2.0]).show(ui, |ui| {
+        for (k, v) in lines {
+            ui.label(egui::RichText::new(k).weak());
+            ui.label(v);
+            ui.end_row();
+        }
+    });
+}
+
+pub fn bottom_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, filter: &mut String, full_paths: &mut bool) {
+    let Some(pin) = t.pinned else {
+        ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
+        return;
+    };
+    let Some(info) = ElementInfo::gather(&t.session, t.device, pin.element) else { return };
+    let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
+    ui.horizontal_top(|ui| {
+        ui.vertical(|ui| {
+            ui.set_width(360.0);
+            ui.strong(format!("element {}", info.id));
+            info_grid_ui(ui, &info.lines(start), "pinned");
+        });
+        ui.separator();
+        ui.vertical(|ui| {
+            ui.horizontal(|ui| {
+                ui.label("stack");
+                ui.add(egui::TextEdit::singleline(filter).hint_text("filter frames").desired_width(200.0));
+                ui.checkbox(full_paths, "full paths");
+                if ui.button("copy").clicked() {
+                    ui.ctx().copy_text(super::details::stack_text(&t.session, info.stack));
+                }
+            });
+            let lines = frames::shown_lines(t.session.root(), info.stack, !*full_paths);
+            egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
+                if lines.is_empty() {
+                    ui.weak("(no stack recorded)");
+                }
+                let needle = filter.to_lowercase();
+                for l in lines.iter().filter(|l| needle.is_empty() || l.to_lowercase().contains(&needle)) {
+                    ui.monospace(l);
+                }
+            });
+        });
+    });
+}
+
+/// Total memory over the whole trace (min/max per pixel) with a brush showing the view; click or
+/// drag to move the view there.
+pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+    let rect = ui.available_rect_before_wrap().shrink2(egui::vec2(4.0, 4.0));
+    let rect = Rect::from_min_max(pos2(rect.left() + theme::Y_AXIS_WIDTH - 4.0, rect.top()), rect.max);
+    let response = ui.allocate_rect(rect, Sense::click_and_drag());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 0.0, theme::BACKGROUND);
+    let l = t.session.layout(t.device);
+    let n = l.actions.len();
+    if n == 0 {
+        return;
+    }
+    let peak = l.peak_bytes.max(1) as f32;
+    let width = rect.width().max(1.0) as usize;
+    let per = n as f64 / width as f64;
+    let levels = t.session.minimap(t.device);
+    let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
+    for px in 0..width {
+        let (a, b) = ((px as f64 * per) as usize, (((px + 1) as f64 * per).ceil() as usize).min(n).max((px as f64 * per) as usize + 1));
+        let max = match level {
+            Some((apb, _, maxs)) => {
+                let (i, j) = (a / *apb as usize, (b.div_ceil(*apb as usize)).min(maxs.len()));
+                maxs[i.min(maxs.len() - 1)..j.max(i + 1).min(maxs.len())].iter().copied().max().unwrap_or(0)
+            }
+            None => l.totals[a.min(n - 1)..b.min(n)].iter().copied().max().unwrap_or(0),
+        };
+        let x = rect.left() + px as f32 + 0.5;
+        let y = rect.bottom() - (max as f32 / peak) * rect.height();
+        painter.vline(x, y..=rect.bottom(), Stroke::new(1.0, theme::MINIMAP_FILL));
+    }
+    if !t.time_axis {
+        let (v0, v1) = (t.view.x0 / n as f64, t.view.x1 / n as f64);
+        let brush = Rect::from_x_y_ranges(
+            rect.left() + (v0 as f32 * rect.width())..=rect.left() + (v1 as f32 * rect.width()).max(v0 as f32 * rect.width() + 2.0),
+            rect.y_range(),
+        );
+        painter.rect_filled(brush, 0.0, theme::BRUSH);
+        painter.rect_stroke(brush, 0.0, Stroke::new(1.0, theme::BRUSH_EDGE), egui::StrokeKind::Inside);
+        if let Some(p) = response.interact_pointer_pos()
+            && (response.clicked() || response.dragged())
+        {
+            let centre = f64::from((p.x - rect.left()) / rect.width()) * n as f64;
+            let span = t.view.x1 - t.view.x0;
+            t.view.x0 = centre - span / 2.0;
+            t.view.x1 = centre + span / 2.0;
+            t.view.clamp_x(n as f64);
+        }
+    }
+}

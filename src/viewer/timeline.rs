@@ -1,0 +1,564 @@
+//! The timeline of one device: what to draw this frame (tiles, or an exact raster), input
+//! (zoom, pan, range zoom, rulers, hover, pin), and the overlays egui paints on top.
+//!
+//! ```text
+//!  level choice: actions per pixel ≥ 2^finest stored level  → pyramid tiles, coarse → fine
+//!                deeper, zoomed in Y, or on the wall-time axis → one raster of exactly the
+//!                view from checkpoints (worker thread); until it arrives, tiles stand in
+//! ```
+
+use std::sync::Arc;
+
+use eframe::egui::{self, Pos2, Rect, Sense, Stroke, pos2, vec2};
+
+use super::data::Session;
+use super::gpu::{QuadDraw, TexKey};
+use super::textures::Textures;
+use super::view::View;
+use super::worker::{ViewSpec, Worker};
+use super::{axis, theme};
+use memviz_format::{TEXEL_EMPTY, TILE_H, TILE_W};
+
+/// An element under the pointer (or pinned).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub element: u32,
+    /// Where it was picked, in data space (action or µs, bytes).
+    pub x: f64,
+    pub byte: f64,
+}
+
+/// A drag in progress.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Drag {
+    None,
+    Pan,
+    /// Ctrl/Cmd+drag: select an x range to zoom to (data x where it started).
+    Range(f64),
+    /// R+drag: measure bytes; T+drag: measure time / actions (data point where it started).
+    ByteRuler(f64, f64),
+    TimeRuler(f64, f64),
+}
+
+pub struct Timeline {
+    pub session: Arc<Session>,
+    pub device: usize,
+    pub view: View,
+    pub time_axis: bool,
+    pub colour_by_site: bool,
+    pub hovered: Option<Hit>,
+    pub pinned: Option<Hit>,
+    pub tooltip_hidden: bool,
+    pub drag: Drag,
+    pub drag_end: Option<Pos2>,
+    pub worker: Worker,
+    pub textures: Textures,
+    /// The newest raster received, and the one wanted for the current view.
+    raster: Option<ViewSpec>,
+    wanted: Option<ViewSpec>,
+    generation: u64,
+    /// Screen rectangle of the plot last frame (points) and pixels per point.
+    pub plot_rect: Rect,
+    pub pixels_per_point: f32,
+}
+
+impl Timeline {
+    pub fn new(session: Arc<Session>, ctx: &egui::Context) -> Timeline {
+        let worker = Worker::start(Arc::clone(&session), ctx.clone());
+        let mut t = Timeline {
+            session,
+            device: 0,
+            view: View::fit(1, 1),
+            time_axis: false,
+            colour_by_site: true,
+            hovered: None,
+            pinned: None,
+            tooltip_hidden: false,
+            drag: Drag::None,
+            drag_end: None,
+            worker,
+            textures: Textures::default(),
+            raster: None,
+            wanted: None,
+            generation: 0,
+            plot_rect: Rect::NOTHING,
+            pixels_per_point: 1.0,
+        };
+        t.select_device(0);
+        t
+    }
+
+    pub fn select_device(&mut self, d: usize) {
+        self.device = d.min(self.session.devices().saturating_sub(1));
+        self.fit();
+        self.hovered = None;
+        self.pinned = None;
+        self.raster = None;
+        self.wanted = None;
+    }
+
+    /// X range of the whole trace in the current axis' units.
+    pub fn x_extent(&self) -> (f64, f64) {
+        let actions = self.session.layout(self.device).actions.len();
+        if self.time_axis
+            && let Some(times) = self.session.action_times_ready(self.device)
+            && let (Some(first), Some(last)) = (times.iter().find(|&&t| t != i64::MIN), times.last())
+        {
+            return (*first as f64, (*last as f64).max(*first as f64 + 1.0));
+        }
+        (0.0, actions.max(1) as f64)
+    }
+
+    pub fn fit(&mut self) {
+        let l = self.session.layout(self.device);
+        let (a, b) = self.x_extent();
+        self.view = View::fit(l.actions.len(), l.peak_bytes);
+        self.view.x0 = a;
+        self.view.x1 = b;
+    }
+
+    /// Double-click: fit Y to the highest total visible.
+    pub fn fit_y(&mut self) {
+        let l = self.session.layout(self.device);
+        let (a, b) = self.visible_actions();
+        let max = l.totals.get(a..b.min(l.totals.len())).and_then(|t| t.iter().max().copied()).unwrap_or(l.peak_bytes);
+        self.view.y0 = 0.0;
+        self.view.y1 = (max.max(1) as f64) * 1.05;
+    }
+
+    /// Action index range `[a, b)` currently visible.
+    pub fn visible_actions(&self) -> (usize, usize) {
+        let n = self.session.layout(self.device).actions.len();
+        if self.time_axis {
+            let Some(times) = self.session.action_times_ready(self.device) else { return (0, n) };
+            let a = times.partition_point(|&t| (t as f64) < self.view.x0).saturating_sub(1);
+            let b = times.partition_point(|&t| (t as f64) <= self.view.x1);
+            return (a.min(n), b.min(n));
+        }
+        ((self.view.x0.floor().max(0.0) as usize).min(n), (self.view.x1.ceil().max(0.0) as usize).min(n))
+    }
+
+    /// The action index at data x (either axis).
+    pub fn action_at(&self, x: f64) -> Option<usize> {
+        let n = self.session.layout(self.device).actions.len();
+        let k = if self.time_axis {
+            let times = self.session.action_times_ready(self.device)?;
+            times.partition_point(|&t| (t as f64) <= x).checked_sub(1)?
+        } else {
+            (x >= 0.0).then_some(x.floor() as usize)?
+        };
+        (k < n).then_some(k)
+    }
+
+    /// Toggles the x axis, keeping the visible actions.
+    pub fn set_time_axis(&mut self, on: bool) {
+        if on == self.time_axis {
+            return;
+        }
+        let Some(times) = self.session.action_times_ready(self.device).map(<[i64]>::to_vec) else { return };
+        if times.is_empty() || times.iter().all(|&t| t == i64::MIN) {
+            return;
+        }
+        let (a, b) = self.visible_actions();
+        let clamp = |k: usize| times[k.min(times.len() - 1)] as f64;
+        self.time_axis = on;
+        if on {
+            self.view.x0 = clamp(a);
+            self.view.x1 = clamp(b.saturating_sub(1)).max(self.view.x0 + 1.0);
+        } else {
+            self.view.x0 = a as f64;
+            self.view.x1 = (b as f64).max(self.view.x0 + 1.0);
+        }
+        self.raster = None;
+        self.hovered = None;
+    }
+
+    /// Centres the view on the device's peak and pins the top element there.
+    pub fn go_to_peak(&mut self) {
+        let l = self.session.layout(self.device);
+        let Some(k) = l.peak_action else { return };
+        let span = (self.view.x1 - self.view.x0).min(l.actions.len() as f64 / 8.0).max(16.0);
+        let x = if self.time_axis {
+            self.session.action_times_ready(self.device).map_or(k as f64, |t| t[k as usize] as f64)
+        } else {
+            k as f64 + 0.5
+        };
+        self.view.x0 = x - span / 2.0;
+        self.view.x1 = x + span / 2.0;
+        if !self.time_axis {
+            self.view.clamp_x(l.actions.len() as f64);
+        }
+        self.view.y0 = 0.0;
+        self.view.y1 = l.peak_bytes as f64 * 1.05;
+    }
+
+    /// The element drawn at a screen point: read from the same texels the GPU shows.
+    pub fn pick(&self, p: Pos2) -> Option<Hit> {
+        let rect = self.plot_rect;
+        if !rect.contains(p) {
+            return None;
+        }
+        let (x, byte) = self.view.data_from_screen(rect, p);
+        let id = self.texel_at(x, byte)?;
+        (id != TEXEL_EMPTY && id < memviz_format::TEXEL_AGGREGATED).then_some(Hit { element: id, x, byte })
+    }
+
+    fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
+        if let Some(spec) = self.raster
+            && spec.device == self.device
+            && spec.time_axis == self.time_axis
+            && x >= spec.x0
+            && x < spec.x1
+            && byte >= spec.y0
+            && byte < spec.y1
+            && let Some(t) = self.textures.texels(&raster_key(&spec, self.generation))
+        {
+            let c = ((x - spec.x0) / (spec.x1 - spec.x0) * f64::from(t.width)) as usize;
+            let r = ((byte - spec.y0) / (spec.y1 - spec.y0) * f64::from(t.height)) as usize;
+            return t.texels.get(r.min(t.height as usize - 1) * t.width as usize + c.min(t.width as usize - 1)).copied();
+        }
+        if self.time_axis {
+            return None;
+        }
+        let dev = self.session.device(self.device);
+        let peak = dev.peak_bytes.to_native().max(1) as f64;
+        if x < 0.0 || byte < 0.0 || byte >= peak {
+            return None;
+        }
+        for (li, level) in dev.tiles.iter().enumerate() {
+            let column = (x as u64) >> level.level.to_native();
+            if column >= u64::from(level.columns.to_native()) {
+                return None;
+            }
+            let key = tile_key(self.device, li, (column / u64::from(TILE_W)) as usize);
+            if let Some(t) = self.textures.texels(&key) {
+                let c = (column % u64::from(TILE_W)) as usize;
+                let r = ((byte / peak) * f64::from(TILE_H)) as usize;
+                return t.texels.get(r.min(TILE_H as usize - 1) * TILE_W as usize + c).copied();
+            }
+        }
+        None
+    }
+
+    /// Decides this frame's textures and quads; requests what is missing from the workers.
+    pub fn draw_list(&mut self, rect: Rect, pixels_per_point: f32) -> Vec<QuadDraw> {
+        self.plot_rect = rect;
+        self.pixels_per_point = pixels_per_point;
+        for t in self.worker.poll() {
+            self.textures.arrived(t);
+        }
+        self.note_arrivals();
+        let mut quads = Vec::new();
+        let dev = self.session.device(self.device);
+        let levels = dev.tiles.len();
+        let peak = dev.peak_bytes.to_native().max(1) as f64;
+        let width_px = (rect.width() * pixels_per_point).max(1.0);
+        let y_zoomed = self.view.y0 > peak * 0.01 || (self.view.y1 - self.view.y0) < peak * 0.66;
+        let mut need_raster = self.time_axis || y_zoomed || levels == 0;
+        if !self.time_axis && levels > 0 {
+            let apx = self.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
+            // Finest level whose columns are at least a pixel wide; coarser ones stand in.
+            let finest = dev.tiles[0].level.to_native();
+            if apx < f64::from(1u32 << finest) {
+                need_raster = true;
+            }
+            let wanted = (0..levels).find(|&li| f64::from(1u32 << dev.tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
+            for li in (wanted..levels).rev() {
+                let level = &dev.tiles[li];
+                let per = 1u64 << level.level.to_native();
+                let span = per as f64 * f64::from(TILE_W);
+                let first = (self.view.x0.max(0.0) / span).floor() as usize;
+                let last = ((self.view.x1 / span).ceil() as usize).min(level.tiles.len());
+                for tile in first..last {
+                    let key = tile_key(self.device, li, tile);
+                    if self.textures.is_resident(&key) {
+                        self.textures.touch(&key);
+                        let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
+                        quads.push(self.quad(key, rect, x0, x1, 0.0, peak));
+                    } else if !self.textures.is_known(&key) {
+                        self.worker.request_tile(key, self.device, li, tile);
+                    }
+                }
+            }
+        }
+        if need_raster {
+            self.want_raster(rect, pixels_per_point, width_px);
+        }
+        if let Some(spec) = self.raster
+            && spec.device == self.device
+            && spec.time_axis == self.time_axis
+        {
+            let key = raster_key(&spec, self.generation);
+            if self.textures.is_resident(&key) && (need_raster || self.wanted.is_none()) {
+                self.textures.touch(&key);
+                quads.push(self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1));
+            }
+        }
+        quads
+    }
+
+    /// Asks for a raster of exactly this view, unless one is on its way or already here.
+    fn want_raster(&mut self, rect: Rect, ppp: f32, width_px: f32) {
+        let spec = ViewSpec {
+            device: self.device,
+            x0: self.view.x0,
+            x1: self.view.x1,
+            y0: self.view.y0,
+            y1: self.view.y1,
+            columns: width_px.round().clamp(1.0, 8192.0) as u32,
+            rows: (rect.height() * ppp).round().clamp(1.0, 8192.0) as u32,
+            time_axis: self.time_axis,
+        };
+        if self.time_axis && self.session.action_times_ready(self.device).is_none() {
+            return;
+        }
+        let in_flight = self.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));
+        if self.wanted == Some(spec) || in_flight {
+            return;
+        }
+        self.generation += 1;
+        let key = raster_key(&spec, self.generation);
+        if self.worker.request_raster(key, spec) {
+            self.wanted = Some(spec);
+        }
+    }
+
+    /// After textures arrived: the wanted raster becomes the current one and older rasters go.
+    pub fn note_arrivals(&mut self) {
+        if let Some(w) = self.wanted
+            && self.textures.is_known(&raster_key(&w, self.generation))
+        {
+            self.raster = Some(w);
+            let current = self.generation;
+            self.textures.evict_where(|k| matches!(k, TexKey::Raster { generation, .. } if *generation != current));
+        }
+    }
+
+    fn quad(&self, key: TexKey, rect: Rect, x0: f64, x1: f64, y0: f64, y1: f64) -> QuadDraw {
+        let v = &self.view;
+        QuadDraw {
+            key,
+            screen: [
+                v.screen_from_action(rect, x0),
+                v.screen_from_bytes(rect, y0),
+                v.screen_from_action(rect, x1),
+                v.screen_from_bytes(rect, y1),
+            ],
+            uv: [0.0, 0.0, 1.0, 1.0],
+        }
+    }
+
+    /// Handles pointer and keyboard input on the plot.
+    pub fn input(&mut self, ui: &egui::Ui, response: &egui::Response) {
+        let rect = self.plot_rect;
+        let (max_x0, max_x1) = self.x_extent();
+        let extent = max_x1 - max_x0;
+        let (scroll, shift, command, pointer, r_down, t_down) = ui.input(|i| {
+            let m = i.modifiers;
+            (i.smooth_scroll_delta, m.shift, m.command, i.pointer.hover_pos(), i.key_down(egui::Key::R), i.key_down(egui::Key::T))
+        });
+        if let Some(p) = pointer.filter(|p| rect.contains(*p)) {
+            let (x, b) = self.view.data_from_screen(rect, p);
+            let dy = if scroll.y != 0.0 { scroll.y } else { scroll.x };
+            if dy != 0.0 {
+                let factor = (f64::from(dy) * 0.005).exp();
+                if shift {
+                    self.view.zoom_y(b, factor, self.session.layout(self.device).peak_bytes as f64 * 4.0);
+                } else {
+                    self.zoom_x_at(x, factor, max_x0, extent);
+                }
+            }
+        }
+        if response.drag_started() {
+            let origin = response.interact_pointer_pos().unwrap_or_default();
+            let (x, b) = self.view.data_from_screen(rect, origin);
+            self.drag = if r_down {
+                Drag::ByteRuler(x, b)
+            } else if t_down {
+                Drag::TimeRuler(x, b)
+            } else if command {
+                Drag::Range(x)
+            } else {
+                Drag::Pan
+            };
+        }
+        if response.dragged() {
+            self.drag_end = response.interact_pointer_pos();
+            if self.drag == Drag::Pan {
+                let d = response.drag_delta();
+                self.pan(d.x, d.y, max_x0, extent);
+            }
+        }
+        if response.drag_stopped() {
+            if let (Drag::Range(start), Some(end)) = (self.drag, self.drag_end) {
+                let end = self.view.action_from_screen(rect, end.x);
+                let (a, b) = (start.min(end), start.max(end));
+                if b - a > 1e-6 {
+                    self.view.x0 = a;
+                    self.view.x1 = b;
+                }
+            }
+            if matches!(self.drag, Drag::Pan | Drag::Range(_)) {
+                self.drag = Drag::None;
+            }
+        }
+        if !r_down && !t_down && matches!(self.drag, Drag::ByteRuler(..) | Drag::TimeRuler(..)) && !response.dragged() {
+            self.drag = Drag::None;
+        }
+        if response.double_clicked() {
+            self.fit_y();
+        }
+        let hovered = pointer.and_then(|p| self.pick(p));
+        if hovered.map(|h| h.element) != self.hovered.map(|h| h.element) {
+            // A right-click dismisses the tooltip of one element; the next one shows again.
+            self.tooltip_hidden = false;
+        }
+        self.hovered = hovered;
+        if response.clicked() {
+            self.pinned = self.hovered;
+        }
+        if response.secondary_clicked() {
+            self.tooltip_hidden = true;
+        }
+    }
+
+    pub fn zoom_x_at(&mut self, x: f64, factor: f64, min: f64, extent: f64) {
+        let mut v = self.view;
+        v.x0 -= min;
+        v.x1 -= min;
+        v.zoom_x(x - min, factor, extent);
+        v.x0 += min;
+        v.x1 += min;
+        self.view = v;
+    }
+
+    pub fn pan(&mut self, dx: f32, dy: f32, min: f64, extent: f64) {
+        let mut v = self.view;
+        v.x0 -= min;
+        v.x1 -= min;
+        v.pan(self.plot_rect, dx, dy, extent);
+        v.x0 += min;
+        v.x1 += min;
+        self.view = v;
+    }
+
+    /// Grid lines, painted before the GPU quads so the data covers them.
+    pub fn grid(&self, painter: &egui::Painter) {
+        let (rect, v) = (self.plot_rect, &self.view);
+        for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
+            painter.hline(rect.x_range(), v.screen_from_bytes(rect, t), Stroke::new(1.0, theme::GRID));
+        }
+        for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
+            painter.vline(v.screen_from_action(rect, t), rect.y_range(), Stroke::new(1.0, theme::GRID));
+        }
+    }
+
+    /// Axis labels, capacity line, rulers and selection, painted by egui over and around the
+    /// GPU quads.
+    pub fn overlays(&self, painter: &egui::Painter, full: Rect, capacity: Option<(&str, u64)>) {
+        let rect = self.plot_rect;
+        let v = &self.view;
+        let font = egui::FontId::monospace(11.0);
+        for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
+            let y = v.screen_from_bytes(rect, t);
+            painter.text(pos2(rect.left() - 4.0, y), egui::Align2::RIGHT_CENTER, axis::bytes_label(t), font.clone(), theme::AXIS_TEXT);
+        }
+        let t0 = self.x_extent().0;
+        for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
+            let x = v.screen_from_action(rect, t);
+            let label = if self.time_axis { axis::time_label(t - t0) } else { axis::action_label(t) };
+            painter.text(pos2(x, rect.bottom() + 3.0), egui::Align2::CENTER_TOP, label, font.clone(), theme::AXIS_TEXT);
+        }
+        let axis_name = if self.time_axis { "wall time" } else { "action" };
+        painter.text(pos2(full.right() - 4.0, rect.bottom() + 3.0), egui::Align2::RIGHT_TOP, axis_name, font.clone(), theme::AXIS_TEXT);
+        if let Some((name, bytes)) = capacity {
+            let y = v.screen_from_bytes(rect, bytes as f64);
+            if rect.y_range().contains(y) {
+                painter.hline(rect.x_range(), y, Stroke::new(1.5, theme::CAPACITY));
+                painter.text(pos2(rect.right() - 4.0, y - 2.0), egui::Align2::RIGHT_BOTTOM, name, font.clone(), theme::CAPACITY);
+            }
+        }
+        match (self.drag, self.drag_end) {
+            (Drag::Range(start), Some(end)) => {
+                let a = v.screen_from_action(rect, start);
+                let sel = Rect::from_x_y_ranges(a.min(end.x)..=a.max(end.x), rect.y_range());
+                painter.rect_filled(sel, 0.0, theme::SELECTION);
+            }
+            (Drag::ByteRuler(_, b0), Some(end)) => {
+                let b1 = v.bytes_from_screen(rect, end.y);
+                let (y0, y1) = (v.screen_from_bytes(rect, b0), end.y);
+                painter.vline(end.x, y0.min(y1)..=y0.max(y1), Stroke::new(1.5, theme::RULER));
+                painter.hline(rect.x_range(), y0, Stroke::new(1.0, theme::RULER));
+                painter.hline(rect.x_range(), y1, Stroke::new(1.0, theme::RULER));
+                let text = format!("Δ {}", axis::bytes_label((b1 - b0).abs()));
+                painter.text(end + vec2(8.0, 0.0), egui::Align2::LEFT_CENTER, text, font.clone(), theme::RULER);
+            }
+            (Drag::TimeRuler(x0, _), Some(end)) => {
+                let x1 = v.action_from_screen(rect, end.x);
+                let sx0 = v.screen_from_action(rect, x0);
+                painter.hline(sx0.min(end.x)..=sx0.max(end.x), end.y, Stroke::new(1.5, theme::RULER));
+                painter.vline(sx0, rect.y_range(), Stroke::new(1.0, theme::RULER));
+                painter.vline(end.x, rect.y_range(), Stroke::new(1.0, theme::RULER));
+                let text = if self.time_axis {
+                    format!("Δ {}", axis::time_label((x1 - x0).abs()))
+                } else {
+                    format!("Δ {} actions", axis::action_label((x1 - x0).abs()))
+                };
+                painter.text(end + vec2(8.0, -8.0), egui::Align2::LEFT_BOTTOM, text, font, theme::RULER);
+            }
+            _ => {}
+        }
+    }
+
+    /// Annotation spans and points above the plot, labels thinned so none overlap and the data
+    /// is never covered; the rest show on hover.
+    pub fn annotations_ui(&self, ui: &mut egui::Ui, lane: Rect) {
+        let Some(times) = self.session.action_times_ready(self.device) else { return };
+        let painter = ui.painter_at(lane);
+        let v = &self.view;
+        let rect = self.plot_rect;
+        let to_x = |t: i64| -> f64 {
+            if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 }
+        };
+        let spans = self.session.spans(self.device);
+        let font = egui::FontId::proportional(11.0);
+        let mut labels = Vec::new();
+        for (i, &(name, start, end, depth)) in spans.iter().enumerate() {
+            let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
+            if x1 < v.x0 || x0 > v.x1 {
+                continue;
+            }
+            let (sx0, sx1) = (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
+            if end == Some(start) {
+                painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+            } else if depth == 0 {
+                painter.rect_filled(Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()), 0.0, theme::ANNOTATION_SPAN);
+                painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+            }
+            let text = self.session.str(name).to_owned();
+            let width = text.len() as f32 * 6.0;
+            labels.push((sx0 + 2.0, width, (sx1 - sx0) as u32 / (depth + 1), text, i));
+        }
+        let shown = axis::place_labels(&labels.iter().map(|l| (l.0, l.1, l.2)).collect::<Vec<_>>(), 6.0);
+        for (l, show) in labels.iter().zip(shown) {
+            if show {
+                painter.text(pos2(l.0, lane.center().y), egui::Align2::LEFT_CENTER, &l.3, font.clone(), theme::ANNOTATION);
+            }
+        }
+        let response = ui.interact(lane, ui.scope_id().with("annotation-lane"), Sense::hover());
+        if let Some(p) = response.hover_pos() {
+            let near: Vec<&str> = labels.iter().filter(|l| (l.0 - p.x).abs() < 40.0).map(|l| l.3.as_str()).collect();
+            if !near.is_empty() {
+                response.on_hover_text(near.join("\n"));
+            }
+        }
+    }
+}
+
+pub fn tile_key(device: usize, level: usize, index: usize) -> TexKey {
+    TexKey::Tile { device: device as u32, level: level as u32, index: index as u32 }
+}
+
+pub fn raster_key(spec: &ViewSpec, generation: u64) -> TexKey {
+    TexKey::Raster { device: spec.device as u32, generation }
+}

@@ -1,0 +1,142 @@
+//! Background work for the viewer, on named threads behind bounded channels: decompressing
+//! archive tiles and rasterising views from checkpoints. The UI thread only polls results.
+
+use std::collections::HashSet;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::{Arc, Mutex};
+
+use eframe::egui;
+
+use super::data::Session;
+use super::gpu::{TexData, TexKey};
+use crate::archive::chunks;
+use crate::lod::raster::{action_columns, rasterize_columns, samples_for_ranges, time_columns};
+use memviz_format::{TILE_H, TILE_W};
+
+/// What a view raster covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewSpec {
+    pub device: usize,
+    /// Actions `[x0, x1)`, or µs when `time_axis`.
+    pub x0: f64,
+    pub x1: f64,
+    /// Bytes `[y0, y1)`.
+    pub y0: f64,
+    pub y1: f64,
+    pub columns: u32,
+    pub rows: u32,
+    pub time_axis: bool,
+}
+
+enum Job {
+    Tile { key: TexKey, device: usize, level: usize, tile: usize },
+    Raster { key: TexKey, spec: ViewSpec },
+}
+
+pub struct Worker {
+    jobs: SyncSender<Job>,
+    done: Receiver<TexData>,
+    pub in_flight: HashSet<TexKey>,
+}
+
+const THREADS: usize = 2;
+const QUEUE: usize = 64;
+
+impl Worker {
+    pub fn start(session: Arc<Session>, ctx: egui::Context) -> Worker {
+        let (jobs, job_rx) = sync_channel::<Job>(QUEUE);
+        let (done_tx, done) = sync_channel::<TexData>(QUEUE);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        for i in 0..THREADS {
+            let (rx, tx, session, ctx) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(&session), ctx.clone());
+            let _ = std::thread::Builder::new().name(format!("memviz-tiles-{i}")).spawn(move || {
+                loop {
+                    let job = match rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    if let Some(done) = run(&session, job) {
+                        if tx.send(done).is_err() {
+                            return;
+                        }
+                        ctx.request_repaint();
+                    }
+                }
+            });
+        }
+        Worker { jobs, done, in_flight: HashSet::new() }
+    }
+
+    /// Asks for a pyramid tile; false when the queue is full (ask again next frame).
+    pub fn request_tile(&mut self, key: TexKey, device: usize, level: usize, tile: usize) -> bool {
+        self.submit(key, Job::Tile { key, device, level, tile })
+    }
+
+    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec) -> bool {
+        self.submit(key, Job::Raster { key, spec })
+    }
+
+    fn submit(&mut self, key: TexKey, job: Job) -> bool {
+        if self.in_flight.contains(&key) {
+            return true;
+        }
+        match self.jobs.try_send(job) {
+            Ok(()) => {
+                self.in_flight.insert(key);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Results that arrived since the last poll.
+    pub fn poll(&mut self) -> Vec<TexData> {
+        let mut out = Vec::new();
+        loop {
+            match self.done.try_recv() {
+                Ok(t) => {
+                    self.in_flight.remove(&t.key);
+                    out.push(t);
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
+            }
+        }
+    }
+
+    pub fn busy(&self) -> bool {
+        !self.in_flight.is_empty()
+    }
+}
+
+fn run(session: &Session, job: Job) -> Option<TexData> {
+    match job {
+        Job::Tile { key, device, level, tile } => {
+            let chunk = session.device(device).tiles.get(level)?.tiles.get(tile)?;
+            let texels = chunks::decode::<u32>(chunk).ok()?;
+            (texels.len() == (TILE_W * TILE_H) as usize).then(|| TexData {
+                key,
+                width: TILE_W,
+                height: TILE_H,
+                texels: Arc::new(texels),
+            })
+        }
+        Job::Raster { key, spec } => Some(raster(session, key, spec)),
+    }
+}
+
+/// Rasterises exactly what a view shows, one texel per screen pixel.
+pub fn raster(session: &Session, key: TexKey, spec: ViewSpec) -> TexData {
+    let layout = session.layout(spec.device);
+    let cps = session.checkpoints(spec.device);
+    let samples = if spec.time_axis {
+        let times = session.action_times(spec.device);
+        samples_for_ranges(layout.totals, time_columns(times, spec.x0, spec.x1, spec.columns))
+    } else {
+        samples_for_ranges(layout.totals, action_columns(spec.x0, spec.x1, spec.columns))
+    };
+    let lo = spec.y0.max(0.0).round() as u64;
+    let hi = spec.y1.max(1.0).round() as u64;
+    let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi);
+    TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels) }
+}

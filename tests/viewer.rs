@@ -1,0 +1,150 @@
+//! The GPU viewer, rendered offscreen on whatever adapter wgpu finds (Mesa lavapipe in CI):
+//! the id buffer must show the layout's answer, hover must agree with it, and a real window
+//! must open under Xvfb, draw and close.
+
+use std::path::Path;
+
+use eframe::egui;
+use memviz::viewer::offscreen::Offscreen;
+use memviz::viewer::{ViewerApp, ViewerOptions};
+
+use crate::support::*;
+
+fn open(archive: &Path, w: u32, h: u32) -> (Offscreen, ViewerApp) {
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(ViewerOptions::default());
+    app.open_archive(archive, &ctx);
+    let mut gpu = Offscreen::new(w, h, ctx).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
+    gpu.settle(&mut app, 3000);
+    (gpu, app)
+}
+
+fn golden_archive() -> std::path::PathBuf {
+    data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION))
+}
+
+/// The element covering `byte` after action `k`, from the golden layout.
+fn covering(elements: &[serde_json::Value], k: i64, byte: u64) -> u32 {
+    for e in elements {
+        let live = e["start"].as_i64().unwrap() <= k && e["end"].as_i64().is_none_or(|end| end > k);
+        if !live {
+            continue;
+        }
+        let mut off = 0;
+        for o in e["offsets"].as_array().unwrap() {
+            if o[0].as_i64().unwrap() <= k {
+                off = o[1].as_u64().unwrap();
+            }
+        }
+        if off <= byte && byte < off + e["size"].as_u64().unwrap() {
+            return e["id"].as_u64().unwrap() as u32;
+        }
+    }
+    u32::MAX
+}
+
+#[test]
+fn screenshot_ids_equal_the_layout_and_hover_agrees() {
+    let (mut gpu, app) = open(&golden_archive(), 1200, 700);
+    let (rect, ids) = gpu.read_ids(&app).expect("an open timeline");
+    let t = app.timeline().unwrap();
+    let golden = json_file(&data("gpt2_small.layout.json"));
+    let g = &golden["devices"][0];
+    let elements = g["elements"].as_array().unwrap();
+    let totals: Vec<u64> = g["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let (x0, x1, y0, y1) = (t.view.x0, t.view.x1, t.view.y0, t.view.y1);
+    let (cols, rows) = (rect.width().round() as usize, rect.height().round() as usize);
+
+    let mut checked = 0;
+    let mut non_empty = 0;
+    for i in 0..20 {
+        // Spread over the plot: columns across the whole trace, rows low to high.
+        let c = (cols * (2 * i + 1)) / 40;
+        let r_from_bottom = (rows * ((i * 7) % 20 + 1)) / 40;
+        let px = rect.left() as usize + c;
+        let py = rect.bottom() as usize - 1 - r_from_bottom;
+        let got = ids[py * gpu.width as usize + px];
+        // The raster's texel rule, computed from the golden: the column shows the action with the
+        // highest total among those it covers; the row stands for its middle byte.
+        let w = (x1 - x0) / cols as f64;
+        let (a, b) = ((x0 + w * c as f64).floor().max(0.0) as usize, ((x0 + w * (c + 1) as f64).ceil() as usize).min(totals.len()));
+        let k = (a..b).fold(a, |best, j| if totals[j] > totals[best] { j } else { best });
+        let row = rows - 1 - (py - rect.top() as usize);
+        let byte = (y0 + (2.0 * row as f64 + 1.0) * (y1 - y0) / (2.0 * rows as f64)).round() as u64;
+        let expect = covering(elements, k as i64, byte);
+        assert_eq!(got, expect, "pixel ({px}, {py}) = action {k}, byte {byte}");
+        let hover = t.pick(egui::pos2(px as f32 + 0.5, py as f32 + 0.5)).map_or(u32::MAX, |h| h.element);
+        assert_eq!(hover, got, "hover at ({px}, {py}) disagrees with the drawn id");
+        checked += 1;
+        non_empty += usize::from(got != u32::MAX);
+    }
+    assert_eq!(checked, 20);
+    assert!(non_empty >= 12, "most sampled points hit elements ({non_empty}/20)");
+}
+
+#[test]
+fn colour_frame_shows_the_data_and_the_pinned_outline() {
+    let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
+    let rgba = gpu.read_rgba();
+    let rect = app.timeline().unwrap().plot_rect;
+    // Inside the plot, low rows are covered by elements: not the background colour.
+    let bg = memviz::viewer::theme::BACKGROUND;
+    let px = |x: usize, y: usize| &rgba[(y * gpu.width as usize + x) * 4..][..3];
+    let y = rect.bottom() as usize - 4;
+    let covered = (0..20).filter(|i| {
+        let x = rect.left() as usize + (i + 1) * rect.width() as usize / 22;
+        px(x, y) != [bg.r(), bg.g(), bg.b()]
+    });
+    assert!(covered.count() >= 18, "the bottom of the plot is drawn");
+
+    // Pin the element under the plot's centre bottom: a red outline appears.
+    let p = egui::pos2(rect.center().x, rect.bottom() - 4.0);
+    let hit = app.timeline().unwrap().pick(p).expect("an element at the bottom");
+    app.timeline_mut().unwrap().pinned = Some(hit);
+    gpu.frame(&mut app, Vec::new());
+    let rgba = gpu.read_rgba();
+    let red = rgba.chunks_exact(4).filter(|c| c[0] > 220 && c[1] < 60 && c[2] < 60).count();
+    assert!(red > 50, "a red outline of the pinned element ({red} red pixels)");
+}
+
+#[test]
+fn screenshot_command_writes_a_png_and_reports_timings() {
+    let dir = tempdir();
+    let out = dir.path().join("shot.png");
+    let run = memviz([
+        "open".as_ref(),
+        golden_archive().as_os_str(),
+        "--screenshot".as_ref(),
+        out.as_os_str(),
+        "--size".as_ref(),
+        "640x400".as_ref(),
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(report["open_ms"].as_f64().unwrap() > 0.0);
+    assert!(report["first_frame_ms"].as_f64().unwrap() >= report["open_ms"].as_f64().unwrap());
+    let png = std::fs::read(&out).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 640);
+}
+
+/// A real window under Xvfb: opens, draws frames, closes with exit code 0.
+#[test]
+fn window_opens_draws_and_closes_under_xvfb() {
+    if std::process::Command::new("xvfb-run").arg("--help").output().is_err() {
+        eprintln!("skipped: xvfb-run is not installed (CI installs it)");
+        return;
+    }
+    let xdg = tempdir();
+    let out = std::process::Command::new("xvfb-run")
+        .env("XDG_RUNTIME_DIR", xdg.path())
+        .args(["-a", "-s", "-screen 0 1280x800x24"])
+        .arg(env!("CARGO_BIN_EXE_memviz"))
+        .arg(golden_archive())
+        .args(["--exit-after-frames", "30", "--size", "1000x700"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "window run failed: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
