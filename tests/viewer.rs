@@ -67,7 +67,10 @@ fn screenshot_ids_equal_the_layout_and_hover_agrees() {
         // The raster's texel rule, computed from the golden: the column shows the action with the
         // highest total among those it covers; the row stands for its middle byte.
         let w = (x1 - x0) / cols as f64;
-        let (a, b) = ((x0 + w * c as f64).floor().max(0.0) as usize, ((x0 + w * (c + 1) as f64).ceil() as usize).min(totals.len()));
+        let (a, b) = (
+            (x0 + w * c as f64).floor().max(0.0) as usize,
+            ((x0 + w * (c + 1) as f64).ceil() as usize).min(totals.len()),
+        );
         let k = (a..b).fold(a, |best, j| if totals[j] > totals[best] { j } else { best });
         let row = rows - 1 - (py - rect.top() as usize);
         let byte = (y0 + (2.0 * row as f64 + 1.0) * (y1 - y0) / (2.0 * rows as f64)).round() as u64;
@@ -103,6 +106,9 @@ fn colour_frame_shows_the_data_and_the_pinned_outline() {
     app.timeline_mut().unwrap().pinned = Some(hit);
     gpu.frame(&mut app, Vec::new());
     let rgba = gpu.read_rgba();
+    if std::env::var_os("MEMVIZ_TEST_SHOT").is_some() {
+        gpu.save_png(std::path::Path::new("/tmp/pinned.png")).unwrap();
+    }
     let red = rgba.chunks_exact(4).filter(|c| c[0] > 220 && c[1] < 60 && c[2] < 60).count();
     assert!(red > 50, "a red outline of the pinned element ({red} red pixels)");
 }

@@ -74,7 +74,12 @@ fn rank(src: &impl FrameSource, f: FrameId) -> u8 {
     match (python, library) {
         (true, false) => 3,
         (true, true) => 2,
-        _ if NATIVE_PREFIXES.iter().any(|p| name.starts_with(p)) || name.starts_with("_Py") || name.starts_with("Py") => 0,
+        _ if NATIVE_PREFIXES.iter().any(|p| name.starts_with(p))
+            || name.starts_with("_Py")
+            || name.starts_with("Py") =>
+        {
+            0
+        }
         _ => 1,
     }
 }

@@ -37,8 +37,7 @@ pub fn build_root(
     stage: &dyn Fn(BuildStage),
 ) -> f::Root {
     let spans = annotations::spans(&snap);
-    let from_events: Vec<FromEvents> =
-        layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
+    let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
     stage(BuildStage::Compress);
     let Snapshot {
         strings,

@@ -24,7 +24,12 @@ pub struct ViewerOptions {
 /// What the window shows: a timeline, or progress while a snapshot is indexed.
 pub enum Content {
     Empty,
-    Indexing { path: PathBuf, progress: Arc<std::sync::atomic::AtomicU64>, total: u64, done: Receiver<Result<PathBuf, String>> },
+    Indexing {
+        path: PathBuf,
+        progress: Arc<std::sync::atomic::AtomicU64>,
+        total: u64,
+        done: Receiver<Result<PathBuf, String>>,
+    },
     Open(Box<Timeline>),
     Failed(String),
 }
@@ -92,6 +97,11 @@ impl ViewerApp {
                 Err(e) => self.content = Content::Failed(e),
             }
         }
+        if let Content::Open(t) = &mut self.content {
+            let t: &mut Timeline = t;
+            timeline_screen(ui, t, &self.options, &mut self.stack_filter, &mut self.full_paths);
+            return;
+        }
         egui::Frame::new().fill(theme::BACKGROUND).show(ui, |ui| match &mut self.content {
             Content::Empty => {
                 ui.centered_and_justified(|ui| ui.label("Drop a snapshot or a .memviz archive here."));
@@ -114,10 +124,6 @@ impl ViewerApp {
             }
             Content::Open(_) => {}
         });
-        if let Content::Open(t) = &mut self.content {
-            let t: &mut Timeline = t;
-            timeline_screen(ui, t, &self.options, &mut self.stack_filter, &mut self.full_paths);
-        }
     }
 }
 
@@ -147,7 +153,10 @@ fn timeline_screen(
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip.
 fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     let full = ui.available_rect_before_wrap();
-    let lane = Rect::from_min_max(pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()), pos2(full.right(), full.top() + theme::ANNOTATION_LANE));
+    let lane = Rect::from_min_max(
+        pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()),
+        pos2(full.right(), full.top() + theme::ANNOTATION_LANE),
+    );
     let rect = Rect::from_min_max(
         pos2(full.left() + theme::Y_AXIS_WIDTH, lane.bottom() + 2.0),
         pos2(full.right() - 8.0, full.bottom() - theme::X_AXIS_HEIGHT),
@@ -161,16 +170,17 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     t.input(ui, &response);
     let quads = t.draw_list(rect, ppp);
     let frame_uploads = t.textures.begin_frame();
+    let colours = t.colours();
     let globals = Globals {
         hovered: t.hovered.map_or(u32::MAX, |h| h.element),
         pinned: t.pinned.map_or(u32::MAX, |h| h.element),
-        mode: u32::from(!t.colour_by_site),
-        n_sites: t.session.sites(t.device).len() as u32,
+        outlines: u32::from(t.hovered.is_some() || t.pinned.is_some()),
+        n_colours: colours.len() as u32,
     };
     let paint = TimelinePaint {
         evict: frame_uploads.evict,
-        device_index: t.device as u32,
-        sites: Arc::new(SitesRef { session: Arc::clone(&t.session), device: t.device }),
+        colours_for: (t.device as u32, u32::from(!t.colour_by_site)),
+        colours,
         uploads: frame_uploads.uploads,
         quads,
         globals,
@@ -189,18 +199,6 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     {
         let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
-    }
-}
-
-/// Element → site table of a device, borrowed from the mapped archive for the GPU upload.
-struct SitesRef {
-    session: Arc<Session>,
-    device: usize,
-}
-
-impl AsRef<[u32]> for SitesRef {
-    fn as_ref(&self) -> &[u32] {
-        self.session.sites(self.device)
     }
 }
 

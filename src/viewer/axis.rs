@@ -16,7 +16,15 @@ pub fn ticks(lo: f64, hi: f64, target: usize, binary: bool) -> Vec<f64> {
     } else {
         let mag = 10f64.powf(raw.log10().floor());
         let n = raw / mag;
-        mag * if n <= 1.0 { 1.0 } else if n <= 2.0 { 2.0 } else if n <= 5.0 { 5.0 } else { 10.0 }
+        mag * if n <= 1.0 {
+            1.0
+        } else if n <= 2.0 {
+            2.0
+        } else if n <= 5.0 {
+            5.0
+        } else {
+            10.0
+        }
     };
     let mut v = (lo / step).ceil() * step;
     let mut out = Vec::new();

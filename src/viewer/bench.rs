@@ -18,7 +18,13 @@ fn wheel(at: egui::Pos2, dy: f32, shift: bool) -> Vec<Event> {
     let modifiers = if shift { Modifiers::SHIFT } else { Modifiers::NONE };
     vec![
         Event::PointerMoved(at),
-        Event::MouseWheel { unit: MouseWheelUnit::Point, delta: vec2(0.0, dy), phase: TouchPhase::Move, source: MouseWheelSource::Unknown, modifiers },
+        Event::MouseWheel {
+            unit: MouseWheelUnit::Point,
+            delta: vec2(0.0, dy),
+            phase: TouchPhase::Move,
+            source: MouseWheelSource::Unknown,
+            modifiers,
+        },
     ]
 }
 
@@ -43,11 +49,21 @@ pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
         }
         // Pan right and back.
         let start = at(0.5, 0.5);
-        script.push(vec![Event::PointerButton { pos: start, button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE }]);
+        script.push(vec![Event::PointerButton {
+            pos: start,
+            button: PointerButton::Primary,
+            pressed: true,
+            modifiers: Modifiers::NONE,
+        }]);
         for i in 1..=20 {
             script.push(vec![Event::PointerMoved(start + vec2(-8.0 * i as f32, 0.0))]);
         }
-        script.push(vec![Event::PointerButton { pos: start + vec2(-160.0, 0.0), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE }]);
+        script.push(vec![Event::PointerButton {
+            pos: start + vec2(-160.0, 0.0),
+            button: PointerButton::Primary,
+            pressed: false,
+            modifiers: Modifiers::NONE,
+        }]);
         for _ in 0..4 {
             script.push(wheel(at(fx, fy), 60.0, true));
         }

@@ -83,11 +83,7 @@ impl Session {
     }
 
     pub fn minimap(&self, d: usize) -> Vec<(u64, &[u64], &[u64])> {
-        self.device(d)
-            .minimap
-            .iter()
-            .map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max)))
-            .collect()
+        self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
     }
 
     /// Annotation spans of a device: (name, start µs, end µs or None, depth).

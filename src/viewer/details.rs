@@ -94,10 +94,10 @@ impl ElementInfo {
             v.push(("lifetime".into(), units::duration_us(b - a)));
         }
         if let (Some(b), Some(a)) = (self.total_before, self.total_after) {
-            v.push(("total".into(), format!("{} → {}", units::bytes(b), units::bytes(a))));
+            v.push(("total".into(), format!("{} before, {} after", units::bytes(b), units::bytes(a))));
         }
         if !self.annotation.is_empty() {
-            v.push(("during".into(), self.annotation.join(" › ")));
+            v.push(("during".into(), self.annotation.join(" > ")));
         }
         v.push(("frame".into(), self.top_frame.clone().unwrap_or_else(|| "(no stack recorded)".into())));
         v

@@ -133,10 +133,11 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
         options,
         Box::new(move |cc| {
             let rs = cc.wgpu_render_state.as_ref().ok_or("the wgpu renderer is not available")?;
-            rs.renderer
-                .write()
-                .callback_resources
-                .insert(gpu::TimelineResources::new(&rs.device, rs.target_format, false));
+            rs.renderer.write().callback_resources.insert(gpu::TimelineResources::new(
+                &rs.device,
+                rs.target_format,
+                false,
+            ));
             let mut app = ViewerApp::new(opts);
             app.open_any(&path, &cc.egui_ctx);
             Ok(Box::new(WindowApp { app, exit_after }))

@@ -77,8 +77,12 @@ impl Offscreen {
                 self.renderer.update_texture(&self.device, &self.queue, *id, delta);
             }
         }
-        let screen = egui_wgpu::ScreenDescriptor { size_in_pixels: [self.width, self.height], pixels_per_point: out.pixels_per_point };
-        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz frame") });
+        let screen = egui_wgpu::ScreenDescriptor {
+            size_in_pixels: [self.width, self.height],
+            pixels_per_point: out.pixels_per_point,
+        };
+        let mut encoder =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz frame") });
         let mut buffers = self.renderer.update_buffers(&self.device, &self.queue, &mut encoder, &prims, &screen);
         {
             let view = self.target.create_view(&wgpu::TextureViewDescriptor::default());
@@ -140,7 +144,8 @@ impl Offscreen {
         let t = app.timeline()?;
         let rect = t.plot_rect;
         let ids = color_target(&self.device, self.width, self.height, wgpu::TextureFormat::R32Uint);
-        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz ids") });
+        let mut encoder =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz ids") });
         {
             let view = ids.create_view(&wgpu::TextureViewDescriptor::default());
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
@@ -207,7 +212,12 @@ fn read_texture(device: &wgpu::Device, queue: &wgpu::Queue, texture: &wgpu::Text
     });
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz readback") });
     encoder.copy_texture_to_buffer(
-        wgpu::TexelCopyTextureInfo { texture, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyTextureInfo {
+            texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
         wgpu::TexelCopyBufferInfo {
             buffer: &buffer,
             layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(h) },

@@ -112,7 +112,10 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let levels = t.session.minimap(t.device);
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
     for px in 0..width {
-        let (a, b) = ((px as f64 * per) as usize, (((px + 1) as f64 * per).ceil() as usize).min(n).max((px as f64 * per) as usize + 1));
+        let (a, b) = (
+            (px as f64 * per) as usize,
+            (((px + 1) as f64 * per).ceil() as usize).min(n).max((px as f64 * per) as usize + 1),
+        );
         let max = match level {
             Some((apb, _, maxs)) => {
                 let (i, j) = (a / *apb as usize, (b.div_ceil(*apb as usize)).min(maxs.len()));
@@ -127,7 +130,8 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     if !t.time_axis {
         let (v0, v1) = (t.view.x0 / n as f64, t.view.x1 / n as f64);
         let brush = Rect::from_x_y_ranges(
-            rect.left() + (v0 as f32 * rect.width())..=rect.left() + (v1 as f32 * rect.width()).max(v0 as f32 * rect.width() + 2.0),
+            rect.left() + (v0 as f32 * rect.width())
+                ..=rect.left() + (v1 as f32 * rect.width()).max(v0 as f32 * rect.width() + 2.0),
             rect.y_range(),
         );
         painter.rect_filled(brush, 0.0, theme::BRUSH);

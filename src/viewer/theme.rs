@@ -22,3 +22,23 @@ pub const Y_AXIS_WIDTH: f32 = 72.0;
 pub const X_AXIS_HEIGHT: f32 = 22.0;
 pub const ANNOTATION_LANE: f32 = 18.0;
 pub const MINIMAP_HEIGHT: f32 = 56.0;
+
+/// A stable, well-spread colour for a key (stack id or element id), packed RGBA8 (R in the low
+/// byte, as WGSL's `unpack4x8unorm` reads it).
+pub fn palette(key: u32) -> u32 {
+    let mut h = key.wrapping_mul(0x9e37_79b1);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    let hue = (h & 0xffff) as f32 / 65536.0;
+    let sat = 0.45 + 0.35 * ((h >> 16) & 0xff) as f32 / 255.0;
+    let val = 0.70 + 0.25 * ((h >> 24) & 0xff) as f32 / 255.0;
+    let channel = |n: f32| {
+        let k = (n + hue * 6.0) % 6.0;
+        val - val * sat * k.min(4.0 - k).clamp(0.0, 1.0)
+    };
+    let [r, g, b] = [channel(5.0), channel(3.0), channel(1.0)].map(|c| (c * 255.0).round() as u32);
+    r | g << 8 | b << 16 | 0xff << 24
+}

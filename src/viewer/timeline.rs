@@ -53,9 +53,11 @@ pub struct Timeline {
     pub drag_end: Option<Pos2>,
     pub worker: Worker,
     pub textures: Textures,
-    /// The newest raster received, and the one wanted for the current view.
-    raster: Option<ViewSpec>,
-    wanted: Option<ViewSpec>,
+    /// Colour of every element for (device, by-site?), computed once per choice.
+    colours: Option<((usize, bool), Arc<Vec<u32>>)>,
+    /// The newest raster received, and the one asked for last (each with its texture key).
+    raster: Option<(ViewSpec, TexKey)>,
+    wanted: Option<(ViewSpec, TexKey)>,
     generation: u64,
     /// Screen rectangle of the plot last frame (points) and pixels per point.
     pub plot_rect: Rect,
@@ -78,6 +80,7 @@ impl Timeline {
             drag_end: None,
             worker,
             textures: Textures::default(),
+            colours: None,
             raster: None,
             wanted: None,
             generation: 0,
@@ -95,6 +98,26 @@ impl Timeline {
         self.pinned = None;
         self.raster = None;
         self.wanted = None;
+    }
+
+    /// RGBA8 per element: by allocation site (same stack, same colour in every step) or by
+    /// allocation. The shader looks colours up by id.
+    pub fn colours(&mut self) -> Arc<Vec<u32>> {
+        let want = (self.device, self.colour_by_site);
+        if let Some((k, c)) = &self.colours
+            && *k == want
+        {
+            return Arc::clone(c);
+        }
+        let sites = self.session.sites(self.device);
+        let table: Vec<u32> = if self.colour_by_site {
+            sites.iter().map(|&s| theme::palette(s)).collect()
+        } else {
+            (0..sites.len() as u32).map(theme::palette).collect()
+        };
+        let table = Arc::new(table);
+        self.colours = Some((want, Arc::clone(&table)));
+        table
     }
 
     /// X range of the whole trace in the current axis' units.
@@ -204,18 +227,21 @@ impl Timeline {
     }
 
     fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
-        if let Some(spec) = self.raster
+        if let Some((spec, key)) = self.raster
             && spec.device == self.device
             && spec.time_axis == self.time_axis
             && x >= spec.x0
             && x < spec.x1
             && byte >= spec.y0
             && byte < spec.y1
-            && let Some(t) = self.textures.texels(&raster_key(&spec, self.generation))
+            && let Some(t) = self.textures.texels(&key)
         {
             let c = ((x - spec.x0) / (spec.x1 - spec.x0) * f64::from(t.width)) as usize;
             let r = ((byte - spec.y0) / (spec.y1 - spec.y0) * f64::from(t.height)) as usize;
-            return t.texels.get(r.min(t.height as usize - 1) * t.width as usize + c.min(t.width as usize - 1)).copied();
+            return t
+                .texels
+                .get(r.min(t.height as usize - 1) * t.width as usize + c.min(t.width as usize - 1))
+                .copied();
         }
         if self.time_axis {
             return None;
@@ -262,39 +288,66 @@ impl Timeline {
             if apx < f64::from(1u32 << finest) {
                 need_raster = true;
             }
-            let wanted = (0..levels).find(|&li| f64::from(1u32 << dev.tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
-            for li in (wanted..levels).rev() {
+            let wanted =
+                (0..levels).find(|&li| f64::from(1u32 << dev.tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
+            // Finest resident tile wins; a coarser tile is drawn only where no finer one covers
+            // the view, so each pixel is shaded about once.
+            let (vx0, vx1) = (self.view.x0.max(0.0), self.view.x1);
+            let mut covered: Vec<(f64, f64)> = Vec::new();
+            let mut chosen = Vec::new();
+            for li in wanted..levels {
                 let level = &dev.tiles[li];
-                let per = 1u64 << level.level.to_native();
-                let span = per as f64 * f64::from(TILE_W);
-                let first = (self.view.x0.max(0.0) / span).floor() as usize;
-                let last = ((self.view.x1 / span).ceil() as usize).min(level.tiles.len());
+                let span = (1u64 << level.level.to_native()) as f64 * f64::from(TILE_W);
+                let first = (vx0 / span).floor() as usize;
+                let last = ((vx1 / span).ceil() as usize).min(level.tiles.len());
                 for tile in first..last {
                     let key = tile_key(self.device, li, tile);
+                    let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
                     if self.textures.is_resident(&key) {
-                        self.textures.touch(&key);
-                        let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
-                        quads.push(self.quad(key, rect, x0, x1, 0.0, peak));
-                    } else if !self.textures.is_known(&key) {
+                        if !is_covered(&covered, x0.max(vx0), x1.min(vx1)) {
+                            self.textures.touch(&key);
+                            chosen.push(self.quad(key, rect, x0, x1, 0.0, peak));
+                            covered.push((x0, x1));
+                        }
+                    } else if (li == wanted || li == levels - 1) && !self.textures.is_known(&key) {
                         self.worker.request_tile(key, self.device, li, tile);
                     }
                 }
             }
+            quads.extend(chosen.into_iter().rev());
+        }
+        // A raster of exactly this view makes every tile redundant.
+        if self.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point)) {
+            quads.clear();
         }
         if need_raster {
             self.want_raster(rect, pixels_per_point, width_px);
         }
-        if let Some(spec) = self.raster
+        if let Some((spec, key)) = self.raster
             && spec.device == self.device
             && spec.time_axis == self.time_axis
         {
-            let key = raster_key(&spec, self.generation);
             if self.textures.is_resident(&key) && (need_raster || self.wanted.is_none()) {
                 self.textures.touch(&key);
-                quads.push(self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1));
+                let q = self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1);
+                // A raster that still covers the whole plot hides every tile below it.
+                let [l, b, r, t] = q.screen;
+                if l <= rect.left() && r >= rect.right() && t <= rect.top() && b >= rect.bottom() {
+                    quads.clear();
+                }
+                quads.push(q);
             }
         }
         quads
+    }
+
+    fn raster_matches_view(&self, r: &ViewSpec, key: &TexKey, rect: Rect, ppp: f32) -> bool {
+        let v = &self.view;
+        r.device == self.device
+            && r.time_axis == self.time_axis
+            && (r.x0, r.x1, r.y0, r.y1) == (v.x0, v.x1, v.y0, v.y1)
+            && r.columns == (rect.width() * ppp).round() as u32
+            && self.textures.is_resident(key)
     }
 
     /// Asks for a raster of exactly this view, unless one is on its way or already here.
@@ -313,24 +366,24 @@ impl Timeline {
             return;
         }
         let in_flight = self.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));
-        if self.wanted == Some(spec) || in_flight {
+        if self.wanted.is_some_and(|(w, _)| w == spec) || in_flight {
             return;
         }
         self.generation += 1;
         let key = raster_key(&spec, self.generation);
         if self.worker.request_raster(key, spec) {
-            self.wanted = Some(spec);
+            self.wanted = Some((spec, key));
         }
     }
 
     /// After textures arrived: the wanted raster becomes the current one and older rasters go.
     pub fn note_arrivals(&mut self) {
-        if let Some(w) = self.wanted
-            && self.textures.is_known(&raster_key(&w, self.generation))
+        if let Some((w, key)) = self.wanted
+            && self.raster.map(|r| r.1) != Some(key)
+            && self.textures.is_known(&key)
         {
-            self.raster = Some(w);
-            let current = self.generation;
-            self.textures.evict_where(|k| matches!(k, TexKey::Raster { generation, .. } if *generation != current));
+            self.raster = Some((w, key));
+            self.textures.evict_where(|k| matches!(k, TexKey::Raster { .. }) && *k != key);
         }
     }
 
@@ -355,7 +408,14 @@ impl Timeline {
         let extent = max_x1 - max_x0;
         let (scroll, shift, command, pointer, r_down, t_down) = ui.input(|i| {
             let m = i.modifiers;
-            (i.smooth_scroll_delta, m.shift, m.command, i.pointer.hover_pos(), i.key_down(egui::Key::R), i.key_down(egui::Key::T))
+            (
+                i.smooth_scroll_delta,
+                m.shift,
+                m.command,
+                i.pointer.hover_pos(),
+                i.key_down(egui::Key::R),
+                i.key_down(egui::Key::T),
+            )
         });
         if let Some(p) = pointer.filter(|p| rect.contains(*p)) {
             let (x, b) = self.view.data_from_screen(rect, p);
@@ -461,7 +521,13 @@ impl Timeline {
         let font = egui::FontId::monospace(11.0);
         for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
             let y = v.screen_from_bytes(rect, t);
-            painter.text(pos2(rect.left() - 4.0, y), egui::Align2::RIGHT_CENTER, axis::bytes_label(t), font.clone(), theme::AXIS_TEXT);
+            painter.text(
+                pos2(rect.left() - 4.0, y),
+                egui::Align2::RIGHT_CENTER,
+                axis::bytes_label(t),
+                font.clone(),
+                theme::AXIS_TEXT,
+            );
         }
         let t0 = self.x_extent().0;
         for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
@@ -470,12 +536,24 @@ impl Timeline {
             painter.text(pos2(x, rect.bottom() + 3.0), egui::Align2::CENTER_TOP, label, font.clone(), theme::AXIS_TEXT);
         }
         let axis_name = if self.time_axis { "wall time" } else { "action" };
-        painter.text(pos2(full.right() - 4.0, rect.bottom() + 3.0), egui::Align2::RIGHT_TOP, axis_name, font.clone(), theme::AXIS_TEXT);
+        painter.text(
+            pos2(full.right() - 4.0, rect.bottom() + 3.0),
+            egui::Align2::RIGHT_TOP,
+            axis_name,
+            font.clone(),
+            theme::AXIS_TEXT,
+        );
         if let Some((name, bytes)) = capacity {
             let y = v.screen_from_bytes(rect, bytes as f64);
             if rect.y_range().contains(y) {
                 painter.hline(rect.x_range(), y, Stroke::new(1.5, theme::CAPACITY));
-                painter.text(pos2(rect.right() - 4.0, y - 2.0), egui::Align2::RIGHT_BOTTOM, name, font.clone(), theme::CAPACITY);
+                painter.text(
+                    pos2(rect.right() - 4.0, y - 2.0),
+                    egui::Align2::RIGHT_BOTTOM,
+                    name,
+                    font.clone(),
+                    theme::CAPACITY,
+                );
             }
         }
         match (self.drag, self.drag_end) {
@@ -517,9 +595,7 @@ impl Timeline {
         let painter = ui.painter_at(lane);
         let v = &self.view;
         let rect = self.plot_rect;
-        let to_x = |t: i64| -> f64 {
-            if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 }
-        };
+        let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 } };
         let spans = self.session.spans(self.device);
         let font = egui::FontId::proportional(11.0);
         let mut labels = Vec::new();
@@ -528,11 +604,16 @@ impl Timeline {
             if x1 < v.x0 || x0 > v.x1 {
                 continue;
             }
-            let (sx0, sx1) = (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
+            let (sx0, sx1) =
+                (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
             if end == Some(start) {
                 painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
             } else if depth == 0 {
-                painter.rect_filled(Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()), 0.0, theme::ANNOTATION_SPAN);
+                painter.rect_filled(
+                    Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
+                    0.0,
+                    theme::ANNOTATION_SPAN,
+                );
                 painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
             }
             let text = self.session.str(name).to_owned();
@@ -542,7 +623,13 @@ impl Timeline {
         let shown = axis::place_labels(&labels.iter().map(|l| (l.0, l.1, l.2)).collect::<Vec<_>>(), 6.0);
         for (l, show) in labels.iter().zip(shown) {
             if show {
-                painter.text(pos2(l.0, lane.center().y), egui::Align2::LEFT_CENTER, &l.3, font.clone(), theme::ANNOTATION);
+                painter.text(
+                    pos2(l.0, lane.center().y),
+                    egui::Align2::LEFT_CENTER,
+                    &l.3,
+                    font.clone(),
+                    theme::ANNOTATION,
+                );
             }
         }
         let response = ui.interact(lane, ui.scope_id().with("annotation-lane"), Sense::hover());
@@ -553,6 +640,20 @@ impl Timeline {
             }
         }
     }
+}
+
+/// True when `[a, b)` lies inside the union of `intervals`.
+fn is_covered(intervals: &[(f64, f64)], a: f64, b: f64) -> bool {
+    let mut sorted = intervals.to_vec();
+    sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut reach = a;
+    for (x0, x1) in sorted {
+        if x0 > reach {
+            break;
+        }
+        reach = reach.max(x1);
+    }
+    reach >= b
 }
 
 pub fn tile_key(device: usize, level: usize, index: usize) -> TexKey {

@@ -45,9 +45,9 @@ pub struct QuadDraw {
 pub struct Globals {
     pub hovered: u32,
     pub pinned: u32,
-    /// 0: colour by allocation site, 1: by allocation.
-    pub mode: u32,
-    pub n_sites: u32,
+    /// 1 when something is hovered or pinned (the shader skips outline work otherwise).
+    pub outlines: u32,
+    pub n_colours: u32,
 }
 
 /// Everything the GPU side keeps between frames.
@@ -58,8 +58,8 @@ pub struct TimelineResources {
     texture_layout: wgpu::BindGroupLayout,
     globals: wgpu::Buffer,
     globals_group: Option<wgpu::BindGroup>,
-    /// Device whose sites buffer is bound.
-    sites_for: Option<u32>,
+    /// Which colour table is bound (device, mode).
+    colours_for: Option<(u32, u32)>,
     textures: HashMap<TexKey, GpuTexture>,
     instances: Option<wgpu::Buffer>,
     draws: Vec<TexKey>,
@@ -177,7 +177,7 @@ impl TimelineResources {
             texture_layout,
             globals,
             globals_group: None,
-            sites_for: None,
+            colours_for: None,
             textures: HashMap::new(),
             instances: None,
             draws: Vec::new(),
@@ -189,14 +189,14 @@ impl TimelineResources {
         self.textures.contains_key(key)
     }
 
-    /// Binds the allocation-site table of a device (element id → stack id).
-    pub fn set_sites(&mut self, device: &wgpu::Device, which: u32, sites: &[u32]) {
-        if self.sites_for == Some(which) {
+    /// Binds a colour table (element id → RGBA8), identified by `which` (device, mode).
+    pub fn set_colours(&mut self, device: &wgpu::Device, which: (u32, u32), colours: &[u32]) {
+        if self.colours_for == Some(which) {
             return;
         }
-        let bytes: &[u8] = if sites.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(sites) };
+        let bytes: &[u8] = if colours.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(colours) };
         let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("memviz sites"),
+            label: Some("memviz colours"),
             contents: bytes,
             usage: wgpu::BufferUsages::STORAGE,
         });
@@ -208,7 +208,7 @@ impl TimelineResources {
                 wgpu::BindGroupEntry { binding: 1, resource: buffer.as_entire_binding() },
             ],
         }));
-        self.sites_for = Some(which);
+        self.colours_for = Some(which);
     }
 
     /// Uploads a texture (replacing one with the same key) and evicts the least recently used.
@@ -296,8 +296,9 @@ impl TimelineResources {
 /// One frame's timeline drawing, handed to egui as a paint callback.
 pub struct TimelinePaint {
     pub evict: Vec<TexKey>,
-    pub device_index: u32,
-    pub sites: Arc<dyn AsRef<[u32]> + Send + Sync>,
+    /// (device, colour mode) of `colours`, to upload a table only when it changes.
+    pub colours_for: (u32, u32),
+    pub colours: Arc<Vec<u32>>,
     pub uploads: Vec<TexData>,
     pub quads: Vec<QuadDraw>,
     pub globals: Globals,
@@ -314,7 +315,7 @@ impl egui_wgpu::CallbackTrait for TimelinePaint {
         resources: &mut egui_wgpu::CallbackResources,
     ) -> Vec<wgpu::CommandBuffer> {
         if let Some(r) = resources.get_mut::<TimelineResources>() {
-            r.set_sites(device, self.device_index, (*self.sites).as_ref());
+            r.set_colours(device, self.colours_for, &self.colours);
             r.evict(&self.evict);
             for t in &self.uploads {
                 r.upload(device, queue, t);

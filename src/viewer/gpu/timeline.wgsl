@@ -8,13 +8,14 @@ const NONE: u32 = 0xffffffffu;
 struct Globals {
     hovered: u32,
     pinned: u32,
-    // 0: colour by allocation site (stack), 1: colour by allocation.
-    mode: u32,
-    n_sites: u32,
+    // Whether the outline pass is needed at all (something is hovered or pinned).
+    outlines: u32,
+    n_colours: u32,
 };
 
 @group(0) @binding(0) var<uniform> g: Globals;
-@group(0) @binding(1) var<storage, read> sites: array<u32>;
+// RGBA8 colour of each element id (by allocation site or by allocation: the app picks).
+@group(0) @binding(1) var<storage, read> colours: array<u32>;
 @group(1) @binding(0) var ids: texture_2d<u32>;
 
 struct Quad {
@@ -47,34 +48,11 @@ fn id_at(uv: vec2<f32>) -> u32 {
     return textureLoad(ids, t, 0).r;
 }
 
-fn mix32(x: u32) -> u32 {
-    var h = x * 0x9e3779b1u;
-    h = h ^ (h >> 16u);
-    h = h * 0x85ebca6bu;
-    h = h ^ (h >> 13u);
-    h = h * 0xc2b2ae35u;
-    return h ^ (h >> 16u);
-}
-
-fn hsv(h: f32, s: f32, v: f32) -> vec3<f32> {
-    let k = vec3<f32>(5.0, 3.0, 1.0);
-    let p = abs(fract(vec3<f32>(h) + k / 6.0) * 6.0 - 3.0);
-    return v * mix(vec3<f32>(1.0), clamp(p - 1.0, vec3<f32>(0.0), vec3<f32>(1.0)), s);
-}
-
 fn colour(id: u32) -> vec3<f32> {
-    if (id == AGGREGATED) {
+    if (id >= g.n_colours) {
         return vec3<f32>(0.45, 0.45, 0.5);
     }
-    var key = id;
-    if (g.mode == 0u && id < g.n_sites) {
-        key = sites[id];
-    }
-    let h = mix32(key);
-    let hue = f32(h & 0xffffu) / 65536.0;
-    let sat = 0.45 + 0.35 * f32((h >> 16u) & 0xffu) / 255.0;
-    let val = 0.70 + 0.25 * f32((h >> 24u) & 0xffu) / 255.0;
-    return hsv(hue, sat, val);
+    return unpack4x8unorm(colours[id]).rgb;
 }
 
 // True when `id` is `target` but a pixel within `r` screen pixels is not: the outline.
@@ -92,10 +70,12 @@ fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
         discard;
     }
     var c = colour(id);
-    if (id == g.pinned && edge(in.uv, du, dv, id, 2.0)) {
-        c = vec3<f32>(0.95, 0.1, 0.1);
-    } else if (id == g.hovered && edge(in.uv, du, dv, id, 1.5)) {
-        c = vec3<f32>(1.0, 1.0, 1.0);
+    if (g.outlines != 0u) {
+        if (id == g.pinned && edge(in.uv, du, dv, id, 2.0)) {
+            c = vec3<f32>(0.95, 0.1, 0.1);
+        } else if (id == g.hovered && edge(in.uv, du, dv, id, 1.5)) {
+            c = vec3<f32>(1.0, 1.0, 1.0);
+        }
     }
     return vec4<f32>(c, 1.0);
 }
