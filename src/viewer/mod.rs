@@ -82,11 +82,13 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     }
     let open_ms = ms_since_start();
     let mut gpu = Offscreen::new(args.size.0, args.size.1, ctx)?;
+    stage("gpu ready");
     // The first frame that shows data: the coarsest tile arrives from a worker within ms.
     for _ in 0..500 {
         gpu.frame(&mut app, Vec::new());
+        stage("frame");
+        // Textures are uploaded with the frame that first draws them.
         if app.timeline().is_some_and(|t| t.textures.uploaded > 0) {
-            gpu.frame(&mut app, Vec::new());
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -111,6 +113,13 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     }
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
+}
+
+/// With `MEMVIZ_TIMINGS` set, prints when each start-up stage ended.
+fn stage(what: &str) {
+    if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
+        eprintln!("timing: {what} at {:.1} ms", ms_since_start());
+    }
 }
 
 fn round(ms: f64) -> f64 {

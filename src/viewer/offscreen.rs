@@ -33,6 +33,7 @@ impl Offscreen {
             apply_limit_buckets: false,
         }))
         .map_err(|e| anyhow!("no GPU adapter (install Mesa's lavapipe: mesa-vulkan-drivers): {e}"))?;
+        super::stage("adapter");
         let info = adapter.get_info();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("memviz offscreen"),
@@ -43,8 +44,11 @@ impl Offscreen {
             trace: wgpu::Trace::Off,
         }))
         .context("creating the GPU device")?;
+        super::stage("device");
         let mut renderer = egui_wgpu::Renderer::new(&device, FORMAT, egui_wgpu::RendererOptions::default());
+        super::stage("egui renderer");
         renderer.callback_resources.insert(TimelineResources::new(&device, FORMAT, true));
+        super::stage("timeline pipelines");
         let target = color_target(&device, width, height, FORMAT);
         Ok(Offscreen {
             device,

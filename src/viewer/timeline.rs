@@ -93,11 +93,30 @@ impl Timeline {
 
     pub fn select_device(&mut self, d: usize) {
         self.device = d.min(self.session.devices().saturating_sub(1));
+        self.load_coarsest();
         self.fit();
         self.hovered = None;
         self.pinned = None;
         self.raster = None;
         self.wanted = None;
+    }
+
+    /// Decompresses the coarsest level right here (one tile of 512 KiB: under a millisecond), so
+    /// the very first frame shows the whole trace; finer tiles stream in from the workers.
+    fn load_coarsest(&mut self) {
+        let dev = self.session.device(self.device);
+        let Some(li) = dev.tiles.len().checked_sub(1) else { return };
+        for (i, chunk) in dev.tiles[li].tiles.iter().enumerate() {
+            if let Ok(texels) = crate::archive::chunks::decode::<u32>(chunk) {
+                let key = tile_key(self.device, li, i);
+                self.textures.arrived(super::gpu::TexData {
+                    key,
+                    width: TILE_W,
+                    height: TILE_H,
+                    texels: Arc::new(texels),
+                });
+            }
+        }
     }
 
     /// RGBA8 per element: by allocation site (same stack, same colour in every step) or by
