@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::value::{Memo, Obj, Pool, Val};
+use super::memo::Memo;
+use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
 use crate::ingest::builder::{Builder, NotASnapshot, TraceList};
 use crate::ingest::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
@@ -88,6 +89,25 @@ impl State {
             return Err(malformed("too many sparse memo entries", at));
         }
         Ok(v)
+    }
+
+    /// BINGET: pushes memo entry `i` onto `stack`.
+    #[inline(always)]
+    pub fn memo_push_to(&self, i: u32, stack: &mut Vec<Val>, at: u64) -> Result<(), PickleError> {
+        if self.memo.push_to(i as usize, stack) {
+            Ok(())
+        } else {
+            stack.push(self.far_memo_get(i, at)?);
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn far_memo_get(&self, i: u32, at: u64) -> Result<Val, PickleError> {
+        self.far_memo
+            .get(&i)
+            .copied()
+            .ok_or_else(|| malformed("memo key read before it was written", at))
     }
 
     #[inline]

@@ -21,6 +21,7 @@
 
 mod convert;
 mod input;
+mod memo;
 mod value;
 
 use std::io::Read;
@@ -186,13 +187,11 @@ impl<R: Read> Vm<R> {
             match opcode {
                 op::BINGET => {
                     let i = self.inp.u8()? as u32;
-                    let v = self.st.memo_get(i, at)?;
-                    self.stack.push(v);
+                    self.st.memo_push_to(i, &mut self.stack, at)?;
                 }
                 op::LONG_BINGET => {
                     let i = u32::from_le_bytes(self.inp.array()?);
-                    let v = self.st.memo_get(i, at)?;
-                    self.stack.push(v);
+                    self.st.memo_push_to(i, &mut self.stack, at)?;
                 }
                 op::MEMOIZE => {
                     let top = self.top(at)?;

@@ -79,82 +79,6 @@ impl Pool {
     }
 }
 
-/// The memo, 8 bytes an entry: a snapshot memoizes every event dict, frame list and string, so
-/// it holds several entries per event. Values with wide payloads (rare in a memo) are boxed in
-/// a side table.
-#[derive(Debug, Default)]
-pub struct Memo {
-    packed: Vec<u64>,
-    wide: Vec<Val>,
-}
-
-const TAG_BITS: u32 = 4;
-const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
-/// Marks a slot that was never written (gaps left by BINPUT with a far index).
-const UNSET: u64 = TAG_MASK;
-
-impl Memo {
-    pub fn len(&self) -> usize {
-        self.packed.len()
-    }
-
-    fn pack(&mut self, v: Val) -> u64 {
-        let (tag, payload): (u64, u64) = match v {
-            Val::None => (0, 0),
-            Val::Bool(b) => (1, b as u64),
-            Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => {
-                (2, i as u64 & ((1 << 60) - 1))
-            }
-            Val::Str(s) => (3, s as u64),
-            Val::Bytes => (4, 0),
-            Val::NewDict(m) => (5, m as u64),
-            Val::Obj(i) => (6, i as u64),
-            Val::Event(i) => (7, i as u64),
-            Val::Frame(i) => (8, i as u64),
-            Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => {
-                self.wide.push(v);
-                (9, (self.wide.len() - 1) as u64)
-            }
-        };
-        payload << TAG_BITS | tag
-    }
-
-    fn unpack(&self, p: u64) -> Option<Val> {
-        let payload = p >> TAG_BITS;
-        Some(match p & TAG_MASK {
-            0 => Val::None,
-            1 => Val::Bool(payload != 0),
-            2 => Val::Int(((payload << 4) as i64) >> 4),
-            3 => Val::Str(payload as u32),
-            4 => Val::Bytes,
-            5 => Val::NewDict(payload as u32),
-            6 => Val::Obj(payload as u32),
-            7 => Val::Event(payload as u32),
-            8 => Val::Frame(payload as u32),
-            9 => self.wide[payload as usize],
-            _ => return None,
-        })
-    }
-
-    pub fn push(&mut self, v: Val) {
-        let p = self.pack(v);
-        self.packed.push(p);
-    }
-
-    /// Writes slot `i`, filling any gap before it with unset slots.
-    pub fn set(&mut self, i: usize, v: Val) {
-        let p = self.pack(v);
-        if i >= self.packed.len() {
-            self.packed.resize(i + 1, UNSET);
-        }
-        self.packed[i] = p;
-    }
-
-    pub fn get(&self, i: usize) -> Option<Val> {
-        self.packed.get(i).and_then(|&p| self.unpack(p))
-    }
-}
-
 impl Val {
     pub fn type_name(&self, arena: &[Obj]) -> &'static str {
         match self {
@@ -234,36 +158,5 @@ mod tests {
         big.push(1);
         assert_eq!(long_from_le(&big), Val::Huge);
         assert_eq!(long_from_le(&i64::MIN.to_le_bytes()), Val::Int(i64::MIN));
-    }
-
-    #[test]
-    fn memo_round_trips_every_value() {
-        let vals = [
-            Val::None,
-            Val::Bool(true),
-            Val::Int(-5),
-            Val::Int((1 << 59) - 1),
-            Val::Int(-(1 << 59)),
-            Val::Int(i64::MIN),
-            Val::UInt(u64::MAX),
-            Val::Huge,
-            Val::Float(1.5),
-            Val::Str(7),
-            Val::Bytes,
-            Val::NewDict(3),
-            Val::Obj(u32::MAX - 1),
-            Val::Event(9),
-            Val::Frame(11),
-        ];
-        let mut m = Memo::default();
-        for v in vals {
-            m.push(v);
-        }
-        m.set(20, Val::Int(1));
-        for (i, v) in vals.iter().enumerate() {
-            assert_eq!(m.get(i), Some(*v));
-        }
-        assert_eq!(m.get(19), None, "gap slots are unset");
-        assert_eq!(m.get(20), Some(Val::Int(1)));
     }
 }
