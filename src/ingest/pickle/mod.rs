@@ -241,22 +241,22 @@ impl<R: Read> Vm<R> {
                     let n = self.inp.u8()? as usize;
                     let b = self.inp.bytes(n)?.expect("short string fits the window");
                     let v = self.st.string(b);
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::BINUNICODE | op::BINSTRING => {
                     let n = u32::from_le_bytes(self.inp.array()?) as u64;
                     let v = self.read_string(n)?;
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::BINUNICODE8 => {
                     let n = u64::from_le_bytes(self.inp.array()?);
                     let v = self.read_string(n)?;
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::SHORT_BINSTRING => {
                     let n = self.inp.u8()? as u64;
                     let v = self.read_string(n)?;
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::SHORT_BINBYTES => {
                     let n = self.inp.u8()? as u64;
@@ -277,10 +277,10 @@ impl<R: Read> Vm<R> {
                     let v = f64::from_be_bytes(self.inp.array()?);
                     self.stack.push(Val::Float(v));
                 }
-                op::EMPTY_DICT => self.stack.push(Val::NewDict(NONE)),
+                op::EMPTY_DICT => self.push_new(Val::NewDict(NONE)),
                 op::EMPTY_LIST => {
                     let v = self.st.alloc(Obj::List, Vec::new());
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::EMPTY_TUPLE => {
                     let v = self.st.alloc(Obj::Tuple, Vec::new());
@@ -435,6 +435,19 @@ impl<R: Read> Vm<R> {
                 }
             }
         }
+    }
+
+    /// Pushes a value just made, memoizing it at once when MEMOIZE follows (protocol 4 memoizes
+    /// nearly every str, dict and list). Besides skipping a dispatch, this avoids reading the
+    /// value back from the stack right after writing it, which stalls store forwarding.
+    #[inline(always)]
+    fn push_new(&mut self, v: Val) {
+        let v = if self.inp.eat(op::MEMOIZE) {
+            self.st.memo_push(v)
+        } else {
+            v
+        };
+        self.stack.push(v);
     }
 
     #[inline]

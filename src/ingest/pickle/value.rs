@@ -109,9 +109,17 @@ impl Val {
 
 /// Decodes a little-endian two's-complement integer of any length (LONG1 / LONG4).
 pub fn long_from_le(bytes: &[u8]) -> Val {
-    let Some(&last) = bytes.last() else {
+    if bytes.is_empty() {
         return Val::Int(0);
-    };
+    }
+    if bytes.len() <= 8 {
+        // The common case (addresses, timestamps), assembled in a register: copying into a
+        // buffer and reading it back as one integer would stall store forwarding.
+        let shift = 64 - 8 * bytes.len() as u32;
+        let v = bytes.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64);
+        return Val::Int(((v << shift) as i64) >> shift);
+    }
+    let last = bytes[bytes.len() - 1];
     let negative = last & 0x80 != 0;
     let fill = if negative { 0xff } else { 0x00 };
     // Strip redundant sign bytes so any length that fits is accepted.
@@ -143,6 +151,24 @@ mod tests {
         assert_eq!(long_from_le(&[]), Val::Int(0));
         assert_eq!(long_from_le(&[0xff]), Val::Int(-1));
         assert_eq!(long_from_le(&[0x80, 0x00]), Val::Int(128));
+        assert_eq!(
+            long_from_le(&[0x01, 0x02, 0x83]),
+            Val::Int(0x830201 - 0x1000000)
+        );
+        assert_eq!(
+            long_from_le(&[0, 0, 0, 0, 0, 0, 0, 0x40]),
+            Val::Int(1 << 62)
+        );
+        assert_eq!(long_from_le(&i64::MAX.to_le_bytes()), Val::Int(i64::MAX));
+        for n in [0x1234_5678_9abc_i64, -0x1234_5678_9abc, -1, 0, 1] {
+            for len in 6..=8 {
+                assert_eq!(
+                    long_from_le(&n.to_le_bytes()[..len]),
+                    Val::Int(n),
+                    "{n} {len}"
+                );
+            }
+        }
         // 2^63 + 0x1000 needs 9 bytes: the top bit of byte 8 is the sign.
         let v: u64 = 0x8000_0000_0000_1000;
         let mut b = v.to_le_bytes().to_vec();
