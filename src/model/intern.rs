@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::fxhash::FxBuildHasher;
 use super::{FrameId, NONE, StackId, StrId};
 
 /// One Python or C++ frame, as `{name, filename, line}`.
@@ -16,7 +17,7 @@ pub struct Frame {
 #[derive(Debug, Default, Clone)]
 pub struct Strings {
     list: Vec<Box<str>>,
-    index: HashMap<Box<str>, StrId>,
+    index: HashMap<Box<str>, StrId, FxBuildHasher>,
 }
 
 impl Strings {
@@ -69,7 +70,7 @@ impl Strings {
 pub struct Stacks {
     pub offsets: Vec<u32>,
     pub frames: Vec<FrameId>,
-    index: HashMap<Box<[FrameId]>, StackId>,
+    index: HashMap<Box<[FrameId]>, StackId, FxBuildHasher>,
 }
 
 impl Default for Stacks {
@@ -77,7 +78,7 @@ impl Default for Stacks {
         Stacks {
             offsets: vec![0],
             frames: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 }
@@ -115,7 +116,7 @@ impl Stacks {
 /// Interns frames by content so that unshared copies (JSON input) still dedupe.
 #[derive(Debug, Default)]
 pub struct FrameInterner {
-    index: HashMap<Frame, FrameId>,
+    index: HashMap<Frame, FrameId, FxBuildHasher>,
 }
 
 impl FrameInterner {
