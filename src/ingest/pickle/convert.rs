@@ -7,7 +7,7 @@ use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
 use crate::ingest::builder::{Builder, NotASnapshot, TraceList};
 use crate::ingest::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
-use crate::model::{EventRow, NONE, Snapshot};
+use crate::model::{Action, EventRow, NONE, Snapshot};
 
 /// Memo entries beyond `len + MEMO_SLACK` go to a sparse map, so a hostile `LONG_BINPUT 4e9`
 /// cannot allocate gigabytes.
@@ -25,6 +25,8 @@ pub struct State {
     far_memo: HashMap<u32, Val>,
     /// The schema field of each interned string, computed once per distinct string.
     str_field: Vec<Field>,
+    /// The action each interned string names, for `action` values.
+    str_action: Vec<Action>,
     frame_buf: Vec<u32>,
     pub scratch: Vec<u8>,
 }
@@ -48,6 +50,7 @@ impl State {
         while self.str_field.len() < self.b.strings().len() {
             let s = self.b.strings().get(self.str_field.len() as u32);
             self.str_field.push(Field::of(s.as_bytes()));
+            self.str_action.push(Action::from_name(s.as_bytes()));
         }
         Val::Str(id)
     }
@@ -217,6 +220,9 @@ impl State {
     ) -> Result<(), PickleError> {
         for kv in items.chunks_exact(2) {
             let field = self.field(kv[0]);
+            if self.set_event_fast(row, field, kv[1]) {
+                continue;
+            }
             let v = self.scalar(kv[1], field);
             let known = schema::set_event(row, field, v, self.b.strings()).map_err(|source| {
                 PickleError::Schema {
@@ -229,6 +235,29 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The value types torch writes, applied without building a [`Scalar`]; `false` sends the
+    /// key through `schema::set_event` (other types, their errors, unknown keys).
+    #[inline]
+    fn set_event_fast(&mut self, row: &mut EventRow, field: Field, v: Val) -> bool {
+        match v {
+            Val::Int(i) => schema::set_event_int(row, field, i),
+            Val::Str(s) => {
+                schema::set_event_str(row, field, s, || match self.str_action.get(s as usize) {
+                    Some(&a) => a,
+                    None => Action::from_name(self.b.strings().get(s).as_bytes()),
+                })
+            }
+            Val::Obj(i) if field == Field::Frames => match self.stack_of(i) {
+                Scalar::Stack(s) => {
+                    row.stack = s;
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     fn looks_like_frame(&self, items: &[Val]) -> bool {
