@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use super::memo::Memo;
+use super::recent::RecentStrings;
 use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
 use crate::ingest::builder::{Builder, NotASnapshot, TraceList};
@@ -28,6 +29,7 @@ pub struct State {
     /// The action each interned string names, for `action` values.
     str_action: Vec<Action>,
     frame_buf: Vec<u32>,
+    recent: RecentStrings,
     pub scratch: Vec<u8>,
 }
 
@@ -45,7 +47,14 @@ impl State {
 
     #[inline]
     pub fn string(&mut self, bytes: &[u8]) -> Val {
+        let key = RecentStrings::key(bytes);
+        if let Some(id) = key.and_then(|k| self.recent.get(k)) {
+            return Val::Str(id);
+        }
         let id = self.b.intern_bytes(bytes);
+        if let Some(k) = key {
+            self.recent.insert(k, id);
+        }
         // Strings interned elsewhere (placeholders) get their field here too.
         while self.str_field.len() < self.b.strings().len() {
             let s = self.b.strings().get(self.str_field.len() as u32);

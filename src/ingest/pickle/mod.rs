@@ -22,6 +22,7 @@
 mod convert;
 mod input;
 mod memo;
+mod recent;
 mod value;
 
 use std::io::Read;
