@@ -536,7 +536,10 @@ mod tests {
     fn event(keys: &[(Field, Scalar)], strings: &Strings) -> Result<EventRow, SchemaError> {
         let mut row = EventRow::default();
         for &(field, v) in keys {
-            assert!(set_event(&mut row, field, v, strings)?, "{field:?} is an event key");
+            assert!(
+                set_event(&mut row, field, v, strings)?,
+                "{field:?} is an event key"
+            );
         }
         Ok(row)
     }

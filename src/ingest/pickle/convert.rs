@@ -135,17 +135,22 @@ impl State {
     }
 
     /// A `NewDict` that has since received items is whatever its memo slot now holds.
+    #[inline]
     fn resolve(&self, v: Val) -> Val {
         match v {
-            Val::NewDict(m) if m != NONE => match self
-                .memo
-                .get(m as usize)
-                .or_else(|| self.far_memo.get(&m).copied())
-            {
-                Some(Val::NewDict(_)) | None => v,
-                Some(now) => now,
-            },
+            Val::NewDict(m) if m != NONE => self.resolve_dict(v, m),
             v => v,
+        }
+    }
+
+    fn resolve_dict(&self, v: Val, m: u32) -> Val {
+        match self
+            .memo
+            .get(m as usize)
+            .or_else(|| self.far_memo.get(&m).copied())
+        {
+            Some(Val::NewDict(_)) | None => v,
+            Some(now) => now,
         }
     }
 
@@ -161,12 +166,18 @@ impl State {
         }
     }
 
-    /// SETITEM(S): adds `items` (key, value, key, value, ...) to `target`; returns the new value
-    /// of `target`.
-    pub fn set_items(&mut self, target: Val, items: &[Val], at: u64) -> Result<Val, PickleError> {
-        match self.resolve(target) {
+    /// SETITEM(S): adds `items` (key, value, key, value, ...) to `target` and replaces `target`
+    /// with its new value. Each branch writes its result in place: returning a `Val` through
+    /// the large `Result` and copying it stalled store forwarding once per event.
+    pub fn set_items(
+        &mut self,
+        target: &mut Val,
+        items: &[Val],
+        at: u64,
+    ) -> Result<(), PickleError> {
+        match self.resolve(*target) {
             Val::NewDict(m) => {
-                let now = if items
+                if items
                     .chunks_exact(2)
                     .any(|kv| self.field(kv[0]).marks_event())
                 {
@@ -176,7 +187,9 @@ impl State {
                         problem: source,
                         offset: at,
                     })?;
-                    Val::Event(self.b.push_event(&row))
+                    let id = self.b.push_event(&row);
+                    self.settle(m, Val::Event(id));
+                    *target = Val::Event(id);
                 } else if self.looks_like_frame(items) {
                     let mut row = FrameRow::default();
                     for kv in items.chunks_exact(2) {
@@ -191,17 +204,21 @@ impl State {
                             self.unknown_key(schema::CTX_FRAME, kv[0]);
                         }
                     }
-                    Val::Frame(self.b.frame(row))
+                    let id = self.b.frame(row);
+                    self.settle(m, Val::Frame(id));
+                    *target = Val::Frame(id);
                 } else {
-                    self.alloc(Obj::Dict, items.to_vec())
-                };
-                self.settle(m, now);
-                Ok(now)
+                    let now = self.alloc(Obj::Dict, items.to_vec());
+                    self.settle(m, now);
+                    *target = now;
+                }
+                Ok(())
             }
             Val::Obj(i) => match self.arena[i as usize] {
                 Obj::Dict(p) => {
                     self.pool.get_mut(p).extend_from_slice(items);
-                    Ok(Val::Obj(i))
+                    *target = Val::Obj(i);
+                    Ok(())
                 }
                 _ => Err(malformed("SETITEMS on a value that is not a dict", at)),
             },
@@ -211,7 +228,8 @@ impl State {
                 let mut row = self.b.snap.events.row(id);
                 self.apply_event(&mut row, items, at)?;
                 self.b.snap.events.set_row(id, &row);
-                Ok(Val::Event(id))
+                *target = Val::Event(id);
+                Ok(())
             }
             Val::Frame(_) => Err(malformed(
                 "a frame dict received keys after it was used",
@@ -315,17 +333,25 @@ impl State {
         match self.arena[i as usize] {
             Obj::Stack(s) => Scalar::Stack(s),
             Obj::List(p) => {
-                self.frame_buf.clear();
-                for k in 0..self.pool.get(p).len() {
-                    match self.resolve(self.pool.get(p)[k]) {
-                        Val::Frame(f) => self.frame_buf.push(f),
-                        _ => return Scalar::Other("list of non-frames"),
+                let mut frames = std::mem::take(&mut self.frame_buf);
+                frames.clear();
+                let all_frames = self.pool.get(p).iter().all(|&v| match self.resolve(v) {
+                    Val::Frame(f) => {
+                        frames.push(f);
+                        true
                     }
-                }
-                let s = self.b.stack(&self.frame_buf);
-                self.arena[i as usize] = Obj::Stack(s);
-                self.pool.release(p);
-                Scalar::Stack(s)
+                    _ => false,
+                });
+                let scalar = if all_frames {
+                    let s = self.b.stack(&frames);
+                    self.arena[i as usize] = Obj::Stack(s);
+                    self.pool.release(p);
+                    Scalar::Stack(s)
+                } else {
+                    Scalar::Other("list of non-frames")
+                };
+                self.frame_buf = frames;
+                scalar
             }
             _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
         }

@@ -472,11 +472,9 @@ impl<R: Read> Vm<R> {
         if (self.stack.len() - items) % 2 != 0 {
             return Err(malformed("odd number of items for a dict", at));
         }
-        let v = self
-            .st
-            .set_items(self.stack[target], &self.stack[items..], at)?;
+        let (below, items_slice) = self.stack.split_at_mut(items);
+        self.st.set_items(&mut below[target], items_slice, at)?;
         self.stack.truncate(items);
-        self.stack[target] = v;
         Ok(())
     }
 
