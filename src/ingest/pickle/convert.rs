@@ -21,6 +21,8 @@ const MAX_SETTINGS_DEPTH: usize = 32;
 pub struct State {
     b: Builder,
     arena: Vec<Obj>,
+    /// `start..end` of each `Obj::Events` list (kept out of `Obj` to keep it 8 bytes).
+    event_ranges: Vec<(u32, u32)>,
     pool: Pool,
     memo: Memo,
     far_memo: HashMap<u32, Val>,
@@ -385,14 +387,16 @@ impl State {
             Obj::List(p) if self.pool.get(p).is_empty() => match items.first() {
                 Some(&Val::Event(first)) if contiguous_from(first) => {
                     self.pool.release(p);
-                    self.arena[i as usize] = Obj::Events(first, first + items.len() as u32);
+                    self.event_ranges.push((first, first + items.len() as u32));
+                    self.arena[i as usize] = Obj::Events((self.event_ranges.len() - 1) as u32);
                 }
                 _ => self.pool.get_mut(p).extend_from_slice(items),
             },
             Obj::List(p) | Obj::Set(p) => self.pool.get_mut(p).extend_from_slice(items),
-            Obj::Events(start, end) => {
+            Obj::Events(k) => {
+                let (start, end) = self.event_ranges[k as usize];
                 if contiguous_from(end) {
-                    self.arena[i as usize] = Obj::Events(start, end + items.len() as u32);
+                    self.event_ranges[k as usize].1 = end + items.len() as u32;
                 } else {
                     let mut list: Vec<Val> = (start..end).map(Val::Event).collect();
                     list.extend_from_slice(items);
@@ -508,7 +512,10 @@ impl State {
         match self.resolve(v) {
             Val::Obj(i) => match self.arena[i as usize] {
                 Obj::List(p) | Obj::Tuple(p) => Ok(self.pool.get(p).to_vec()),
-                Obj::Events(a, b) => Ok((a..b).map(Val::Event).collect()),
+                Obj::Events(k) => {
+                    let (a, b) = self.event_ranges[k as usize];
+                    Ok((a..b).map(Val::Event).collect())
+                }
                 _ => Err(bad(v.type_name(&self.arena))),
             },
             other => Err(bad(other.type_name(&self.arena))),
@@ -541,7 +548,10 @@ impl State {
         };
         match self.resolve(v) {
             Val::Obj(i) => match self.arena[i as usize] {
-                Obj::Events(a, b) => Ok(TraceList::Range(a, b)),
+                Obj::Events(k) => {
+                    let (a, b) = self.event_ranges[k as usize];
+                    Ok(TraceList::Range(a, b))
+                }
                 Obj::List(p) if self.pool.get(p).is_empty() => Ok(TraceList::Range(0, 0)),
                 Obj::List(p) => self
                     .pool

@@ -28,13 +28,14 @@ pub enum Val {
     Frame(FrameId),
 }
 
-/// Containers that outlive their opcode: 12 bytes each, because a snapshot has millions of
+/// Containers that outlive their opcode: 8 bytes each, because a snapshot has millions of
 /// frame lists. Item vectors live in a [`Pool`] and are recycled once a list becomes a stack.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Obj {
     List(u32),
-    /// A list whose items are the events `start..end`, pushed back to back: a device trace.
-    Events(u32, u32),
+    /// A list whose items are events pushed back to back (a device trace): its `start..end`
+    /// is entry `k` of the reader's range table.
+    Events(u32),
     /// A frame list already interned (frame lists are shared through the memo: intern once).
     Stack(StackId),
     Tuple(u32),
@@ -90,7 +91,7 @@ impl Val {
             Val::Bytes => "bytes",
             Val::NewDict(_) | Val::Event(_) | Val::Frame(_) => "dict",
             Val::Obj(i) => match arena[*i as usize] {
-                Obj::List(_) | Obj::Events(..) | Obj::Stack(_) => "list",
+                Obj::List(_) | Obj::Events(_) | Obj::Stack(_) => "list",
                 Obj::Tuple(_) => "tuple",
                 Obj::Dict(_) => "dict",
                 Obj::Set(_) => "set",
@@ -145,6 +146,12 @@ pub fn long_from_le(bytes: &[u8]) -> Val {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_values() {
+        assert_eq!(std::mem::size_of::<Val>(), 16);
+        assert_eq!(std::mem::size_of::<Obj>(), 8);
+    }
 
     #[test]
     fn long_decoding() {
