@@ -57,8 +57,14 @@ impl Memo {
         ((self.wide.len() - 1) as u64) << TAG_BITS | TAG_WIDE
     }
 
-    /// Packs `v` with a payload of up to 60 bits.
+    /// Packs `v` with a payload of up to 60 bits, boxing what does not fit.
     fn pack(&mut self, v: Val) -> u64 {
+        Self::pack_inline(v).unwrap_or_else(|| self.box_wide(v))
+    }
+
+    /// Packs `v` without the side table; `None` for floats and ints beyond 60 bits.
+    #[inline]
+    fn pack_inline(v: Val) -> Option<u64> {
         let (tag, payload): (u64, u64) = match v {
             Val::None => (0, 0),
             Val::Bool(b) => (1, b as u64),
@@ -71,9 +77,21 @@ impl Memo {
             Val::Obj(i) => (6, i as u64),
             Val::Event(i) => (7, i as u64),
             Val::Frame(i) => (8, i as u64),
-            Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => return self.box_wide(v),
+            Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => return None,
         };
-        payload << TAG_BITS | tag
+        Some(payload << TAG_BITS | tag)
+    }
+
+    /// `v` packed into a narrow slot, when the memo is narrow and `v` fits one.
+    #[inline]
+    fn narrow_slot(&mut self, v: Val) -> Option<(&mut Vec<u32>, u32)> {
+        match &mut self.slots {
+            Slots::Narrow(s) => {
+                let p = u32::try_from(Self::pack_inline(v)?).ok()?;
+                Some((s, p))
+            }
+            Slots::Wide(_) => None,
+        }
     }
 
     /// Packs `v` for the current slot width, switching to wide slots if it does not fit.
@@ -111,7 +129,15 @@ impl Memo {
         })
     }
 
+    #[inline]
     pub fn push(&mut self, v: Val) {
+        match self.narrow_slot(v) {
+            Some((s, p)) => s.push(p),
+            None => self.push_slow(v),
+        }
+    }
+
+    fn push_slow(&mut self, v: Val) {
         let p = self.pack_for_slots(v);
         match &mut self.slots {
             Slots::Narrow(s) => s.push(p as u32),
@@ -120,7 +146,15 @@ impl Memo {
     }
 
     /// Writes slot `i`, filling any gap before it with unset slots.
+    #[inline]
     pub fn set(&mut self, i: usize, v: Val) {
+        match self.narrow_slot(v) {
+            Some((s, p)) if i < s.len() => s[i] = p,
+            _ => self.set_slow(i, v),
+        }
+    }
+
+    fn set_slow(&mut self, i: usize, v: Val) {
         let p = self.pack_for_slots(v);
         match &mut self.slots {
             Slots::Narrow(s) => {
