@@ -55,7 +55,11 @@ impl Pool {
     pub fn alloc(&mut self, items: Vec<Val>) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                self.vecs[i as usize] = items;
+                // A released vector is empty and keeps its capacity: an empty list (EMPTY_LIST,
+                // the start of every frame list) takes it as it is.
+                if !items.is_empty() {
+                    self.vecs[i as usize] = items;
+                }
                 i
             }
             None => {
