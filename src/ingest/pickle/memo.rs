@@ -41,6 +41,8 @@ impl Default for Memo {
 const TAG_BITS: u32 = 4;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 const TAG_WIDE: u64 = 9;
+/// Tags whose payload is a u32 id: Str, NewDict, Obj, Event, Frame.
+const ID_TAGS: u64 = 1 << 3 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8;
 /// Marks a slot that was never written (gaps left by BINPUT with a far index).
 const UNSET: u64 = TAG_MASK;
 
@@ -188,8 +190,21 @@ impl Memo {
                 None => return false,
             },
         };
-        let payload = p >> TAG_BITS;
-        match p & TAG_MASK {
+        let (tag, payload) = (p & TAG_MASK, p >> TAG_BITS);
+        if ID_TAGS >> tag & 1 != 0 {
+            // Nearly every BINGET: one predictable branch, then arms of one shape, which the
+            // compiler turns into a table lookup of the variant instead of a jump per tag.
+            let id = payload as u32;
+            out.push(match tag {
+                3 => Val::Str(id),
+                5 => Val::NewDict(id),
+                6 => Val::Obj(id),
+                7 => Val::Event(id),
+                _ => Val::Frame(id),
+            });
+            return true;
+        }
+        match tag {
             0 => out.push(Val::None),
             1 => out.push(Val::Bool(payload != 0)),
             2 => out.push(Val::Int(((payload << 4) as i64) >> 4)),
