@@ -23,6 +23,8 @@ mod convert;
 mod input;
 mod memo;
 mod recent;
+#[cfg(test)]
+mod tests;
 mod value;
 
 use std::io::Read;
