@@ -15,6 +15,11 @@
 //! Frame lists are interned as stacks the first time an event or block uses them; the memo keeps
 //! pointing at the interned list, so a list shared by 100k events is interned once.
 //!
+//! Where things are: `input` is the window, `value` the 16-byte `Val` and the arena's containers,
+//! `memo` the 4-byte memo, `recent` a cache of short strings, `convert` turns dicts and frame lists
+//! into rows as they arrive and `convert/toplevel` reads the finished top level. The per-event path
+//! avoids building values in temporaries: see "The reader" in ARCHITECTURE.md for why.
+//!
 //! Safety posture: opcodes that construct objects or call code (GLOBAL, STACK_GLOBAL, REDUCE,
 //! BUILD, INST, OBJ, NEWOBJ, EXT*, PERSID, out-of-band buffers) are refused. Memory is bounded by
 //! the input size: every opcode consumes input, lengths are honoured only as data arrives.
