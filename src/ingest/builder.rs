@@ -49,6 +49,11 @@ impl Builder {
         self.snap.stacks.intern(frames)
     }
 
+    /// Frames of an interned stack; empty for `NONE`.
+    pub fn stack_frames(&self, id: StackId) -> &[FrameId] {
+        self.snap.stacks.get(id)
+    }
+
     pub fn push_event(&mut self, row: &EventRow) -> u32 {
         self.snap.events.push(row)
     }

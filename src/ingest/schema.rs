@@ -201,6 +201,14 @@ fn pair_of(context: &'static str, key: &'static str, v: Scalar) -> Result<Option
 /// Applies one key of a trace event. Returns `Ok(false)` for a key the event does not use.
 pub fn set_event(row: &mut EventRow, field: Field, v: Scalar, strings: &Strings) -> Result<bool, SchemaError> {
     const C: &str = "trace event";
+    let done = match v {
+        Scalar::Int(i) => i64::try_from(i).is_ok_and(|i| set_event_int(row, field, i)),
+        Scalar::Str(s) => set_event_str(row, field, s, || Action::from_name(strings.get(s).as_bytes())),
+        _ => false,
+    };
+    if done {
+        return Ok(true);
+    }
     match field {
         Field::Action => {
             let s = match v {
@@ -223,6 +231,37 @@ pub fn set_event(row: &mut EventRow, field: Field, v: Scalar, strings: &Strings)
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The common case of [`set_event`], an integer under an integer key, without building a
+/// [`Scalar`]. `false` leaves the key to [`set_event`] (other keys, negative sizes).
+#[inline]
+pub fn set_event_int(row: &mut EventRow, field: Field, i: i64) -> bool {
+    match field {
+        Field::Addr if i >= 0 => row.addr = Some(i as u64),
+        Field::Size if i >= 0 => row.size = Some(i as u64),
+        Field::Stream => row.stream = i as u64,
+        Field::TimeUs => row.time_us = i,
+        Field::DeviceFree if i >= 0 => row.device_free = Some(i as u64),
+        _ => return false,
+    }
+    true
+}
+
+/// The common case of [`set_event`] for a string; `action` names the action of `s` (a reader
+/// may cache it per string). `false` leaves the key to [`set_event`].
+#[inline]
+pub fn set_event_str(row: &mut EventRow, field: Field, s: StrId, action: impl FnOnce() -> Action) -> bool {
+    match field {
+        Field::Action => {
+            row.action = action();
+            row.other_action = s;
+        }
+        Field::CompileContext => row.compile_context = s,
+        Field::UserMetadata => row.user_metadata = s,
+        _ => return false,
+    }
+    true
 }
 
 /// Checks that an event has what its action needs.
@@ -416,3 +455,62 @@ pub const CTX_FRAME: &str = "frame";
 pub const CTX_SEGMENT: &str = "segment";
 pub const CTX_BLOCK: &str = "block";
 pub const CTX_ANNOTATION: &str = "annotation";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(keys: &[(Field, Scalar)], strings: &Strings) -> Result<EventRow, SchemaError> {
+        let mut row = EventRow::default();
+        for &(field, v) in keys {
+            assert!(set_event(&mut row, field, v, strings)?, "{field:?} is an event key");
+        }
+        Ok(row)
+    }
+
+    #[test]
+    fn event_keys_fast_and_slow() {
+        let mut strings = Strings::default();
+        let alloc = strings.intern("alloc");
+        let odd = strings.intern("odd_action");
+        let row = event(
+            &[
+                (Field::Action, Scalar::Str(alloc)),
+                (Field::Addr, Scalar::Int(u64::MAX as i128)),
+                (Field::Size, Scalar::Int(0)),
+                (Field::Stream, Scalar::Int(-1)),
+                (Field::TimeUs, Scalar::Int(-5)),
+                (Field::CompileContext, Scalar::None),
+                (Field::UserMetadata, Scalar::Str(odd)),
+                (Field::DeviceFree, Scalar::Int(7)),
+            ],
+            &strings,
+        )
+        .unwrap();
+        assert_eq!((row.action, row.other_action), (Action::Alloc, alloc));
+        assert_eq!((row.addr, row.size), (Some(u64::MAX), Some(0)));
+        assert_eq!((row.stream, row.time_us), (u64::MAX, -5));
+        assert_eq!((row.compile_context, row.user_metadata), (NONE, odd));
+        assert_eq!(row.device_free, Some(7));
+        let row = event(&[(Field::Action, Scalar::Str(odd))], &strings).unwrap();
+        assert_eq!((row.action, row.other_action), (Action::Unknown, odd));
+
+        let bad = |field, v| event(&[(field, v)], &strings).unwrap_err().to_string();
+        assert_eq!(
+            bad(Field::Size, Scalar::Int(-1)),
+            "key `size` of a trace event: expected an unsigned 64-bit integer, found an out-of-range int"
+        );
+        assert_eq!(
+            bad(Field::TimeUs, Scalar::Int(1 << 64)),
+            "key `time_us` of a trace event: expected a 64-bit integer, found an out-of-range int"
+        );
+        assert_eq!(
+            bad(Field::Frames, Scalar::Int(1)),
+            "key `frames` of a trace event: expected a list of frames, found int"
+        );
+        assert_eq!(bad(Field::Action, Scalar::None), "key `action` of a trace event: expected a string, found None");
+        let mut row = EventRow::default();
+        assert!(!set_event(&mut row, Field::Line, Scalar::Int(1), &strings).unwrap());
+        assert!(!set_event(&mut row, Field::Unknown, Scalar::Str(odd), &strings).unwrap());
+    }
+}

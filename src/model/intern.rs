@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::fxhash::FxBuildHasher;
 use super::{FrameId, NONE, StackId, StrId};
 
 /// One Python or C++ frame, as `{name, filename, line}`.
@@ -16,7 +17,7 @@ pub struct Frame {
 #[derive(Debug, Default, Clone)]
 pub struct Strings {
     list: Vec<Box<str>>,
-    index: HashMap<Box<str>, StrId>,
+    index: HashMap<Box<str>, StrId, FxBuildHasher>,
 }
 
 impl Strings {
@@ -65,12 +66,12 @@ impl Strings {
 pub struct Stacks {
     pub offsets: Vec<u32>,
     pub frames: Vec<FrameId>,
-    index: HashMap<Box<[FrameId]>, StackId>,
+    index: HashMap<Box<[FrameId]>, StackId, FxBuildHasher>,
 }
 
 impl Default for Stacks {
     fn default() -> Self {
-        Stacks { offsets: vec![0], frames: Vec::new(), index: HashMap::new() }
+        Stacks { offsets: vec![0], frames: Vec::new(), index: HashMap::default() }
     }
 }
 
@@ -107,7 +108,7 @@ impl Stacks {
 /// Interns frames by content so that unshared copies (JSON input) still dedupe.
 #[derive(Debug, Default)]
 pub struct FrameInterner {
-    index: HashMap<Frame, FrameId>,
+    index: HashMap<Frame, FrameId, FxBuildHasher>,
 }
 
 impl FrameInterner {

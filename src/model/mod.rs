@@ -17,6 +17,7 @@
 //! device's trace is one contiguous range of `events`, in trace order.
 
 mod events;
+mod fxhash;
 mod intern;
 
 pub use events::{Action, EventRow, Events, Runs};

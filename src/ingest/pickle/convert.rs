@@ -1,30 +1,41 @@
-//! Turning pickle values into model rows: dict classification, frame lists, the top level.
+//! Turning pickle values into model rows as they arrive: dict classification (event, frame or
+//! generic dict), frame lists to stacks, the memo. The finished top level is read in
+//! [`toplevel`].
+
+mod toplevel;
 
 use std::collections::HashMap;
 
-use super::value::{Memo, Obj, Pool, Val};
+use super::memo::Memo;
+use super::recent::RecentStrings;
+use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
-use crate::ingest::builder::{Builder, NotASnapshot, TraceList};
-use crate::ingest::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
-use crate::model::{EventRow, NONE, Snapshot};
+use crate::ingest::builder::Builder;
+use crate::ingest::schema::{self, Field, FrameRow, Scalar};
+use crate::model::{Action, EventRow, NONE, StackId};
 
 /// Memo entries beyond `len + MEMO_SLACK` go to a sparse map, so a hostile `LONG_BINPUT 4e9`
 /// cannot allocate gigabytes.
 const MEMO_SLACK: u32 = 1 << 16;
-/// Nesting depth accepted inside `allocator_settings` (the only free-form value we keep).
-const MAX_SETTINGS_DEPTH: usize = 32;
 
 /// Everything the VM builds besides its stack.
 #[derive(Default)]
 pub struct State {
     b: Builder,
     arena: Vec<Obj>,
+    /// `start..end` of each `Obj::Events` list (kept out of `Obj` to keep it 8 bytes).
+    event_ranges: Vec<(u32, u32)>,
     pool: Pool,
     memo: Memo,
     far_memo: HashMap<u32, Val>,
     /// The schema field of each interned string, computed once per distinct string.
     str_field: Vec<Field>,
+    /// The action each interned string names, for `action` values.
+    str_action: Vec<Action>,
     frame_buf: Vec<u32>,
+    /// The stack `stack_of` interned last.
+    last_stack: Option<StackId>,
+    recent: RecentStrings,
     pub scratch: Vec<u8>,
 }
 
@@ -42,11 +53,19 @@ impl State {
 
     #[inline]
     pub fn string(&mut self, bytes: &[u8]) -> Val {
+        let key = RecentStrings::key(bytes);
+        if let Some(id) = key.and_then(|k| self.recent.get(k)) {
+            return Val::Str(id);
+        }
         let id = self.b.intern_bytes(bytes);
+        if let Some(k) = key {
+            self.recent.insert(k, id);
+        }
         // Strings interned elsewhere (placeholders) get their field here too.
         while self.str_field.len() < self.b.strings().len() {
             let s = self.b.strings().get(self.str_field.len() as u32);
             self.str_field.push(Field::of(s.as_bytes()));
+            self.str_action.push(Action::from_name(s.as_bytes()));
         }
         Val::Str(id)
     }
@@ -86,6 +105,22 @@ impl State {
         Ok(v)
     }
 
+    /// BINGET: pushes memo entry `i` onto `stack`.
+    #[inline(always)]
+    pub fn memo_push_to(&self, i: u32, stack: &mut Vec<Val>, at: u64) -> Result<(), PickleError> {
+        if self.memo.push_to(i as usize, stack) {
+            Ok(())
+        } else {
+            stack.push(self.far_memo_get(i, at)?);
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn far_memo_get(&self, i: u32, at: u64) -> Result<Val, PickleError> {
+        self.far_memo.get(&i).copied().ok_or_else(|| malformed("memo key read before it was written", at))
+    }
+
     #[inline]
     pub fn memo_get(&self, i: u32, at: u64) -> Result<Val, PickleError> {
         match self.memo.get(i as usize) {
@@ -95,15 +130,18 @@ impl State {
     }
 
     /// A `NewDict` that has since received items is whatever its memo slot now holds.
+    #[inline]
     fn resolve(&self, v: Val) -> Val {
         match v {
-            Val::NewDict(m) if m != NONE => {
-                match self.memo.get(m as usize).or_else(|| self.far_memo.get(&m).copied()) {
-                    Some(Val::NewDict(_)) | None => v,
-                    Some(now) => now,
-                }
-            }
+            Val::NewDict(m) if m != NONE => self.resolve_dict(v, m),
             v => v,
+        }
+    }
+
+    fn resolve_dict(&self, v: Val, m: u32) -> Val {
+        match self.memo.get(m as usize).or_else(|| self.far_memo.get(&m).copied()) {
+            Some(Val::NewDict(_)) | None => v,
+            Some(now) => now,
         }
     }
 
@@ -119,16 +157,19 @@ impl State {
         }
     }
 
-    /// SETITEM(S): adds `items` (key, value, key, value, ...) to `target`; returns the new value
-    /// of `target`.
-    pub fn set_items(&mut self, target: Val, items: &[Val], at: u64) -> Result<Val, PickleError> {
-        match self.resolve(target) {
+    /// SETITEM(S): adds `items` (key, value, key, value, ...) to `target` and replaces `target`
+    /// with its new value. Each branch writes its result in place: returning a `Val` through
+    /// the large `Result` and copying it stalled store forwarding once per event.
+    pub fn set_items(&mut self, target: &mut Val, items: &[Val], at: u64) -> Result<(), PickleError> {
+        match self.resolve(*target) {
             Val::NewDict(m) => {
-                let now = if items.chunks_exact(2).any(|kv| self.field(kv[0]).marks_event()) {
+                if items.chunks_exact(2).any(|kv| self.field(kv[0]).marks_event()) {
                     let mut row = EventRow::default();
                     self.apply_event(&mut row, items, at)?;
                     schema::finish_event(&row).map_err(|source| PickleError::Schema { problem: source, offset: at })?;
-                    Val::Event(self.b.push_event(&row))
+                    let id = self.b.push_event(&row);
+                    self.settle(m, Val::Event(id));
+                    *target = Val::Event(id);
                 } else if self.looks_like_frame(items) {
                     let mut row = FrameRow::default();
                     for kv in items.chunks_exact(2) {
@@ -140,17 +181,21 @@ impl State {
                             self.unknown_key(schema::CTX_FRAME, kv[0]);
                         }
                     }
-                    Val::Frame(self.b.frame(row))
+                    let id = self.b.frame(row);
+                    self.settle(m, Val::Frame(id));
+                    *target = Val::Frame(id);
                 } else {
-                    self.alloc(Obj::Dict, items.to_vec())
-                };
-                self.settle(m, now);
-                Ok(now)
+                    let now = self.alloc(Obj::Dict, items.to_vec());
+                    self.settle(m, now);
+                    *target = now;
+                }
+                Ok(())
             }
             Val::Obj(i) => match self.arena[i as usize] {
                 Obj::Dict(p) => {
                     self.pool.get_mut(p).extend_from_slice(items);
-                    Ok(Val::Obj(i))
+                    *target = Val::Obj(i);
+                    Ok(())
                 }
                 _ => Err(malformed("SETITEMS on a value that is not a dict", at)),
             },
@@ -160,7 +205,8 @@ impl State {
                 let mut row = self.b.snap.events.row(id);
                 self.apply_event(&mut row, items, at)?;
                 self.b.snap.events.set_row(id, &row);
-                Ok(Val::Event(id))
+                *target = Val::Event(id);
+                Ok(())
             }
             Val::Frame(_) => Err(malformed("a frame dict received keys after it was used", at)),
             _ => Err(malformed("SETITEMS on a value that is not a dict", at)),
@@ -170,6 +216,9 @@ impl State {
     fn apply_event(&mut self, row: &mut EventRow, items: &[Val], at: u64) -> Result<(), PickleError> {
         for kv in items.chunks_exact(2) {
             let field = self.field(kv[0]);
+            if self.set_event_fast(row, field, kv[1]) {
+                continue;
+            }
             let v = self.scalar(kv[1], field);
             let known = schema::set_event(row, field, v, self.b.strings())
                 .map_err(|source| PickleError::Schema { problem: source, offset: at })?;
@@ -178,6 +227,27 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The value types torch writes, applied without building a [`Scalar`]; `false` sends the
+    /// key through `schema::set_event` (other types, their errors, unknown keys).
+    #[inline]
+    fn set_event_fast(&mut self, row: &mut EventRow, field: Field, v: Val) -> bool {
+        match v {
+            Val::Int(i) => schema::set_event_int(row, field, i),
+            Val::Str(s) => schema::set_event_str(row, field, s, || match self.str_action.get(s as usize) {
+                Some(&a) => a,
+                None => Action::from_name(self.b.strings().get(s).as_bytes()),
+            }),
+            Val::Obj(i) if field == Field::Frames => match self.stack_of(i) {
+                Scalar::Stack(s) => {
+                    row.stack = s;
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     fn looks_like_frame(&self, items: &[Val]) -> bool {
@@ -225,21 +295,46 @@ impl State {
     fn stack_of(&mut self, i: u32) -> Scalar {
         match self.arena[i as usize] {
             Obj::Stack(s) => Scalar::Stack(s),
-            Obj::List(p) => {
-                self.frame_buf.clear();
-                for k in 0..self.pool.get(p).len() {
-                    match self.resolve(self.pool.get(p)[k]) {
-                        Val::Frame(f) => self.frame_buf.push(f),
-                        _ => return Scalar::Other("list of non-frames"),
-                    }
-                }
-                let s = self.b.stack(&self.frame_buf);
+            Obj::List(p) if let Some(s) = self.is_last_stack(self.pool.get(p)) => {
                 self.arena[i as usize] = Obj::Stack(s);
                 self.pool.release(p);
                 Scalar::Stack(s)
             }
+            Obj::List(p) => {
+                let mut frames = std::mem::take(&mut self.frame_buf);
+                frames.clear();
+                let all_frames = self.pool.get(p).iter().all(|&v| match self.resolve(v) {
+                    Val::Frame(f) => {
+                        frames.push(f);
+                        true
+                    }
+                    _ => false,
+                });
+                let scalar = if all_frames {
+                    let s = self.b.stack(&frames);
+                    self.last_stack = Some(s);
+                    self.arena[i as usize] = Obj::Stack(s);
+                    self.pool.release(p);
+                    Scalar::Stack(s)
+                } else {
+                    Scalar::Other("list of non-frames")
+                };
+                self.frame_buf = frames;
+                scalar
+            }
             _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
         }
+    }
+
+    /// The stack interned last, when `items` are exactly its frames. Consecutive events usually
+    /// carry the same stack (92% of them in the benchmark), and this check is cheaper than
+    /// collecting, hashing and looking up the list.
+    #[inline]
+    fn is_last_stack(&self, items: &[Val]) -> Option<StackId> {
+        let s = self.last_stack?;
+        let last = self.b.stack_frames(s);
+        let same = items.len() == last.len() && items.iter().zip(last).all(|(&v, &f)| v == Val::Frame(f));
+        same.then_some(s)
     }
 
     fn pair_of(&self, i: u32) -> Scalar {
@@ -265,14 +360,16 @@ impl State {
             Obj::List(p) if self.pool.get(p).is_empty() => match items.first() {
                 Some(&Val::Event(first)) if contiguous_from(first) => {
                     self.pool.release(p);
-                    self.arena[i as usize] = Obj::Events(first, first + items.len() as u32);
+                    self.event_ranges.push((first, first + items.len() as u32));
+                    self.arena[i as usize] = Obj::Events((self.event_ranges.len() - 1) as u32);
                 }
                 _ => self.pool.get_mut(p).extend_from_slice(items),
             },
             Obj::List(p) | Obj::Set(p) => self.pool.get_mut(p).extend_from_slice(items),
-            Obj::Events(start, end) => {
+            Obj::Events(k) => {
+                let (start, end) = self.event_ranges[k as usize];
                 if contiguous_from(end) {
-                    self.arena[i as usize] = Obj::Events(start, end + items.len() as u32);
+                    self.event_ranges[k as usize].1 = end + items.len() as u32;
                 } else {
                     let mut list: Vec<Val> = (start..end).map(Val::Event).collect();
                     list.extend_from_slice(items);
@@ -288,231 +385,5 @@ impl State {
             }
         }
         Ok(())
-    }
-
-    /// Interprets the value that STOP returned.
-    pub fn finish(mut self, top: Val, end: u64) -> Result<Snapshot, PickleError> {
-        let (traces, legacy) = match self.resolve(top) {
-            Val::Obj(i) => match self.arena[i as usize] {
-                Obj::Dict(p) => {
-                    let items = std::mem::take(self.pool.get_mut(p));
-                    (self.top_dict(&items).map_err(|e| e.at(end))?, false)
-                }
-                Obj::List(p) => {
-                    for v in std::mem::take(self.pool.get_mut(p)) {
-                        self.segment(v).map_err(|e| e.at(end))?;
-                    }
-                    (Vec::new(), true)
-                }
-                Obj::Events(..) => {
-                    return Err(
-                        NotASnapshot::Shape { what: "the top level is a bare list of trace events".into() }.into()
-                    );
-                }
-                _ => {
-                    return Err(NotASnapshot::TopLevel { found: top.type_name(&self.arena) }.into());
-                }
-            },
-            Val::NewDict(_) => {
-                return Err(NotASnapshot::Shape { what: "the top level is an empty dict".into() }.into());
-            }
-            other => {
-                return Err(NotASnapshot::TopLevel { found: other.type_name(&self.arena) }.into());
-            }
-        };
-        Ok(self.b.finish(traces, legacy)?)
-    }
-
-    fn top_dict(&mut self, items: &[Val]) -> Result<Vec<TraceList>, ShapeError> {
-        let mut traces = Vec::new();
-        let mut recognised = false;
-        for kv in items.chunks_exact(2) {
-            let (k, v) = (kv[0], kv[1]);
-            match self.field(k) {
-                Field::Segments => {
-                    recognised = true;
-                    for item in self.list_items(v, "segments")? {
-                        self.segment(item)?;
-                    }
-                }
-                Field::DeviceTraces => {
-                    recognised = true;
-                    for (d, item) in self.list_items(v, "device_traces")?.into_iter().enumerate() {
-                        traces.push(self.trace_list(item, d)?);
-                    }
-                }
-                Field::ExternalAnnotations => {
-                    for item in self.list_items(v, "external_annotations")? {
-                        let pairs = self.dict_pairs(item, "external_annotations[]")?;
-                        let mut row = AnnotationRow::default();
-                        for (k, v) in pairs {
-                            let field = self.field(k);
-                            let s = self.scalar(v, field);
-                            if !schema::set_annotation(&mut row, field, s, self.b.strings())? {
-                                self.unknown_key(schema::CTX_ANNOTATION, k);
-                            }
-                        }
-                        self.b.push_annotation(row.0);
-                    }
-                }
-                Field::AllocatorSettings => {
-                    let json = self.to_json(v, 0)?;
-                    self.b.set_allocator_settings(json);
-                }
-                _ => self.unknown_key(schema::CTX_SNAPSHOT, k),
-            }
-        }
-        if !recognised {
-            return Err(ShapeError::Shape(NotASnapshot::Shape {
-                what: "a dict without `segments` or `device_traces`".into(),
-            }));
-        }
-        Ok(traces)
-    }
-
-    fn list_items(&self, v: Val, key: &str) -> Result<Vec<Val>, ShapeError> {
-        let bad = |found: &str| ShapeError::shape(format!("`{key}` is a {found}, expected a list"));
-        match self.resolve(v) {
-            Val::Obj(i) => match self.arena[i as usize] {
-                Obj::List(p) | Obj::Tuple(p) => Ok(self.pool.get(p).to_vec()),
-                Obj::Events(a, b) => Ok((a..b).map(Val::Event).collect()),
-                _ => Err(bad(v.type_name(&self.arena))),
-            },
-            other => Err(bad(other.type_name(&self.arena))),
-        }
-    }
-
-    fn dict_pairs(&self, v: Val, what: &str) -> Result<Vec<(Val, Val)>, ShapeError> {
-        let bad = |found: &str| ShapeError::shape(format!("`{what}` holds a {found}, expected a dict"));
-        match self.resolve(v) {
-            Val::NewDict(_) => Ok(Vec::new()),
-            Val::Obj(i) => match self.arena[i as usize] {
-                Obj::Dict(p) => Ok(self.pool.get(p).chunks_exact(2).map(|kv| (kv[0], kv[1])).collect()),
-                _ => Err(bad(v.type_name(&self.arena))),
-            },
-            other => Err(bad(other.type_name(&self.arena))),
-        }
-    }
-
-    fn trace_list(&self, v: Val, device: usize) -> Result<TraceList, ShapeError> {
-        let bad = |found: &str| {
-            ShapeError::shape(format!("`device_traces[{device}]` is a {found}, expected a list of trace events"))
-        };
-        match self.resolve(v) {
-            Val::Obj(i) => match self.arena[i as usize] {
-                Obj::Events(a, b) => Ok(TraceList::Range(a, b)),
-                Obj::List(p) if self.pool.get(p).is_empty() => Ok(TraceList::Range(0, 0)),
-                Obj::List(p) => self
-                    .pool
-                    .get(p)
-                    .iter()
-                    .map(|&v| match self.resolve(v) {
-                        Val::Event(e) => Ok(e),
-                        other => Err(ShapeError::shape(format!(
-                            "`device_traces[{device}]` holds a {}, expected trace events (dicts with `action`)",
-                            other.type_name(&self.arena)
-                        ))),
-                    })
-                    .collect::<Result<_, _>>()
-                    .map(TraceList::Ids),
-                _ => Err(bad(v.type_name(&self.arena))),
-            },
-            other => Err(bad(other.type_name(&self.arena))),
-        }
-    }
-
-    fn segment(&mut self, v: Val) -> Result<(), ShapeError> {
-        let pairs = self.dict_pairs(v, "segments")?;
-        let mut row = SegmentRow::default();
-        let mut blocks = Vec::new();
-        for (k, v) in pairs {
-            let field = self.field(k);
-            if field == Field::Blocks {
-                for b in self.list_items(v, "blocks")? {
-                    blocks.push(self.block(b)?);
-                }
-                continue;
-            }
-            let s = self.scalar(v, field);
-            if !schema::set_segment(&mut row, field, s)? {
-                self.unknown_key(schema::CTX_SEGMENT, k);
-            }
-        }
-        Ok(self.b.push_segment(&row, &blocks)?)
-    }
-
-    fn block(&mut self, v: Val) -> Result<BlockRow, ShapeError> {
-        let mut row = BlockRow::default();
-        for (k, v) in self.dict_pairs(v, "blocks")? {
-            let field = self.field(k);
-            let s = self.scalar(v, field);
-            if !schema::set_block(&mut row, field, s, self.b.strings())? {
-                self.unknown_key(schema::CTX_BLOCK, k);
-            }
-        }
-        Ok(row)
-    }
-
-    /// `allocator_settings` is free-form: keep it as JSON.
-    fn to_json(&self, v: Val, depth: usize) -> Result<serde_json::Value, ShapeError> {
-        use serde_json::Value as J;
-        if depth > MAX_SETTINGS_DEPTH {
-            return Err(ShapeError::shape("`allocator_settings` is nested too deeply".into()));
-        }
-        Ok(match self.resolve(v) {
-            Val::None => J::Null,
-            Val::Bool(b) => J::Bool(b),
-            Val::Int(i) => J::from(i),
-            Val::UInt(u) => J::from(u),
-            Val::Huge => J::String("<huge int>".into()),
-            Val::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
-            Val::Str(s) => J::String(self.b.strings().get(s).to_owned()),
-            Val::NewDict(_) => J::Object(Default::default()),
-            Val::Obj(i) => match self.arena[i as usize] {
-                Obj::List(p) | Obj::Tuple(p) | Obj::Set(p) => {
-                    J::Array(self.pool.get(p).iter().map(|&x| self.to_json(x, depth + 1)).collect::<Result<_, _>>()?)
-                }
-                Obj::Dict(p) => {
-                    let mut map = serde_json::Map::new();
-                    for kv in self.pool.get(p).chunks_exact(2) {
-                        let (k, v) = (kv[0], kv[1]);
-                        let key = match self.resolve(k) {
-                            Val::Str(s) => self.b.strings().get(s).to_owned(),
-                            Val::Int(i) => i.to_string(),
-                            other => other.type_name(&self.arena).to_owned(),
-                        };
-                        map.insert(key, self.to_json(v, depth + 1)?);
-                    }
-                    J::Object(map)
-                }
-                Obj::Events(..) | Obj::Stack(_) => J::Null,
-            },
-            Val::Bytes | Val::Event(_) | Val::Frame(_) => J::Null,
-        })
-    }
-}
-
-/// Problems found while interpreting the finished top level.
-enum ShapeError {
-    Schema(schema::SchemaError),
-    Shape(NotASnapshot),
-}
-
-impl ShapeError {
-    fn shape(what: String) -> Self {
-        ShapeError::Shape(NotASnapshot::Shape { what })
-    }
-
-    fn at(self, offset: u64) -> PickleError {
-        match self {
-            ShapeError::Schema(problem) => PickleError::Schema { problem, offset },
-            ShapeError::Shape(s) => PickleError::Shape(s),
-        }
-    }
-}
-
-impl From<schema::SchemaError> for ShapeError {
-    fn from(e: schema::SchemaError) -> Self {
-        ShapeError::Schema(e)
     }
 }

@@ -77,6 +77,17 @@ impl<R: Read> Input<R> {
         Ok(a)
     }
 
+    /// Consumes the next byte if it is `b` and already in the window; never reads, never fails.
+    #[inline]
+    pub fn eat(&mut self, b: u8) -> bool {
+        if self.pos < self.end && self.buf[self.pos] == b {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Borrows `n` bytes when they fit the window; `None` when the caller must use [`Self::read_long`].
     #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<Option<&[u8]>, PickleError> {

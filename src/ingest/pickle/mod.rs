@@ -15,12 +15,21 @@
 //! Frame lists are interned as stacks the first time an event or block uses them; the memo keeps
 //! pointing at the interned list, so a list shared by 100k events is interned once.
 //!
+//! Where things are: `input` is the window, `value` the 16-byte `Val` and the arena's containers,
+//! `memo` the 4-byte memo, `recent` a cache of short strings, `convert` turns dicts and frame lists
+//! into rows as they arrive and `convert/toplevel` reads the finished top level. The per-event path
+//! avoids building values in temporaries: see "The reader" in ARCHITECTURE.md for why.
+//!
 //! Safety posture: opcodes that construct objects or call code (GLOBAL, STACK_GLOBAL, REDUCE,
 //! BUILD, INST, OBJ, NEWOBJ, EXT*, PERSID, out-of-band buffers) are refused. Memory is bounded by
 //! the input size: every opcode consumes input, lengths are honoured only as data arrives.
 
 mod convert;
 mod input;
+mod memo;
+mod recent;
+#[cfg(test)]
+mod tests;
 mod value;
 
 use std::io::Read;
@@ -182,13 +191,11 @@ impl<R: Read> Vm<R> {
             match opcode {
                 op::BINGET => {
                     let i = self.inp.u8()? as u32;
-                    let v = self.st.memo_get(i, at)?;
-                    self.stack.push(v);
+                    self.st.memo_push_to(i, &mut self.stack, at)?;
                 }
                 op::LONG_BINGET => {
                     let i = u32::from_le_bytes(self.inp.array()?);
-                    let v = self.st.memo_get(i, at)?;
-                    self.stack.push(v);
+                    self.st.memo_push_to(i, &mut self.stack, at)?;
                 }
                 op::MEMOIZE => {
                     let top = self.top(at)?;
@@ -238,22 +245,22 @@ impl<R: Read> Vm<R> {
                     let n = self.inp.u8()? as usize;
                     let b = self.inp.bytes(n)?.expect("short string fits the window");
                     let v = self.st.string(b);
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::BINUNICODE | op::BINSTRING => {
                     let n = u32::from_le_bytes(self.inp.array()?) as u64;
                     let v = self.read_string(n)?;
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::BINUNICODE8 => {
                     let n = u64::from_le_bytes(self.inp.array()?);
                     let v = self.read_string(n)?;
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::SHORT_BINSTRING => {
                     let n = self.inp.u8()? as u64;
                     let v = self.read_string(n)?;
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::SHORT_BINBYTES => {
                     let n = self.inp.u8()? as u64;
@@ -274,10 +281,10 @@ impl<R: Read> Vm<R> {
                     let v = f64::from_be_bytes(self.inp.array()?);
                     self.stack.push(Val::Float(v));
                 }
-                op::EMPTY_DICT => self.stack.push(Val::NewDict(NONE)),
+                op::EMPTY_DICT => self.push_new(Val::NewDict(NONE)),
                 op::EMPTY_LIST => {
                     let v = self.st.alloc(Obj::List, Vec::new());
-                    self.stack.push(v);
+                    self.push_new(v);
                 }
                 op::EMPTY_TUPLE => {
                     let v = self.st.alloc(Obj::Tuple, Vec::new());
@@ -420,6 +427,15 @@ impl<R: Read> Vm<R> {
         }
     }
 
+    /// Pushes a value just made, memoizing it at once when MEMOIZE follows (protocol 4 memoizes
+    /// nearly every str, dict and list). Besides skipping a dispatch, this avoids reading the
+    /// value back from the stack right after writing it, which stalls store forwarding.
+    #[inline(always)]
+    fn push_new(&mut self, v: Val) {
+        let v = if self.inp.eat(op::MEMOIZE) { self.st.memo_push(v) } else { v };
+        self.stack.push(v);
+    }
+
     #[inline]
     fn top(&self, at: u64) -> Result<Val, PickleError> {
         let floor = self.marks.last().copied().unwrap_or(0);
@@ -439,9 +455,9 @@ impl<R: Read> Vm<R> {
         if (self.stack.len() - items) % 2 != 0 {
             return Err(malformed("odd number of items for a dict", at));
         }
-        let v = self.st.set_items(self.stack[target], &self.stack[items..], at)?;
+        let (below, items_slice) = self.stack.split_at_mut(items);
+        self.st.set_items(&mut below[target], items_slice, at)?;
         self.stack.truncate(items);
-        self.stack[target] = v;
         Ok(())
     }
 

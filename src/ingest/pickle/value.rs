@@ -28,13 +28,14 @@ pub enum Val {
     Frame(FrameId),
 }
 
-/// Containers that outlive their opcode: 12 bytes each, because a snapshot has millions of
+/// Containers that outlive their opcode: 8 bytes each, because a snapshot has millions of
 /// frame lists. Item vectors live in a [`Pool`] and are recycled once a list becomes a stack.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Obj {
     List(u32),
-    /// A list whose items are the events `start..end`, pushed back to back: a device trace.
-    Events(u32, u32),
+    /// A list whose items are events pushed back to back (a device trace): its `start..end`
+    /// is entry `k` of the reader's range table.
+    Events(u32),
     /// A frame list already interned (frame lists are shared through the memo: intern once).
     Stack(StackId),
     Tuple(u32),
@@ -54,7 +55,11 @@ impl Pool {
     pub fn alloc(&mut self, items: Vec<Val>) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                self.vecs[i as usize] = items;
+                // A released vector is empty and keeps its capacity: an empty list (EMPTY_LIST,
+                // the start of every frame list) takes it as it is.
+                if !items.is_empty() {
+                    self.vecs[i as usize] = items;
+                }
                 i
             }
             None => {
@@ -79,80 +84,6 @@ impl Pool {
     }
 }
 
-/// The memo, 8 bytes an entry: a snapshot memoizes every event dict, frame list and string, so
-/// it holds several entries per event. Values with wide payloads (rare in a memo) are boxed in
-/// a side table.
-#[derive(Debug, Default)]
-pub struct Memo {
-    packed: Vec<u64>,
-    wide: Vec<Val>,
-}
-
-const TAG_BITS: u32 = 4;
-const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
-/// Marks a slot that was never written (gaps left by BINPUT with a far index).
-const UNSET: u64 = TAG_MASK;
-
-impl Memo {
-    pub fn len(&self) -> usize {
-        self.packed.len()
-    }
-
-    fn pack(&mut self, v: Val) -> u64 {
-        let (tag, payload): (u64, u64) = match v {
-            Val::None => (0, 0),
-            Val::Bool(b) => (1, b as u64),
-            Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => (2, i as u64 & ((1 << 60) - 1)),
-            Val::Str(s) => (3, s as u64),
-            Val::Bytes => (4, 0),
-            Val::NewDict(m) => (5, m as u64),
-            Val::Obj(i) => (6, i as u64),
-            Val::Event(i) => (7, i as u64),
-            Val::Frame(i) => (8, i as u64),
-            Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => {
-                self.wide.push(v);
-                (9, (self.wide.len() - 1) as u64)
-            }
-        };
-        payload << TAG_BITS | tag
-    }
-
-    fn unpack(&self, p: u64) -> Option<Val> {
-        let payload = p >> TAG_BITS;
-        Some(match p & TAG_MASK {
-            0 => Val::None,
-            1 => Val::Bool(payload != 0),
-            2 => Val::Int(((payload << 4) as i64) >> 4),
-            3 => Val::Str(payload as u32),
-            4 => Val::Bytes,
-            5 => Val::NewDict(payload as u32),
-            6 => Val::Obj(payload as u32),
-            7 => Val::Event(payload as u32),
-            8 => Val::Frame(payload as u32),
-            9 => self.wide[payload as usize],
-            _ => return None,
-        })
-    }
-
-    pub fn push(&mut self, v: Val) {
-        let p = self.pack(v);
-        self.packed.push(p);
-    }
-
-    /// Writes slot `i`, filling any gap before it with unset slots.
-    pub fn set(&mut self, i: usize, v: Val) {
-        let p = self.pack(v);
-        if i >= self.packed.len() {
-            self.packed.resize(i + 1, UNSET);
-        }
-        self.packed[i] = p;
-    }
-
-    pub fn get(&self, i: usize) -> Option<Val> {
-        self.packed.get(i).and_then(|&p| self.unpack(p))
-    }
-}
-
 impl Val {
     pub fn type_name(&self, arena: &[Obj]) -> &'static str {
         match self {
@@ -164,7 +95,7 @@ impl Val {
             Val::Bytes => "bytes",
             Val::NewDict(_) | Val::Event(_) | Val::Frame(_) => "dict",
             Val::Obj(i) => match arena[*i as usize] {
-                Obj::List(_) | Obj::Events(..) | Obj::Stack(_) => "list",
+                Obj::List(_) | Obj::Events(_) | Obj::Stack(_) => "list",
                 Obj::Tuple(_) => "tuple",
                 Obj::Dict(_) => "dict",
                 Obj::Set(_) => "set",
@@ -183,9 +114,17 @@ impl Val {
 
 /// Decodes a little-endian two's-complement integer of any length (LONG1 / LONG4).
 pub fn long_from_le(bytes: &[u8]) -> Val {
-    let Some(&last) = bytes.last() else {
+    if bytes.is_empty() {
         return Val::Int(0);
-    };
+    }
+    if bytes.len() <= 8 {
+        // The common case (addresses, timestamps), assembled in a register: copying into a
+        // buffer and reading it back as one integer would stall store forwarding.
+        let shift = 64 - 8 * bytes.len() as u32;
+        let v = bytes.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64);
+        return Val::Int(((v << shift) as i64) >> shift);
+    }
+    let last = bytes[bytes.len() - 1];
     let negative = last & 0x80 != 0;
     let fill = if negative { 0xff } else { 0x00 };
     // Strip redundant sign bytes so any length that fits is accepted.
@@ -213,10 +152,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn small_values() {
+        assert_eq!(std::mem::size_of::<Val>(), 16);
+        assert_eq!(std::mem::size_of::<Obj>(), 8);
+    }
+
+    #[test]
     fn long_decoding() {
         assert_eq!(long_from_le(&[]), Val::Int(0));
         assert_eq!(long_from_le(&[0xff]), Val::Int(-1));
         assert_eq!(long_from_le(&[0x80, 0x00]), Val::Int(128));
+        assert_eq!(long_from_le(&[0x01, 0x02, 0x83]), Val::Int(0x830201 - 0x1000000));
+        assert_eq!(long_from_le(&[0, 0, 0, 0, 0, 0, 0, 0x40]), Val::Int(1 << 62));
+        assert_eq!(long_from_le(&i64::MAX.to_le_bytes()), Val::Int(i64::MAX));
+        for n in [0x1234_5678_9abc_i64, -0x1234_5678_9abc, -1, 0, 1] {
+            for len in 6..=8 {
+                assert_eq!(long_from_le(&n.to_le_bytes()[..len]), Val::Int(n), "{n} {len}");
+            }
+        }
         // 2^63 + 0x1000 needs 9 bytes: the top bit of byte 8 is the sign.
         let v: u64 = 0x8000_0000_0000_1000;
         let mut b = v.to_le_bytes().to_vec();
@@ -229,36 +182,5 @@ mod tests {
         big.push(1);
         assert_eq!(long_from_le(&big), Val::Huge);
         assert_eq!(long_from_le(&i64::MIN.to_le_bytes()), Val::Int(i64::MIN));
-    }
-
-    #[test]
-    fn memo_round_trips_every_value() {
-        let vals = [
-            Val::None,
-            Val::Bool(true),
-            Val::Int(-5),
-            Val::Int((1 << 59) - 1),
-            Val::Int(-(1 << 59)),
-            Val::Int(i64::MIN),
-            Val::UInt(u64::MAX),
-            Val::Huge,
-            Val::Float(1.5),
-            Val::Str(7),
-            Val::Bytes,
-            Val::NewDict(3),
-            Val::Obj(u32::MAX - 1),
-            Val::Event(9),
-            Val::Frame(11),
-        ];
-        let mut m = Memo::default();
-        for v in vals {
-            m.push(v);
-        }
-        m.set(20, Val::Int(1));
-        for (i, v) in vals.iter().enumerate() {
-            assert_eq!(m.get(i), Some(*v));
-        }
-        assert_eq!(m.get(19), None, "gap slots are unset");
-        assert_eq!(m.get(20), Some(Val::Int(1)));
     }
 }

@@ -1,0 +1,283 @@
+//! The pickle memo, 4 bytes an entry.
+//!
+//! A snapshot memoizes every event dict, every fresh frame list and many strings: millions of
+//! entries that must all be kept, because any of them may be fetched again later. So an entry is
+//! one packed integer, not a [`Val`]:
+//!
+//! ```text
+//!   packed = payload << 4 | tag
+//!   tag:  0 None   1 Bool   2 Int   3 Str   4 Bytes   5 NewDict   6 Obj   7 Event   8 Frame
+//!         9 index into `wide` (floats, UInt, Huge, ints that do not fit)   15 unset slot
+//! ```
+//!
+//! Entries are stored as `u32` (payloads below 2^28: ids of a pickle up to a few GB). The first
+//! value that does not fit switches the memo to `u64` entries once, with the same packing and
+//! 60-bit payloads, so no input is refused for its size.
+
+use super::value::Val;
+
+#[derive(Debug)]
+enum Slots {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+#[derive(Debug)]
+pub struct Memo {
+    slots: Slots,
+    /// Values too wide to pack (rare in a memo: pickle never memoizes numbers).
+    wide: Vec<Val>,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo { slots: Slots::Narrow(Vec::new()), wide: Vec::new() }
+    }
+}
+
+const TAG_BITS: u32 = 4;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+const TAG_WIDE: u64 = 9;
+/// Tags whose payload is a u32 id: Str, NewDict, Obj, Event, Frame.
+const ID_TAGS: u64 = 1 << 3 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8;
+/// Marks a slot that was never written (gaps left by BINPUT with a far index).
+const UNSET: u64 = TAG_MASK;
+
+impl Memo {
+    pub fn len(&self) -> usize {
+        match &self.slots {
+            Slots::Narrow(s) => s.len(),
+            Slots::Wide(s) => s.len(),
+        }
+    }
+
+    fn box_wide(&mut self, v: Val) -> u64 {
+        self.wide.push(v);
+        ((self.wide.len() - 1) as u64) << TAG_BITS | TAG_WIDE
+    }
+
+    /// Packs `v` with a payload of up to 60 bits, boxing what does not fit.
+    fn pack(&mut self, v: Val) -> u64 {
+        Self::pack_inline(v).unwrap_or_else(|| self.box_wide(v))
+    }
+
+    /// Packs `v` without the side table; `None` for floats and ints beyond 60 bits.
+    #[inline]
+    fn pack_inline(v: Val) -> Option<u64> {
+        let (tag, payload): (u64, u64) = match v {
+            Val::None => (0, 0),
+            Val::Bool(b) => (1, b as u64),
+            Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => (2, i as u64 & ((1 << 60) - 1)),
+            Val::Str(s) => (3, s as u64),
+            Val::Bytes => (4, 0),
+            Val::NewDict(m) => (5, m as u64),
+            Val::Obj(i) => (6, i as u64),
+            Val::Event(i) => (7, i as u64),
+            Val::Frame(i) => (8, i as u64),
+            Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => return None,
+        };
+        Some(payload << TAG_BITS | tag)
+    }
+
+    /// `v` packed into a narrow slot, when the memo is narrow and `v` fits one.
+    #[inline]
+    fn narrow_slot(&mut self, v: Val) -> Option<(&mut Vec<u32>, u32)> {
+        match &mut self.slots {
+            Slots::Narrow(s) => {
+                let p = u32::try_from(Self::pack_inline(v)?).ok()?;
+                Some((s, p))
+            }
+            Slots::Wide(_) => None,
+        }
+    }
+
+    /// Packs `v` for the current slot width, switching to wide slots if it does not fit.
+    fn pack_for_slots(&mut self, v: Val) -> u64 {
+        let mut p = self.pack(v);
+        if p > u32::MAX as u64 && matches!(self.slots, Slots::Narrow(_)) {
+            if matches!(v, Val::Int(_)) {
+                // A negative int: sign bits fill the payload. Box it rather than widen.
+                p = self.box_wide(v);
+            }
+            if let Slots::Narrow(narrow) = &self.slots
+                && p > u32::MAX as u64
+            {
+                self.slots = Slots::Wide(narrow.iter().map(|&n| n as u64).collect());
+            }
+        }
+        p
+    }
+
+    #[inline]
+    fn unpack(&self, p: u64) -> Option<Val> {
+        let payload = p >> TAG_BITS;
+        Some(match p & TAG_MASK {
+            0 => Val::None,
+            1 => Val::Bool(payload != 0),
+            2 => Val::Int(((payload << 4) as i64) >> 4),
+            3 => Val::Str(payload as u32),
+            4 => Val::Bytes,
+            5 => Val::NewDict(payload as u32),
+            6 => Val::Obj(payload as u32),
+            7 => Val::Event(payload as u32),
+            8 => Val::Frame(payload as u32),
+            9 => self.wide[payload as usize],
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    pub fn push(&mut self, v: Val) {
+        match self.narrow_slot(v) {
+            Some((s, p)) => s.push(p),
+            None => self.push_slow(v),
+        }
+    }
+
+    fn push_slow(&mut self, v: Val) {
+        let p = self.pack_for_slots(v);
+        match &mut self.slots {
+            Slots::Narrow(s) => s.push(p as u32),
+            Slots::Wide(s) => s.push(p),
+        }
+    }
+
+    /// Writes slot `i`, filling any gap before it with unset slots.
+    #[inline]
+    pub fn set(&mut self, i: usize, v: Val) {
+        match self.narrow_slot(v) {
+            Some((s, p)) if i < s.len() => s[i] = p,
+            _ => self.set_slow(i, v),
+        }
+    }
+
+    fn set_slow(&mut self, i: usize, v: Val) {
+        let p = self.pack_for_slots(v);
+        match &mut self.slots {
+            Slots::Narrow(s) => {
+                if i >= s.len() {
+                    s.resize(i + 1, UNSET as u32);
+                }
+                s[i] = p as u32;
+            }
+            Slots::Wide(s) => {
+                if i >= s.len() {
+                    s.resize(i + 1, UNSET);
+                }
+                s[i] = p;
+            }
+        }
+    }
+
+    /// Pushes the value in slot `i` onto `out` (BINGET); false for a slot never written.
+    ///
+    /// Each arm pushes its own variant: unpacking into a temporary `Val` and copying that makes
+    /// the CPU reload 16 bytes it just wrote in pieces (a store-forwarding stall per BINGET).
+    #[inline(always)]
+    pub fn push_to(&self, i: usize, out: &mut Vec<Val>) -> bool {
+        let p = match &self.slots {
+            Slots::Narrow(s) => match s.get(i) {
+                Some(&p) => p as u64,
+                None => return false,
+            },
+            Slots::Wide(s) => match s.get(i) {
+                Some(&p) => p,
+                None => return false,
+            },
+        };
+        let (tag, payload) = (p & TAG_MASK, p >> TAG_BITS);
+        if ID_TAGS >> tag & 1 != 0 {
+            // Nearly every BINGET: one predictable branch, then arms of one shape, which the
+            // compiler turns into a table lookup of the variant instead of a jump per tag.
+            let id = payload as u32;
+            out.push(match tag {
+                3 => Val::Str(id),
+                5 => Val::NewDict(id),
+                6 => Val::Obj(id),
+                7 => Val::Event(id),
+                _ => Val::Frame(id),
+            });
+            return true;
+        }
+        match tag {
+            0 => out.push(Val::None),
+            1 => out.push(Val::Bool(payload != 0)),
+            2 => out.push(Val::Int(((payload << 4) as i64) >> 4)),
+            3 => out.push(Val::Str(payload as u32)),
+            4 => out.push(Val::Bytes),
+            5 => out.push(Val::NewDict(payload as u32)),
+            6 => out.push(Val::Obj(payload as u32)),
+            7 => out.push(Val::Event(payload as u32)),
+            8 => out.push(Val::Frame(payload as u32)),
+            9 => out.push(self.wide[payload as usize]),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The value in slot `i`; `None` for a slot never written.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<Val> {
+        let p = match &self.slots {
+            Slots::Narrow(s) => *s.get(i)? as u64,
+            Slots::Wide(s) => *s.get(i)?,
+        };
+        self.unpack(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALS: [Val; 15] = [
+        Val::None,
+        Val::Bool(true),
+        Val::Int(-5),
+        Val::Int((1 << 59) - 1),
+        Val::Int(-(1 << 59)),
+        Val::Int(i64::MIN),
+        Val::UInt(u64::MAX),
+        Val::Huge,
+        Val::Float(1.5),
+        Val::Str(7),
+        Val::Bytes,
+        Val::NewDict(3),
+        Val::Obj((1 << 28) - 1),
+        Val::Event(9),
+        Val::Frame(11),
+    ];
+
+    #[test]
+    fn memo_round_trips_every_value() {
+        let mut m = Memo::default();
+        for v in VALS {
+            m.push(v);
+        }
+        assert!(matches!(m.slots, Slots::Narrow(_)), "all of these fit 4 bytes");
+        m.set(20, Val::Int(1));
+        for (i, v) in VALS.iter().enumerate() {
+            assert_eq!(m.get(i), Some(*v));
+        }
+        assert_eq!(m.get(19), None, "gap slots are unset");
+        assert_eq!(m.get(20), Some(Val::Int(1)));
+        assert_eq!(m.get(21), None);
+    }
+
+    #[test]
+    fn a_large_id_widens_the_memo_once() {
+        let mut m = Memo::default();
+        for v in VALS {
+            m.push(v);
+        }
+        m.push(Val::Obj(u32::MAX - 1));
+        assert!(matches!(m.slots, Slots::Wide(_)));
+        m.set(30, Val::Event(1 << 30));
+        for (i, v) in VALS.iter().enumerate() {
+            assert_eq!(m.get(i), Some(*v));
+        }
+        assert_eq!(m.get(VALS.len()), Some(Val::Obj(u32::MAX - 1)));
+        assert_eq!(m.get(29), None);
+        assert_eq!(m.get(30), Some(Val::Event(1 << 30)));
+    }
+}

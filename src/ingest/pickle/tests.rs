@@ -1,0 +1,127 @@
+//! Decoder tests on pickles written here byte by byte (protocol 4 opcodes, as torch writes).
+
+use super::decode;
+use crate::model::Snapshot;
+
+/// Writes the opcodes of a snapshot: just enough of a pickler for these tests.
+#[derive(Default)]
+struct Pickler {
+    out: Vec<u8>,
+    memo: u32,
+}
+
+impl Pickler {
+    fn memoize(&mut self) -> u32 {
+        self.out.push(0x94);
+        self.memo += 1;
+        self.memo - 1
+    }
+
+    fn str(&mut self, s: &str) -> u32 {
+        self.out.push(0x8c);
+        self.out.push(s.len() as u8);
+        self.out.extend_from_slice(s.as_bytes());
+        self.memoize()
+    }
+
+    fn get(&mut self, slot: u32) {
+        self.out.push(b'j');
+        self.out.extend_from_slice(&slot.to_le_bytes());
+    }
+
+    fn int(&mut self, i: u32) {
+        self.out.push(b'J');
+        self.out.extend_from_slice(&i.to_le_bytes());
+    }
+
+    /// `{` then `MARK`: the items follow, then [`Self::end_dict`].
+    fn dict(&mut self) -> u32 {
+        self.out.push(b'}');
+        let slot = self.memoize();
+        self.out.push(b'(');
+        slot
+    }
+
+    fn end_dict(&mut self) {
+        self.out.push(b'u');
+    }
+
+    fn list(&mut self) -> u32 {
+        self.out.push(b']');
+        let slot = self.memoize();
+        self.out.push(b'(');
+        slot
+    }
+
+    fn end_list(&mut self) {
+        self.out.push(b'e');
+    }
+}
+
+/// A snapshot whose one device has an `alloc` event per frame list in `stacks` (frame indices).
+fn snapshot_with_stacks(stacks: &[&[usize]]) -> Snapshot {
+    let mut p = Pickler::default();
+    p.out.extend_from_slice(&[0x80, 4]);
+    p.dict();
+    p.str("segments");
+    p.list();
+    p.end_list();
+    p.str("device_traces");
+    p.list();
+    p.list();
+    let keys: Vec<u32> =
+        ["action", "addr", "size", "frames", "name", "filename", "line"].iter().map(|k| p.str(k)).collect();
+    for _ in &keys {
+        p.out.push(b'0'); // POP: the keys only live in the memo
+    }
+    let mut frames: Vec<u32> = Vec::new();
+    for (i, stack) in stacks.iter().enumerate() {
+        p.dict();
+        p.get(keys[0]);
+        p.str("alloc");
+        p.get(keys[1]);
+        p.int(4096 * (i as u32 + 1));
+        p.get(keys[2]);
+        p.int(512);
+        p.get(keys[3]);
+        p.list();
+        for &f in *stack {
+            while frames.len() <= f {
+                // A frame dict is written where first used, then fetched from the memo.
+                let slot = p.dict();
+                p.get(keys[4]);
+                p.str(&format!("f{}", frames.len()));
+                p.get(keys[5]);
+                p.str("a.py");
+                p.get(keys[6]);
+                p.int(frames.len() as u32);
+                p.end_dict();
+                p.out.push(b'0');
+                frames.push(slot);
+            }
+            p.get(frames[f]);
+        }
+        p.end_list();
+        p.end_dict();
+    }
+    p.end_list(); // the device's events
+    p.end_list(); // device_traces
+    p.end_dict();
+    p.out.push(b'.');
+    decode(&p.out[..]).expect("a valid snapshot").0
+}
+
+#[test]
+fn each_event_gets_its_own_stack() {
+    let stacks: [&[usize]; 8] = [&[0, 1], &[0, 1], &[0], &[0, 1], &[], &[], &[1, 0], &[0, 1]];
+    let snap = snapshot_with_stacks(&stacks);
+    assert_eq!(snap.event_count(), stacks.len());
+    for (i, want) in stacks.iter().enumerate() {
+        let got: Vec<String> = snap.stack_frames(snap.events.stack[i]).map(|f| snap.str(f.name).to_owned()).collect();
+        let want: Vec<String> = want.iter().map(|f| format!("f{f}")).collect();
+        assert_eq!(got, want, "event {i}");
+    }
+    assert_eq!(snap.stacks.len(), 4, "[0 1], [0], [], [1 0]");
+    assert_eq!(snap.events.stack[0], snap.events.stack[3]);
+    assert_eq!(snap.events.stack[4], snap.events.stack[5]);
+}
