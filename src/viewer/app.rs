@@ -171,15 +171,20 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     let quads = t.draw_list(rect, ppp);
     let frame_uploads = t.textures.begin_frame();
     let colours = t.colours();
+    let mode = u32::from(!t.colour_by_site);
     let globals = Globals {
         hovered: t.hovered.map_or(u32::MAX, |h| h.element),
         pinned: t.pinned.map_or(u32::MAX, |h| h.element),
         outlines: u32::from(t.hovered.is_some() || t.pinned.is_some()),
+        mode,
+        n_sites: t.session.sites(t.device).len() as u32,
         n_colours: colours.len() as u32,
+        pad: [0; 2],
     };
     let paint = TimelinePaint {
         evict: frame_uploads.evict,
-        colours_for: (t.device as u32, u32::from(!t.colour_by_site)),
+        colours_for: (t.device as u32, mode),
+        sites: Arc::new(SitesRef { session: Arc::clone(&t.session), device: t.device }),
         colours,
         uploads: frame_uploads.uploads,
         quads,
@@ -199,6 +204,18 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     {
         let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
+    }
+}
+
+/// Element → site table of a device, read in place from the mapped archive for the upload.
+struct SitesRef {
+    session: Arc<Session>,
+    device: usize,
+}
+
+impl AsRef<[u32]> for SitesRef {
+    fn as_ref(&self) -> &[u32] {
+        self.session.sites(self.device)
     }
 }
 

@@ -81,17 +81,29 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         anyhow::bail!("{e}");
     }
     let open_ms = ms_since_start();
-    let mut gpu = Offscreen::new(args.size.0, args.size.1, ctx)?;
+    // Creating the GPU device is the slowest step of start-up (the driver's); the first frame's
+    // UI (layout, fonts, the colour table, the coarsest tile) runs meanwhile.
+    let (w, h) = args.size;
+    let gpu_ctx = ctx.clone();
+    let gpu_init = std::thread::Builder::new()
+        .name("memviz-gpu-init".into())
+        .spawn(move || Offscreen::new(w, h, gpu_ctx))
+        .context("starting the GPU thread")?;
+    let first_ui = offscreen::run_ui(&ctx, &mut app, (w, h), 1.0 / 60.0, Vec::new());
+    stage("first frame's ui");
+    let mut gpu = gpu_init.join().map_err(|_| anyhow::anyhow!("the GPU thread panicked"))??;
     stage("gpu ready");
-    // The first frame that shows data: the coarsest tile arrives from a worker within ms.
+    gpu.render(first_ui);
+    stage("frame");
+    // Textures are uploaded with the frame that first draws them; the coarsest tile is decoded
+    // on open, so normally the first frame already shows the whole trace.
     for _ in 0..500 {
-        gpu.frame(&mut app, Vec::new());
-        stage("frame");
-        // Textures are uploaded with the frame that first draws them.
-        if app.timeline().is_some_and(|t| t.textures.uploaded > 0) {
+        if app.timeline().is_none_or(|t| t.textures.uploaded > 0) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
+        gpu.frame(&mut app, Vec::new());
+        stage("frame");
     }
     let first_frame_ms = ms_since_start();
     let mut report = serde_json::json!({

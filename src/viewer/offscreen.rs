@@ -25,7 +25,12 @@ pub struct Offscreen {
 
 impl Offscreen {
     pub fn new(width: u32, height: u32, ctx: egui::Context) -> anyhow::Result<Offscreen> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if std::env::var_os("WGPU_BACKEND").is_none() {
+            // Vulkan / Metal / DX12 only: probing GL as well costs tens of ms at start-up.
+            desc.backends = wgpu::Backends::PRIMARY;
+        }
+        let instance = wgpu::Instance::new(desc);
         let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::default(),
             force_fallback_adapter: false,
@@ -50,6 +55,7 @@ impl Offscreen {
         renderer.callback_resources.insert(TimelineResources::new(&device, FORMAT, true));
         super::stage("timeline pipelines");
         let target = color_target(&device, width, height, FORMAT);
+        super::stage("offscreen target");
         Ok(Offscreen {
             device,
             queue,
@@ -66,16 +72,13 @@ impl Offscreen {
     /// Runs the UI once with `events` and renders it; waits for the GPU to finish.
     pub fn frame(&mut self, app: &mut ViewerApp, events: Vec<egui::Event>) {
         self.time += 1.0 / 60.0;
-        let raw = egui::RawInput {
-            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, vec2(self.width as f32, self.height as f32))),
-            time: Some(self.time),
-            predicted_dt: 1.0 / 60.0,
-            events,
-            focused: true,
-            ..Default::default()
-        };
-        let out = self.ctx.run_ui(raw, |ui| app.ui(ui));
-        let prims = self.ctx.tessellate(out.shapes, out.pixels_per_point);
+        let ui = run_ui(&self.ctx, app, (self.width, self.height), self.time, events);
+        self.render(ui);
+    }
+
+    /// Renders a frame whose UI already ran (see [`run_ui`]).
+    pub fn render(&mut self, frame: UiFrame) {
+        let UiFrame { out, prims } = frame;
         for (id, deltas) in &out.textures_delta.set {
             for delta in deltas {
                 self.renderer.update_texture(&self.device, &self.queue, *id, delta);
@@ -188,6 +191,34 @@ impl Offscreen {
             Ok(())
         })
     }
+}
+
+/// One frame's UI output, made without touching the GPU.
+pub struct UiFrame {
+    out: egui::FullOutput,
+    prims: Vec<egui::ClippedPrimitive>,
+}
+
+/// Runs the UI for one frame of `size` pixels at `time` seconds and tessellates it. Needs no GPU,
+/// so the first frame's UI work can overlap the GPU device's creation.
+pub fn run_ui(
+    ctx: &egui::Context,
+    app: &mut ViewerApp,
+    size: (u32, u32),
+    time: f64,
+    events: Vec<egui::Event>,
+) -> UiFrame {
+    let raw = egui::RawInput {
+        screen_rect: Some(Rect::from_min_size(Pos2::ZERO, vec2(size.0 as f32, size.1 as f32))),
+        time: Some(time),
+        predicted_dt: 1.0 / 60.0,
+        events,
+        focused: true,
+        ..Default::default()
+    };
+    let mut out = ctx.run_ui(raw, |ui| app.ui(ui));
+    let prims = ctx.tessellate(std::mem::take(&mut out.shapes), out.pixels_per_point);
+    UiFrame { out, prims }
 }
 
 fn color_target(device: &wgpu::Device, width: u32, height: u32, format: wgpu::TextureFormat) -> wgpu::Texture {

@@ -119,8 +119,10 @@ impl Timeline {
         }
     }
 
-    /// RGBA8 per element: by allocation site (same stack, same colour in every step) or by
-    /// allocation. The shader looks colours up by id.
+    /// The palette: one RGBA8 colour per allocation site (stack), so the same tensor has the
+    /// same colour in every step; or, by allocation, a fixed palette the shader indexes by a
+    /// hash of the element id. Small either way: the element → site table comes straight from
+    /// the archive.
     pub fn colours(&mut self) -> Arc<Vec<u32>> {
         let want = (self.device, self.colour_by_site);
         if let Some((k, c)) = &self.colours
@@ -128,13 +130,9 @@ impl Timeline {
         {
             return Arc::clone(c);
         }
-        let sites = self.session.sites(self.device);
-        let table: Vec<u32> = if self.colour_by_site {
-            sites.iter().map(|&s| theme::palette(s)).collect()
-        } else {
-            (0..sites.len() as u32).map(theme::palette).collect()
-        };
-        let table = Arc::new(table);
+        let n = if self.colour_by_site { self.session.root().stacks.offsets.len().saturating_sub(1) } else { 4096 };
+        let salt = if self.colour_by_site { 0 } else { 0x5bd1_e995 };
+        let table = Arc::new((0..n as u32).map(|k| theme::palette(k ^ salt)).collect::<Vec<u32>>());
         self.colours = Some((want, Arc::clone(&table)));
         table
     }
@@ -618,6 +616,9 @@ impl Timeline {
         let spans = self.session.spans(self.device);
         let font = egui::FontId::proportional(11.0);
         let mut labels = Vec::new();
+        // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the
+        // lane solid; labels are placed without overlaps below.
+        let mut last_marker = f32::NEG_INFINITY;
         for (i, &(name, start, end, depth)) in spans.iter().enumerate() {
             let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
             if x1 < v.x0 || x0 > v.x1 {
@@ -625,18 +626,21 @@ impl Timeline {
             }
             let (sx0, sx1) =
                 (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
-            if end == Some(start) {
-                painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
-            } else if depth == 0 {
-                painter.rect_filled(
-                    Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
-                    0.0,
-                    theme::ANNOTATION_SPAN,
-                );
-                painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+            if depth == 0 && sx0 - last_marker >= 3.0 {
+                if end == Some(start) {
+                    painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+                } else {
+                    painter.rect_filled(
+                        Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
+                        0.0,
+                        theme::ANNOTATION_SPAN,
+                    );
+                    painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+                }
+                last_marker = sx0;
             }
             let text = self.session.str(name).to_owned();
-            let width = text.len() as f32 * 6.0;
+            let width = painter.layout_no_wrap(text.clone(), font.clone(), theme::ANNOTATION).size().x;
             labels.push((sx0 + 2.0, width, (sx1 - sx0) as u32 / (depth + 1), text, i));
         }
         let shown = axis::place_labels(&labels.iter().map(|l| (l.0, l.1, l.2)).collect::<Vec<_>>(), 6.0);

@@ -47,7 +47,11 @@ pub struct Globals {
     pub pinned: u32,
     /// 1 when something is hovered or pinned (the shader skips outline work otherwise).
     pub outlines: u32,
+    /// 0: colour by allocation site, 1: by allocation.
+    pub mode: u32,
+    pub n_sites: u32,
     pub n_colours: u32,
+    pub pad: [u32; 2],
 }
 
 /// Everything the GPU side keeps between frames.
@@ -58,7 +62,7 @@ pub struct TimelineResources {
     texture_layout: wgpu::BindGroupLayout,
     globals: wgpu::Buffer,
     globals_group: Option<wgpu::BindGroup>,
-    /// Which colour table is bound (device, mode).
+    /// Which (device, colour mode) the bound site and colour tables belong to.
     colours_for: Option<(u32, u32)>,
     textures: HashMap<TexKey, GpuTexture>,
     instances: Option<wgpu::Buffer>,
@@ -98,16 +102,8 @@ impl TimelineResources {
                     },
                     count: None,
                 },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: true },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
+                storage_entry(1),
+                storage_entry(2),
             ],
         });
         let texture_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -189,23 +185,28 @@ impl TimelineResources {
         self.textures.contains_key(key)
     }
 
-    /// Binds a colour table (element id → RGBA8), identified by `which` (device, mode).
-    pub fn set_colours(&mut self, device: &wgpu::Device, which: (u32, u32), colours: &[u32]) {
+    /// Binds a device's site table (element → stack, straight from the archive) and a palette,
+    /// identified by `which` (device, mode).
+    pub fn set_colours(&mut self, device: &wgpu::Device, which: (u32, u32), sites: &[u32], colours: &[u32]) {
         if self.colours_for == Some(which) {
             return;
         }
-        let bytes: &[u8] = if colours.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(colours) };
-        let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("memviz colours"),
-            contents: bytes,
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        let buffer = |label, data: &[u32]| {
+            let bytes: &[u8] = if data.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(data) };
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+            })
+        };
+        let (sites, colours) = (buffer("memviz sites", sites), buffer("memviz colours", colours));
         self.globals_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("memviz globals"),
             layout: &self.globals_layout,
             entries: &[
                 wgpu::BindGroupEntry { binding: 0, resource: self.globals.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: buffer.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: sites.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: colours.as_entire_binding() },
             ],
         }));
         self.colours_for = Some(which);
@@ -293,11 +294,25 @@ impl TimelineResources {
     }
 }
 
+fn storage_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::FRAGMENT,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only: true },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
 /// One frame's timeline drawing, handed to egui as a paint callback.
 pub struct TimelinePaint {
     pub evict: Vec<TexKey>,
-    /// (device, colour mode) of `colours`, to upload a table only when it changes.
+    /// (device, colour mode) of `sites` and `colours`, to upload them only when they change.
     pub colours_for: (u32, u32),
+    pub sites: Arc<dyn AsRef<[u32]> + Send + Sync>,
     pub colours: Arc<Vec<u32>>,
     pub uploads: Vec<TexData>,
     pub quads: Vec<QuadDraw>,
@@ -315,7 +330,7 @@ impl egui_wgpu::CallbackTrait for TimelinePaint {
         resources: &mut egui_wgpu::CallbackResources,
     ) -> Vec<wgpu::CommandBuffer> {
         if let Some(r) = resources.get_mut::<TimelineResources>() {
-            r.set_colours(device, self.colours_for, &self.colours);
+            r.set_colours(device, self.colours_for, (*self.sites).as_ref(), &self.colours);
             r.evict(&self.evict);
             for t in &self.uploads {
                 r.upload(device, queue, t);

@@ -10,12 +10,19 @@ struct Globals {
     pinned: u32,
     // Whether the outline pass is needed at all (something is hovered or pinned).
     outlines: u32,
+    // 0: colour by allocation site (the element's stack), 1: by allocation (its id).
+    mode: u32,
+    n_sites: u32,
     n_colours: u32,
+    pad0: u32,
+    pad1: u32,
 };
 
 @group(0) @binding(0) var<uniform> g: Globals;
-// RGBA8 colour of each element id (by allocation site or by allocation: the app picks).
-@group(0) @binding(1) var<storage, read> colours: array<u32>;
+// Element id → allocation site (stack id), read in place from the archive.
+@group(0) @binding(1) var<storage, read> sites: array<u32>;
+// RGBA8 palette: one colour per site, or a fixed palette hashed by element id.
+@group(0) @binding(2) var<storage, read> colours: array<u32>;
 @group(1) @binding(0) var ids: texture_2d<u32>;
 
 struct Quad {
@@ -48,11 +55,25 @@ fn id_at(uv: vec2<f32>) -> u32 {
     return textureLoad(ids, t, 0).r;
 }
 
+fn mix32(x: u32) -> u32 {
+    var h = x * 0x9e3779b1u;
+    h = h ^ (h >> 16u);
+    h = h * 0x85ebca6bu;
+    return h ^ (h >> 13u);
+}
+
 fn colour(id: u32) -> vec3<f32> {
-    if (id >= g.n_colours) {
-        return vec3<f32>(0.45, 0.45, 0.5);
+    var key = mix32(id) % max(g.n_colours, 1u);
+    if (g.mode == 0u) {
+        if (id >= g.n_sites) {
+            return vec3<f32>(0.45, 0.45, 0.5);
+        }
+        key = sites[id];
     }
-    return unpack4x8unorm(colours[id]).rgb;
+    if (key >= g.n_colours) {
+        return vec3<f32>(0.5, 0.5, 0.55);
+    }
+    return unpack4x8unorm(colours[key]).rgb;
 }
 
 // True when `id` is `target` but a pixel within `r` screen pixels is not: the outline.

@@ -1,0 +1,134 @@
+//! Archive benchmarks on the 195 MB scale_2m7 snapshot (or an archive given as argument):
+//! open (validate) time, coarsest-tile decode, live-stack rebuild from checkpoints at random
+//! actions, and the tile crossover: rasterising one tile on the fly vs decompressing it.
+//!
+//!     cargo bench --bench archive [-- ARCHIVE.memviz]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use memviz::archive::{Archive, chunks, restore};
+use memviz::lod::raster::{RasterSpec, rasterize, sample_actions};
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn pct(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn archive_path() -> PathBuf {
+    if let Some(p) = std::env::args().nth(1).filter(|a| !a.starts_with('-')) {
+        return PathBuf::from(p);
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let data = root.join("target/bench-data");
+    let archive = data.join("scale_2m7.memviz");
+    if !archive.exists() {
+        let pickle = data.join("scale_2m7.pickle");
+        if !pickle.exists() {
+            std::fs::create_dir_all(&data).unwrap();
+            let xz = root.join("../shared/fixtures/snapshots/scale_2m7.pickle.xz");
+            let out = std::fs::File::create(&pickle).unwrap();
+            let ok = std::process::Command::new("xz").arg("-dc").arg(&xz).stdout(out).status().unwrap();
+            assert!(ok.success(), "decompressing {}", xz.display());
+        }
+        memviz::commands::index(&pickle, Some(&archive)).unwrap();
+    }
+    archive
+}
+
+fn main() {
+    let path = archive_path();
+    let size = std::fs::metadata(&path).unwrap().len();
+    println!("archive {} ({:.1} MB)", path.display(), size as f64 / 1e6);
+
+    let mut opens = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let a = Archive::open(&path).unwrap();
+        let dev = &a.root().devices[0];
+        let top = dev.tiles.last().unwrap();
+        let texels: Vec<u32> = chunks::decode(&top.tiles[0]).unwrap();
+        std::hint::black_box(texels);
+        opens.push(ms(t));
+    }
+    println!(
+        "open + validate + coarsest tile ready: median {:.2} ms, max {:.2} ms",
+        pct(opens.clone(), 0.5),
+        pct(opens, 1.0)
+    );
+
+    let a = Archive::open(&path).unwrap();
+    let t = Instant::now();
+    a.verify().unwrap();
+    println!("full checksum (stats/export only): {:.1} ms", ms(t));
+    let dev = &a.root().devices[0];
+    let (layout, cps) = (restore::layout_ref(dev), restore::checkpoints_ref(dev));
+    let n = layout.actions.len();
+    println!("actions {n}, checkpoint every {} actions, {} stored ids", cps.every, cps.ids.len());
+
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = |m: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % m as u64) as usize
+    };
+    let mut rebuild = Vec::new();
+    for _ in 0..2000 {
+        let k = rand(n);
+        let t = Instant::now();
+        let s = cps.stack_after(layout, k as i64);
+        let sum: u64 = s.with_offsets().map(|(_, off)| off).sum();
+        std::hint::black_box(sum);
+        rebuild.push(ms(t));
+    }
+    println!(
+        "live stack with offsets at a random action: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        pct(rebuild.clone(), 0.5),
+        pct(rebuild.clone(), 0.99),
+        pct(rebuild, 1.0)
+    );
+
+    let mut decomp = Vec::new();
+    for level in dev.tiles.iter() {
+        for tile in level.tiles.iter().take(20) {
+            let t = Instant::now();
+            std::hint::black_box(chunks::decode::<u32>(tile).unwrap());
+            decomp.push(ms(t));
+        }
+    }
+    println!("tile decompress: p50 {:.3} ms, max {:.3} ms", pct(decomp.clone(), 0.5), pct(decomp, 1.0));
+
+    println!("crossover: rasterising one 256×512 tile on the fly from checkpoints, by level");
+    let mut samples: Vec<u32> = (0..n as u32).collect();
+    let peak = layout.peak_bytes;
+    for level in 0..=13u32 {
+        if level > 0 {
+            samples = sample_actions(layout.totals, Some(&samples), level);
+        }
+        let tiles = samples.len().div_ceil(256);
+        let mut times = Vec::new();
+        for _ in 0..5.min(tiles) {
+            let t0 = rand(tiles);
+            let cols = &samples[t0 * 256..((t0 + 1) * 256).min(samples.len())];
+            let t = Instant::now();
+            std::hint::black_box(rasterize(
+                layout,
+                cps,
+                RasterSpec { samples: cols, rows: 512, byte_lo: 0, byte_hi: peak },
+            ));
+            times.push(ms(t));
+        }
+        let stored = dev.tiles.iter().any(|l| l.level.to_native() == level);
+        println!(
+            "  level {level:>2} ({:>6} actions/column): median {:>8.2} ms{}",
+            1u64 << level,
+            pct(times, 0.5),
+            if stored { "  (stored in the archive)" } else { "" }
+        );
+    }
+}
