@@ -119,7 +119,7 @@ fn main() {
             std::hint::black_box(rasterize(
                 layout,
                 cps,
-                RasterSpec { samples: cols, rows: 512, byte_lo: 0, byte_hi: peak },
+                RasterSpec { samples: cols, rows: 512, byte_lo: 0, byte_hi: peak, keep: None },
             ));
             times.push(ms(t));
         }

@@ -47,6 +47,32 @@ pub struct OpenArgs {
     /// Close the window after this many frames (for automated tests).
     #[arg(long, hide = true)]
     pub exit_after_frames: Option<u64>,
+    /// Draw only the N largest allocations individually; the rest form one summarized band.
+    #[arg(long, value_name = "N")]
+    pub max_entries: Option<usize>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Tensor shapes and annotations, shared by `open` and `stats`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ModelArgs {
+    /// A model's config.json (file or folder), or a Hugging Face model id (fetched once, cached):
+    /// explains allocation sizes as tensor shapes such as `v×h fp32`.
+    #[arg(long, value_name = "ID|PATH")]
+    pub model: Option<String>,
+    /// Use this vocabulary size instead of the config's (padded vocabularies).
+    #[arg(long, value_name = "V")]
+    pub vocab_size: Option<u64>,
+    /// Also try int8 and 4-bit element sizes.
+    #[arg(long)]
+    pub quantized: bool,
+    /// Show PyTorch's internal annotations too (dynamo, inductor, ...), hidden by default.
+    #[arg(long)]
+    pub all_annotations: bool,
+    /// Only annotations whose name matches: a substring, or a whole-name pattern with `*` wildcards.
+    #[arg(long, value_name = "PATTERN")]
+    pub annotation_filter: Option<String>,
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -74,6 +100,8 @@ pub struct StatsArgs {
     /// Print JSON (a stable schema for scripts) instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Debug, Subcommand)]

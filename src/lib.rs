@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod archive;
 pub mod cli;
 pub mod commands;
+pub mod hub;
 pub mod ingest;
 pub mod layout;
 pub mod lod;

@@ -8,5 +8,6 @@ mod archive;
 mod bad_input;
 mod differential;
 mod golden;
+mod model;
 mod stats;
 mod viewer;

@@ -154,3 +154,23 @@ fn window_opens_draws_and_closes_under_xvfb() {
     assert!(out.status.success(), "window run failed: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `--max-entries`: the bottom of the plot is the summarized band, drawn as its own id.
+#[test]
+fn max_entries_draws_the_summarized_band() {
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(ViewerOptions { max_entries: Some(20), ..ViewerOptions::default() });
+    app.open_archive(&golden_archive(), &ctx);
+    let mut gpu = Offscreen::new(900, 600, ctx).unwrap();
+    gpu.settle(&mut app, 3000);
+    let (rect, ids) = gpu.read_ids(&app).unwrap();
+    let row = rect.bottom() as usize - 2;
+    let bottom: Vec<u32> = (1..10)
+        .map(|i| ids[row * gpu.width as usize + rect.left() as usize + i * rect.width() as usize / 10])
+        .collect();
+    let band = bottom.iter().filter(|&&id| id == memviz::lod::raster::AGGREGATED).count();
+    assert!(band >= 7, "the bottom row is mostly the summarized band: {bottom:?}");
+    let distinct: std::collections::HashSet<u32> =
+        ids.iter().copied().filter(|&id| id < memviz::lod::raster::AGGREGATED).collect();
+    assert!(distinct.len() <= 20, "at most 20 elements drawn individually, got {}", distinct.len());
+}

@@ -4,5 +4,6 @@ pub mod annotations;
 pub mod export;
 pub mod frames;
 pub mod reserved;
+pub mod shapes;
 pub mod stats;
 pub mod units;

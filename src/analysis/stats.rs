@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::annotations::AnnotationFilter;
+use super::shapes::{self, Candidates, ModelDims};
 use super::{annotations, frames, reserved, units};
 use crate::layout::{LayoutRef, Origin};
 use crate::model::{Action, NO_TIME, NONE, Snapshot, StackId};
@@ -12,8 +14,20 @@ use crate::model::{Action, NO_TIME, NONE, Snapshot, StackId};
 /// How many live allocations at the peak are listed.
 pub const TOP_AT_PEAK: usize = 10;
 
+/// What `stats` is asked to take into account.
+#[derive(Debug, Clone, Default)]
+pub struct StatsOptions {
+    pub annotations: AnnotationFilter,
+    /// `--model`: explain allocation sizes as tensor shapes.
+    pub model: Option<ModelDims>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Stats {
+    /// `--model`'s dimensions (`h=… i=… v=…`), when given.
+    pub model: Option<String>,
+    /// Without `--model`: h / i / v guessed from the most frequent allocation sizes.
+    pub shape_candidates: Option<Candidates>,
     pub devices: Vec<DeviceStats>,
     /// Keys the reader did not interpret, by context, with counts.
     pub unknown_keys: BTreeMap<String, u64>,
@@ -60,6 +74,8 @@ pub struct LiveAlloc {
     pub addr: u64,
     pub origin: &'static str,
     pub frame: Option<String>,
+    /// Tensor shapes that account for the size (with `--model`).
+    pub shapes: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -99,13 +115,29 @@ fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {
     frames::top_frame(snap, stack).map(|f| frames::describe(snap, f, true))
 }
 
-pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>]) -> Stats {
-    let spans = annotations::spans(snap);
-    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans)).collect();
-    Stats { devices, unknown_keys: snap.unknown_keys.clone() }
+pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOptions) -> Stats {
+    let spans = annotations::spans_filtered(snap, &options.annotations);
+    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans, options.model.as_ref())).collect();
+    let shape_candidates = options.model.is_none().then(|| {
+        let sizes = layouts.iter().flat_map(|l| {
+            (0..l.elements.len()).filter(move |&i| l.elements.origin[i] == 0).map(move |i| l.elements.size[i])
+        });
+        shapes::infer(sizes)
+    });
+    Stats {
+        model: options.model.as_ref().map(ModelDims::summary),
+        shape_candidates,
+        devices,
+        unknown_keys: snap.unknown_keys.clone(),
+    }
 }
 
-fn device_stats(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[annotations::Span]) -> DeviceStats {
+fn device_stats(
+    snap: &Snapshot,
+    layout: LayoutRef<'_>,
+    spans: &[annotations::Span],
+    model: Option<&ModelDims>,
+) -> DeviceStats {
     let ev = &snap.events;
     let trace = snap.trace(layout.device);
     let mut by_action: BTreeMap<String, u64> = BTreeMap::new();
@@ -164,6 +196,7 @@ fn device_stats(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[annotations::Sp
                 addr: el.addr,
                 origin: el.origin.name(),
                 frame: frame_text(snap, element_stack(snap, layout, id)),
+                shapes: model.map(|m| m.explain(el.size, 3).into_iter().map(|f| f.text).collect()).unwrap_or_default(),
             }
         })
         .collect();
@@ -196,6 +229,20 @@ fn device_stats(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[annotations::Sp
 pub fn render_text(stats: &Stats, title: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
+    if let Some(m) = &stats.model {
+        let _ = writeln!(out, "model: {m}");
+    }
+    if let Some(c) = &stats.shape_candidates {
+        let dim = |n: &str, v: Option<u64>| v.map(|v| format!("{n}={v}"));
+        let known: Vec<String> = [dim("h", c.h), dim("i", c.i), dim("v", c.v)].into_iter().flatten().collect();
+        if !known.is_empty() {
+            let _ = writeln!(
+                out,
+                "shape candidates from frequent sizes: {} (pass --model for exact shapes)",
+                known.join(" ")
+            );
+        }
+    }
     for d in &stats.devices {
         render_device(&mut out, d);
     }
@@ -287,9 +334,10 @@ fn render_device(out: &mut String, d: &DeviceStats) {
         let _ = writeln!(out, "  largest live allocations at the peak:");
         let _ = writeln!(out, "    {:>10}  {:<18}  {:<9}  frame", "size", "address", "origin");
         for a in &d.top_at_peak {
+            let shapes = if a.shapes.is_empty() { String::new() } else { format!("  [{}]", a.shapes.join(" | ")) };
             let _ = writeln!(
                 out,
-                "    {:>10}  {:<18}  {:<9}  {}",
+                "    {:>10}  {:<18}  {:<9}  {}{shapes}",
                 units::bytes(a.size),
                 format!("{:#x}", a.addr),
                 a.origin,

@@ -11,6 +11,8 @@ use rayon::prelude::*;
 pub use index::{IndexSummary, index, write_archive};
 pub use load::{Loaded, PendingCache, cache_path, find_cache, lay_out, load};
 
+use crate::analysis::annotations::AnnotationFilter;
+use crate::analysis::shapes::ModelDims;
 use crate::analysis::{export, stats};
 use crate::cli::{Cli, Command, ExportArgs, ExportCommand, StatsArgs};
 use crate::layout::{Layout, LayoutRef};
@@ -26,7 +28,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// Annotation filter and model dimensions from the shared flags.
+fn model_options(m: &crate::cli::ModelArgs) -> anyhow::Result<(AnnotationFilter, Option<ModelDims>)> {
+    let filter = AnnotationFilter { all: m.all_annotations, pattern: m.annotation_filter.clone() };
+    let model = match &m.model {
+        Some(spec) => Some(crate::hub::model_dims(spec, m.vocab_size, m.quantized)?),
+        None => None,
+    };
+    Ok((filter, model))
+}
+
 pub fn open(args: &crate::cli::OpenArgs) -> anyhow::Result<()> {
+    let (annotations, model) = model_options(&args.model)?;
     let gpu = match &args.gpu {
         None => None,
         Some(name) => Some(crate::viewer::axis::gpu_capacity(name).ok_or_else(|| {
@@ -39,7 +52,7 @@ pub fn open(args: &crate::cli::OpenArgs) -> anyhow::Result<()> {
         size: args.size,
         bench: args.bench,
         exit_after_frames: args.exit_after_frames,
-        options: crate::viewer::ViewerOptions { gpu },
+        options: crate::viewer::ViewerOptions { gpu, annotations, model, max_entries: args.max_entries },
     })
 }
 
@@ -77,9 +90,10 @@ fn select<'a>(loaded: &'a Loaded, device: Option<u32>, input: &std::path::Path) 
 }
 
 pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
+    let (annotations, model) = model_options(&args.model)?;
     let loaded = load(&args.input, cache)?;
     let views = select(&loaded, None, &args.input)?;
-    let s = stats::compute(&loaded.snapshot, &views);
+    let s = stats::compute(&loaded.snapshot, &views, &stats::StatsOptions { annotations, model });
     crate::output::write_to(None, |w| {
         if args.json {
             serde_json::to_writer_pretty(&mut *w, &s)?;

@@ -9,6 +9,9 @@ use crate::layout::{CheckpointsRef, LayoutRef};
 /// Texel of a byte that no live element covers.
 pub const EMPTY: u32 = u32::MAX;
 
+/// Texel of the summarized band (`--max-entries`).
+pub const AGGREGATED: u32 = u32::MAX - 1;
+
 /// What to draw.
 #[derive(Debug, Clone, Copy)]
 pub struct RasterSpec<'s> {
@@ -18,6 +21,51 @@ pub struct RasterSpec<'s> {
     /// Bytes `[byte_lo, byte_hi)` shown, row 0 at `byte_lo` (the bottom).
     pub byte_lo: u64,
     pub byte_hi: u64,
+    /// With `--max-entries`: which elements are drawn individually (indexed by id). The others
+    /// form one band at the bottom whose height is their live total (MemoryViz's summarized
+    /// entry); the kept elements stack on top of it.
+    pub keep: Option<&'s [bool]>,
+}
+
+/// The drawn stack after the replay's current action: `(band bytes, [(id, offset)])`, where the
+/// band is the live total of elements not kept (0 without a mask) and offsets start above it.
+pub fn drawn_stack(
+    stack: &crate::layout::LiveStack<'_>,
+    sizes: &[u64],
+    keep: Option<&[bool]>,
+) -> (u64, Vec<(u32, u64)>) {
+    let Some(keep) = keep else { return (0, stack.with_offsets().collect()) };
+    let kept = |id: u32| keep.get(id as usize).copied().unwrap_or(true);
+    let band: u64 = stack.ids.iter().filter(|&&id| !kept(id)).map(|&id| sizes[id as usize]).sum();
+    let mut off = band;
+    let drawn = stack
+        .ids
+        .iter()
+        .filter(|&&id| kept(id))
+        .map(|&id| {
+            let here = off;
+            off += sizes[id as usize];
+            (id, here)
+        })
+        .collect();
+    (band, drawn)
+}
+
+/// The `n` largest elements (ties by id): the mask for `--max-entries n`.
+pub fn largest(sizes: &[u64], n: usize) -> Vec<bool> {
+    let mut keep = vec![false; sizes.len()];
+    if n >= sizes.len() {
+        keep.iter_mut().for_each(|k| *k = true);
+        return keep;
+    }
+    let mut order: Vec<u32> = (0..sizes.len() as u32).collect();
+    if n > 0 {
+        order.select_nth_unstable_by(n - 1, |&a, &b| sizes[b as usize].cmp(&sizes[a as usize]).then(a.cmp(&b)));
+        for &id in &order[..n] {
+            keep[id as usize] = true;
+        }
+    }
+    keep
 }
 
 /// Element ids, row-major, row 0 at the bottom.
@@ -84,14 +132,18 @@ pub fn rasterize(layout: LayoutRef<'_>, cps: CheckpointsRef<'_>, spec: RasterSpe
             } else {
                 stack.advance_to(applied);
             }
-            // Walk the stack and the rows together, both ascending.
-            let (mut idx, mut off) = (0usize, 0u64);
+            // Walk the drawn stack and the rows together, both ascending.
+            let (band, drawn) = drawn_stack(&stack, sizes, spec.keep);
+            let mut idx = 0usize;
             for (r, &b) in row_bytes.iter().enumerate() {
-                while idx < stack.ids.len() && off + sizes[stack.ids[idx] as usize] <= b {
-                    off += sizes[stack.ids[idx] as usize];
+                if b < band {
+                    column[r] = AGGREGATED;
+                    continue;
+                }
+                while idx < drawn.len() && drawn[idx].1 + sizes[drawn[idx].0 as usize] <= b {
                     idx += 1;
                 }
-                column[r] = stack.ids.get(idx).copied().unwrap_or(EMPTY);
+                column[r] = drawn.get(idx).map_or(EMPTY, |d| d.0);
             }
             shown = Some(a);
         }
@@ -146,6 +198,7 @@ pub fn rasterize_columns(
     rows: u32,
     byte_lo: u64,
     byte_hi: u64,
+    keep: Option<&[bool]>,
 ) -> Raster {
     let columns = samples.len() as u32;
     let mut texels = vec![EMPTY; columns as usize * rows as usize];
@@ -153,7 +206,7 @@ pub fn rasterize_columns(
     let last = samples.iter().rposition(Option::is_some);
     if let (Some(first), Some(last)) = (first, last) {
         let inner: Vec<u32> = samples[first..=last].iter().map(|s| s.unwrap_or(0)).collect();
-        let spec = RasterSpec { samples: &inner, rows, byte_lo, byte_hi: byte_hi.max(byte_lo + 1) };
+        let spec = RasterSpec { samples: &inner, rows, byte_lo, byte_hi: byte_hi.max(byte_lo + 1), keep };
         let r = rasterize(layout, cps, spec);
         for row in 0..rows as usize {
             let dst = row * columns as usize + first;

@@ -64,7 +64,11 @@ pub fn build_pyramid<T: Send>(
         .map(|&(li, t)| {
             let s = &samples[li].1;
             let cols = &s[t * tile_w as usize..((t + 1) * tile_w as usize).min(s.len())];
-            let raster = rasterize(layout, cps, RasterSpec { samples: cols, rows: tile_h, byte_lo: 0, byte_hi: peak });
+            let raster = rasterize(
+                layout,
+                cps,
+                RasterSpec { samples: cols, rows: tile_h, byte_lo: 0, byte_hi: peak, keep: None },
+            );
             if cols.len() == tile_w as usize {
                 encode(&raster.texels)
             } else {

@@ -19,6 +19,12 @@ use super::{panels, theme};
 pub struct ViewerOptions {
     /// `--gpu NAME`: draw that card's memory capacity.
     pub gpu: Option<(&'static str, u64)>,
+    /// Which annotations to draw.
+    pub annotations: crate::analysis::annotations::AnnotationFilter,
+    /// `--model`: tensor shapes in the tooltip and the bottom bar.
+    pub model: Option<crate::analysis::shapes::ModelDims>,
+    /// `--max-entries N`: the N largest allocations drawn individually, the rest summarized.
+    pub max_entries: Option<usize>,
 }
 
 /// What the window shows: a timeline, or progress while a snapshot is indexed.
@@ -53,7 +59,9 @@ impl ViewerApp {
         self.content = match Session::open(path) {
             Ok(s) => {
                 s.spawn_decompress();
-                Content::Open(Box::new(Timeline::new(s, ctx)))
+                let mut t = Timeline::new(s, ctx);
+                t.max_entries = self.options.max_entries;
+                Content::Open(Box::new(t))
             }
             Err(e) => Content::Failed(format!("{}: {e}", path.display())),
         };
@@ -137,7 +145,7 @@ fn timeline_screen(
 ) {
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t));
     egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
-        panels::bottom_bar_ui(ui, t, stack_filter, full_paths);
+        panels::bottom_bar_ui(ui, t, options, stack_filter, full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
     egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
@@ -194,13 +202,14 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     t.grid(ui.painter());
     ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
     t.overlays(ui.painter(), full, options.gpu);
-    t.annotations_ui(ui, lane);
+    t.annotations_ui(ui, lane, &options.annotations);
     if t.worker.busy() || t.textures.pending() > 0 {
         ui.ctx().request_repaint();
     }
     if let Some(hit) = t.hovered
         && !t.tooltip_hidden
-        && let Some(info) = ElementInfo::gather(&t.session, t.device, hit.element)
+        && let Some(info) =
+            ElementInfo::gather(&t.session, t.device, hit.element, options.model.as_ref(), &options.annotations)
     {
         let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));

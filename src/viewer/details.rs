@@ -2,6 +2,8 @@
 //! archive in place: O(frames of its stack), well under a millisecond.
 
 use super::data::Session;
+use crate::analysis::annotations::AnnotationFilter;
+use crate::analysis::shapes::ModelDims;
 use crate::analysis::{frames, units};
 use crate::layout::{BEFORE_TRACE, NEVER};
 
@@ -21,10 +23,18 @@ pub struct ElementInfo {
     pub top_frame: Option<String>,
     pub annotation: Vec<String>,
     pub stack: u32,
+    /// Tensor shapes that account for the size (with `--model`).
+    pub shapes: Vec<String>,
 }
 
 impl ElementInfo {
-    pub fn gather(session: &Session, device: usize, id: u32) -> Option<ElementInfo> {
+    pub fn gather(
+        session: &Session,
+        device: usize,
+        id: u32,
+        model: Option<&ModelDims>,
+        filter: &AnnotationFilter,
+    ) -> Option<ElementInfo> {
         let l = session.layout(device);
         if id as usize >= l.elements.len() {
             return None;
@@ -42,7 +52,9 @@ impl ElementInfo {
                 let mut open: Vec<(u32, i64, u32)> = session
                     .spans(device)
                     .into_iter()
-                    .filter(|&(_, s, e, _)| s <= t && e.is_none_or(|e| e > t) && e != Some(s))
+                    .filter(|&(n, s, e, _)| {
+                        s <= t && e.is_none_or(|e| e > t) && e != Some(s) && filter.keeps(session.str(n))
+                    })
                     .map(|(n, s, _, d)| (d, s, n))
                     .collect();
                 open.sort();
@@ -63,6 +75,7 @@ impl ElementInfo {
             top_frame: frames::top_frame(root, stack).map(|f| frames::describe(root, f, true)),
             annotation,
             stack,
+            shapes: model.map(|m| m.explain(el.size, 3).into_iter().map(|f| f.text).collect()).unwrap_or_default(),
         })
     }
 
@@ -98,6 +111,9 @@ impl ElementInfo {
         }
         if !self.annotation.is_empty() {
             v.push(("during".into(), self.annotation.join(" > ")));
+        }
+        if !self.shapes.is_empty() {
+            v.push(("shape".into(), self.shapes.join("  |  ")));
         }
         v.push(("frame".into(), self.top_frame.clone().unwrap_or_else(|| "(no stack recorded)".into())));
         v

@@ -41,6 +41,19 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         if ui.button("go to peak").clicked() {
             t.go_to_peak();
         }
+        ui.separator();
+        // The detail slider: everything individually, or only the N largest (the rest form one
+        // summarized band at the bottom, as in PyTorch's viewer).
+        let n = t.session.layout(t.device).elements.len().max(1);
+        let mut summarize = t.max_entries.is_some();
+        ui.checkbox(&mut summarize, "summarize");
+        if summarize {
+            let mut k = t.max_entries.unwrap_or(n.min(1000)).clamp(1, n);
+            ui.add(egui::Slider::new(&mut k, 1..=n).logarithmic(true).text("largest"));
+            t.max_entries = Some(k);
+        } else {
+            t.max_entries = None;
+        }
         let l = t.session.layout(t.device);
         ui.label(format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64)));
     });
@@ -56,12 +69,22 @@ pub fn info_grid_ui(ui: &mut egui::Ui, lines: &[(String, String)], id: &str) {
     });
 }
 
-pub fn bottom_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, filter: &mut String, full_paths: &mut bool) {
+pub fn bottom_bar_ui(
+    ui: &mut egui::Ui,
+    t: &mut Timeline,
+    options: &super::ViewerOptions,
+    filter: &mut String,
+    full_paths: &mut bool,
+) {
     let Some(pin) = t.pinned else {
         ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
         return;
     };
-    let Some(info) = ElementInfo::gather(&t.session, t.device, pin.element) else { return };
+    let Some(info) =
+        ElementInfo::gather(&t.session, t.device, pin.element, options.model.as_ref(), &options.annotations)
+    else {
+        return;
+    };
     let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
     ui.horizontal_top(|ui| {
         ui.vertical(|ui| {

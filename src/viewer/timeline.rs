@@ -53,6 +53,9 @@ pub struct Timeline {
     pub drag_end: Option<Pos2>,
     pub worker: Worker,
     pub textures: Textures,
+    /// `--max-entries` / the detail slider: draw only the N largest individually.
+    pub max_entries: Option<usize>,
+    keep: Option<((usize, usize), Arc<Vec<bool>>)>,
     /// Colour of every element for (device, by-site?), computed once per choice.
     colours: Option<((usize, bool), Arc<Vec<u32>>)>,
     /// The newest raster received, and the one asked for last (each with its texture key).
@@ -80,6 +83,8 @@ impl Timeline {
             drag_end: None,
             worker,
             textures: Textures::default(),
+            max_entries: None,
+            keep: None,
             colours: None,
             raster: None,
             wanted: None,
@@ -297,8 +302,9 @@ impl Timeline {
         let peak = dev.peak_bytes.to_native().max(1) as f64;
         let width_px = (rect.width() * pixels_per_point).max(1.0);
         let y_zoomed = self.view.y0 > peak * 0.01 || (self.view.y1 - self.view.y0) < peak * 0.66;
-        let mut need_raster = self.time_axis || y_zoomed || levels == 0;
-        if !self.time_axis && levels > 0 {
+        let mut need_raster = self.time_axis || y_zoomed || levels == 0 || self.max_entries.is_some();
+        // Tiles hold every element; with --max-entries only exact rasters draw the summarized band.
+        if !self.time_axis && levels > 0 && self.max_entries.is_none() {
             let apx = self.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
             // Finest level whose columns are at least a pixel wide; coarser ones stand in.
             let finest = dev.tiles[0].level.to_native();
@@ -378,6 +384,7 @@ impl Timeline {
             columns: width_px.round().clamp(1.0, 8192.0) as u32,
             rows: (rect.height() * ppp).round().clamp(1.0, 8192.0) as u32,
             time_axis: self.time_axis,
+            max_entries: self.max_entries.map(|n| n as u32),
         };
         if self.time_axis && self.session.action_times_ready(self.device).is_none() {
             return;
@@ -388,9 +395,24 @@ impl Timeline {
         }
         self.generation += 1;
         let key = raster_key(&spec, self.generation);
-        if self.worker.request_raster(key, spec) {
+        let keep = self.keep_mask();
+        if self.worker.request_raster(key, spec, keep) {
             self.wanted = Some((spec, key));
         }
+    }
+
+    /// The mask of elements drawn individually under `--max-entries`, computed once per N.
+    fn keep_mask(&mut self) -> Option<Arc<Vec<bool>>> {
+        let n = self.max_entries?;
+        let want = (self.device, n);
+        if let Some((k, m)) = &self.keep
+            && *k == want
+        {
+            return Some(Arc::clone(m));
+        }
+        let mask = Arc::new(crate::lod::raster::largest(self.session.layout(self.device).elements.size, n));
+        self.keep = Some((want, Arc::clone(&mask)));
+        Some(mask)
     }
 
     /// After textures arrived: the wanted raster becomes the current one and older rasters go.
@@ -607,13 +629,19 @@ impl Timeline {
 
     /// Annotation spans and points above the plot, labels thinned so none overlap and the data
     /// is never covered; the rest show on hover.
-    pub fn annotations_ui(&self, ui: &mut egui::Ui, lane: Rect) {
+    pub fn annotations_ui(
+        &self,
+        ui: &mut egui::Ui,
+        lane: Rect,
+        filter: &crate::analysis::annotations::AnnotationFilter,
+    ) {
         let Some(times) = self.session.action_times_ready(self.device) else { return };
         let painter = ui.painter_at(lane);
         let v = &self.view;
         let rect = self.plot_rect;
         let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 } };
-        let spans = self.session.spans(self.device);
+        let spans: Vec<_> =
+            self.session.spans(self.device).into_iter().filter(|s| filter.keeps(self.session.str(s.0))).collect();
         let font = egui::FontId::proportional(11.0);
         let mut labels = Vec::new();
         // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the

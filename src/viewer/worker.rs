@@ -26,11 +26,13 @@ pub struct ViewSpec {
     pub columns: u32,
     pub rows: u32,
     pub time_axis: bool,
+    /// `--max-entries`: how many elements are drawn individually (the mask travels beside).
+    pub max_entries: Option<u32>,
 }
 
 enum Job {
     Tile { key: TexKey, device: usize, level: usize, tile: usize },
-    Raster { key: TexKey, spec: ViewSpec },
+    Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>> },
 }
 
 pub struct Worker {
@@ -73,8 +75,8 @@ impl Worker {
         self.submit(key, Job::Tile { key, device, level, tile })
     }
 
-    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec) -> bool {
-        self.submit(key, Job::Raster { key, spec })
+    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>>) -> bool {
+        self.submit(key, Job::Raster { key, spec, keep })
     }
 
     fn submit(&mut self, key: TexKey, job: Job) -> bool {
@@ -121,12 +123,12 @@ fn run(session: &Session, job: Job) -> Option<TexData> {
                 texels: Arc::new(texels),
             })
         }
-        Job::Raster { key, spec } => Some(raster(session, key, spec)),
+        Job::Raster { key, spec, keep } => Some(raster(session, key, spec, keep.as_deref().map(Vec::as_slice))),
     }
 }
 
 /// Rasterises exactly what a view shows, one texel per screen pixel.
-pub fn raster(session: &Session, key: TexKey, spec: ViewSpec) -> TexData {
+pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<&[bool]>) -> TexData {
     let layout = session.layout(spec.device);
     let cps = session.checkpoints(spec.device);
     let samples = if spec.time_axis {
@@ -137,6 +139,6 @@ pub fn raster(session: &Session, key: TexKey, spec: ViewSpec) -> TexData {
     };
     let lo = spec.y0.max(0.0).round() as u64;
     let hi = spec.y1.max(1.0).round() as u64;
-    let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi);
+    let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi, keep);
     TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels) }
 }
