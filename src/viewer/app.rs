@@ -143,7 +143,7 @@ fn timeline_screen(
     stack_filter: &mut String,
     full_paths: &mut bool,
 ) {
-    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t));
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options));
     egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
         panels::bottom_bar_ui(ui, t, options, stack_filter, full_paths);
     });

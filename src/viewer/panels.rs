@@ -8,7 +8,7 @@ use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::{frames, units};
 
-pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOptions) {
     ui.horizontal(|ui| {
         let root = t.session.root();
         ui.strong(root.source.name.as_str());
@@ -56,6 +56,12 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         }
         let l = t.session.layout(t.device);
         ui.label(format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64)));
+        if options.model.is_none()
+            && let Some(c) = t.shape_candidates()
+        {
+            ui.separator();
+            ui.weak(c).on_hover_text("guessed from the most frequent allocation sizes; pass --model for exact shapes");
+        }
     });
 }
 

@@ -53,6 +53,8 @@ pub struct Timeline {
     pub drag_end: Option<Pos2>,
     pub worker: Worker,
     pub textures: Textures,
+    /// Shape candidates of the device (`h=… i=… v=…`), inferred once.
+    candidates: Option<(usize, Option<String>)>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
     keep: Option<((usize, usize), Arc<Vec<bool>>)>,
@@ -84,6 +86,7 @@ impl Timeline {
             worker,
             textures: Textures::default(),
             max_entries: None,
+            candidates: None,
             keep: None,
             colours: None,
             raster: None,
@@ -399,6 +402,22 @@ impl Timeline {
         if self.worker.request_raster(key, spec, keep) {
             self.wanted = Some((spec, key));
         }
+    }
+
+    /// `h=… i=… v=…` guessed from the device's most frequent allocation sizes (no `--model`).
+    pub fn shape_candidates(&mut self) -> Option<&str> {
+        if self.candidates.as_ref().is_none_or(|(d, _)| *d != self.device) {
+            let e = self.session.layout(self.device).elements;
+            let sizes = (0..e.len()).filter(|&i| e.origin[i] == 0).map(|i| e.size[i]);
+            let c = crate::analysis::shapes::infer(sizes);
+            let parts: Vec<String> = [("h", c.h), ("i", c.i), ("v", c.v)]
+                .iter()
+                .filter_map(|(n, v)| v.map(|v| format!("{n}={v}")))
+                .collect();
+            let text = (!parts.is_empty()).then(|| format!("shape candidates: {}", parts.join(" ")));
+            self.candidates = Some((self.device, text));
+        }
+        self.candidates.as_ref().and_then(|(_, t)| t.as_deref())
     }
 
     /// The mask of elements drawn individually under `--max-entries`, computed once per N.
