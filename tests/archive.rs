@@ -227,7 +227,7 @@ fn tiles_follow_the_texel_rule() {
                         Some(&k) => {
                             let byte =
                                 ((2 * r as u128 + 1) * peak as u128 / (2 * memviz_format::TILE_H as u128)) as u64;
-                            covering(elements, k as i64, byte)
+                            golden_covering(elements, k as i64, byte)
                         }
                     };
                     assert_eq!(got, expect, "level {} column {col} row {r}", level.level);
@@ -235,27 +235,6 @@ fn tiles_follow_the_texel_rule() {
             }
         }
     }
-}
-
-/// The element whose [offset, offset + size) holds `byte` after action `k`, from the golden.
-fn covering(elements: &[serde_json::Value], k: i64, byte: u64) -> u32 {
-    for e in elements {
-        let start = e["start"].as_i64().unwrap();
-        let live = start <= k && e["end"].as_i64().is_none_or(|end| end > k);
-        if !live {
-            continue;
-        }
-        let mut off = 0;
-        for o in e["offsets"].as_array().unwrap() {
-            if o[0].as_i64().unwrap() <= k {
-                off = o[1].as_u64().unwrap();
-            }
-        }
-        if off <= byte && byte < off + e["size"].as_u64().unwrap() {
-            return e["id"].as_u64().unwrap() as u32;
-        }
-    }
-    memviz_format::TEXEL_EMPTY
 }
 
 /// Checkpoints rebuild the live stack at any action: spot-check against a full replay.

@@ -92,3 +92,24 @@ pub fn assert_bad_input(out: &Output, file: &Path) -> String {
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
+
+/// The element whose `[offset, offset + size)` holds `byte` right after action `k`, read from a
+/// golden layout's elements (`u32::MAX` where none does): the layout's answer for a pixel.
+pub fn golden_covering(elements: &[serde_json::Value], k: i64, byte: u64) -> u32 {
+    for e in elements {
+        let live = e["start"].as_i64().unwrap() <= k && e["end"].as_i64().is_none_or(|end| end > k);
+        if !live {
+            continue;
+        }
+        let mut off = 0;
+        for o in e["offsets"].as_array().unwrap() {
+            if o[0].as_i64().unwrap() <= k {
+                off = o[1].as_u64().unwrap();
+            }
+        }
+        if off <= byte && byte < off + e["size"].as_u64().unwrap() {
+            return e["id"].as_u64().unwrap() as u32;
+        }
+    }
+    u32::MAX
+}

@@ -23,26 +23,6 @@ fn golden_archive() -> std::path::PathBuf {
     data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION))
 }
 
-/// The element covering `byte` after action `k`, from the golden layout.
-fn covering(elements: &[serde_json::Value], k: i64, byte: u64) -> u32 {
-    for e in elements {
-        let live = e["start"].as_i64().unwrap() <= k && e["end"].as_i64().is_none_or(|end| end > k);
-        if !live {
-            continue;
-        }
-        let mut off = 0;
-        for o in e["offsets"].as_array().unwrap() {
-            if o[0].as_i64().unwrap() <= k {
-                off = o[1].as_u64().unwrap();
-            }
-        }
-        if off <= byte && byte < off + e["size"].as_u64().unwrap() {
-            return e["id"].as_u64().unwrap() as u32;
-        }
-    }
-    u32::MAX
-}
-
 #[test]
 fn screenshot_ids_equal_the_layout_and_hover_agrees() {
     let (mut gpu, app) = open(&golden_archive(), 1200, 700);
@@ -74,7 +54,7 @@ fn screenshot_ids_equal_the_layout_and_hover_agrees() {
         let k = (a..b).fold(a, |best, j| if totals[j] > totals[best] { j } else { best });
         let row = rows - 1 - (py - rect.top() as usize);
         let byte = (y0 + (2.0 * row as f64 + 1.0) * (y1 - y0) / (2.0 * rows as f64)).round() as u64;
-        let expect = covering(elements, k as i64, byte);
+        let expect = golden_covering(elements, k as i64, byte);
         assert_eq!(got, expect, "pixel ({px}, {py}) = action {k}, byte {byte}");
         let hover = t.pick(egui::pos2(px as f32 + 0.5, py as f32 + 0.5)).map_or(u32::MAX, |h| h.element);
         assert_eq!(hover, got, "hover at ({px}, {py}) disagrees with the drawn id");
