@@ -105,6 +105,14 @@ impl ViewerApp {
                 Err(e) => self.content = Content::Failed(e),
             }
         }
+        if let Content::Open(t) = &self.content
+            && t.session.corrupt.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            let path = t.session.archive.path.display().to_string();
+            self.content = Content::Failed(format!(
+                "{path}: the archive is corrupted (checksum mismatch); re-run `memviz index` on the snapshot"
+            ));
+        }
         if let Content::Open(t) = &mut self.content {
             let t: &mut Timeline = t;
             timeline_screen(ui, t, &self.options, &mut self.stack_filter, &mut self.full_paths);

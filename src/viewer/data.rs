@@ -13,6 +13,8 @@ use crate::layout::{CheckpointsRef, LayoutRef};
 /// An opened archive shared by the UI and the tile workers.
 pub struct Session {
     pub archive: Archive,
+    /// Set by the background checksum when the archive's bytes do not match its header.
+    pub corrupt: std::sync::atomic::AtomicBool,
     /// Per device: `time_us` of each action, once decompressed.
     action_times: Vec<OnceLock<Vec<i64>>>,
 }
@@ -21,7 +23,11 @@ impl Session {
     pub fn open(path: &Path) -> Result<Arc<Session>, ArchiveError> {
         let archive = Archive::open(path)?;
         let n = archive.root().devices.len();
-        Ok(Arc::new(Session { archive, action_times: (0..n).map(|_| OnceLock::new()).collect() }))
+        Ok(Arc::new(Session {
+            archive,
+            corrupt: std::sync::atomic::AtomicBool::new(false),
+            action_times: (0..n).map(|_| OnceLock::new()).collect(),
+        }))
     }
 
     pub fn root(&self) -> &ArchivedRoot {
@@ -72,10 +78,15 @@ impl Session {
         self.action_times[d].get().map(Vec::as_slice)
     }
 
-    /// Decompresses every device's action times on a named background thread.
+    /// On a named background thread: checks the archive's checksum (opening only validated its
+    /// structure, to stay O(1)), then decompresses every device's action times.
     pub fn spawn_decompress(self: &Arc<Self>) {
         let s = Arc::clone(self);
-        let _ = std::thread::Builder::new().name("memviz-times".into()).spawn(move || {
+        let _ = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
+            if s.archive.verify().is_err() {
+                s.corrupt.store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
             for d in 0..s.devices() {
                 s.action_times(d);
             }
