@@ -17,6 +17,7 @@ pub mod details;
 pub mod gpu;
 pub mod indexing;
 pub mod offscreen;
+pub mod overlays;
 pub mod panels;
 pub mod textures;
 pub mod theme;

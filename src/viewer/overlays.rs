@@ -1,0 +1,160 @@
+//! What egui paints over and around the GPU quads: grid, axis labels, the capacity line, rulers,
+//! the range selection, and the annotation lane (thinned, labels never overlapping).
+
+use eframe::egui::{self, Rect, Sense, Stroke, pos2, vec2};
+
+use super::timeline::{Drag, Timeline};
+use super::{axis, theme};
+
+impl Timeline {
+    /// Grid lines, painted before the GPU quads so the data covers them.
+    pub fn grid(&self, painter: &egui::Painter) {
+        let (rect, v) = (self.plot_rect, &self.view);
+        for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
+            painter.hline(rect.x_range(), v.screen_from_bytes(rect, t), Stroke::new(1.0, theme::GRID));
+        }
+        for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
+            painter.vline(v.screen_from_action(rect, t), rect.y_range(), Stroke::new(1.0, theme::GRID));
+        }
+    }
+
+    /// Axis labels, capacity line, rulers and selection, painted by egui over and around the
+    /// GPU quads.
+    pub fn overlays(&self, painter: &egui::Painter, full: Rect, capacity: Option<(&str, u64)>) {
+        let rect = self.plot_rect;
+        let v = &self.view;
+        let font = egui::FontId::monospace(11.0);
+        for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
+            let y = v.screen_from_bytes(rect, t);
+            painter.text(
+                pos2(rect.left() - 4.0, y),
+                egui::Align2::RIGHT_CENTER,
+                axis::bytes_label(t),
+                font.clone(),
+                theme::AXIS_TEXT,
+            );
+        }
+        let t0 = self.x_extent().0;
+        for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
+            let x = v.screen_from_action(rect, t);
+            let label = if self.time_axis { axis::time_label(t - t0) } else { axis::action_label(t) };
+            painter.text(pos2(x, rect.bottom() + 3.0), egui::Align2::CENTER_TOP, label, font.clone(), theme::AXIS_TEXT);
+        }
+        let axis_name = if self.time_axis { "wall time" } else { "action" };
+        painter.text(
+            pos2(full.right() - 4.0, rect.bottom() + 3.0),
+            egui::Align2::RIGHT_TOP,
+            axis_name,
+            font.clone(),
+            theme::AXIS_TEXT,
+        );
+        if let Some((name, bytes)) = capacity {
+            let y = v.screen_from_bytes(rect, bytes as f64);
+            if rect.y_range().contains(y) {
+                painter.hline(rect.x_range(), y, Stroke::new(1.5, theme::CAPACITY));
+                painter.text(
+                    pos2(rect.right() - 4.0, y - 2.0),
+                    egui::Align2::RIGHT_BOTTOM,
+                    name,
+                    font.clone(),
+                    theme::CAPACITY,
+                );
+            }
+        }
+        match (self.drag, self.drag_end) {
+            (Drag::Range(start), Some(end)) => {
+                let a = v.screen_from_action(rect, start);
+                let sel = Rect::from_x_y_ranges(a.min(end.x)..=a.max(end.x), rect.y_range());
+                painter.rect_filled(sel, 0.0, theme::SELECTION);
+            }
+            (Drag::ByteRuler(_, b0), Some(end)) => {
+                let b1 = v.bytes_from_screen(rect, end.y);
+                let (y0, y1) = (v.screen_from_bytes(rect, b0), end.y);
+                painter.vline(end.x, y0.min(y1)..=y0.max(y1), Stroke::new(1.5, theme::RULER));
+                painter.hline(rect.x_range(), y0, Stroke::new(1.0, theme::RULER));
+                painter.hline(rect.x_range(), y1, Stroke::new(1.0, theme::RULER));
+                let text = format!("Δ {}", axis::bytes_label((b1 - b0).abs()));
+                painter.text(end + vec2(8.0, 0.0), egui::Align2::LEFT_CENTER, text, font.clone(), theme::RULER);
+            }
+            (Drag::TimeRuler(x0, _), Some(end)) => {
+                let x1 = v.action_from_screen(rect, end.x);
+                let sx0 = v.screen_from_action(rect, x0);
+                painter.hline(sx0.min(end.x)..=sx0.max(end.x), end.y, Stroke::new(1.5, theme::RULER));
+                painter.vline(sx0, rect.y_range(), Stroke::new(1.0, theme::RULER));
+                painter.vline(end.x, rect.y_range(), Stroke::new(1.0, theme::RULER));
+                let text = if self.time_axis {
+                    format!("Δ {}", axis::time_label((x1 - x0).abs()))
+                } else {
+                    format!("Δ {} actions", axis::action_label((x1 - x0).abs()))
+                };
+                painter.text(end + vec2(8.0, -8.0), egui::Align2::LEFT_BOTTOM, text, font, theme::RULER);
+            }
+            _ => {}
+        }
+    }
+
+    /// Annotation spans and points above the plot, labels thinned so none overlap and the data
+    /// is never covered; the rest show on hover.
+    pub fn annotations_ui(
+        &self,
+        ui: &mut egui::Ui,
+        lane: Rect,
+        filter: &crate::analysis::annotations::AnnotationFilter,
+    ) {
+        let Some(times) = self.session.action_times_ready(self.device) else { return };
+        let painter = ui.painter_at(lane);
+        let v = &self.view;
+        let rect = self.plot_rect;
+        let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 } };
+        let spans: Vec<_> =
+            self.session.spans(self.device).into_iter().filter(|s| filter.keeps(self.session.str(s.0))).collect();
+        let font = egui::FontId::proportional(11.0);
+        let mut labels = Vec::new();
+        // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the
+        // lane solid; labels are placed without overlaps below.
+        let mut last_marker = f32::NEG_INFINITY;
+        for (i, &(name, start, end, depth)) in spans.iter().enumerate() {
+            let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
+            if x1 < v.x0 || x0 > v.x1 {
+                continue;
+            }
+            let (sx0, sx1) =
+                (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
+            if depth == 0 && sx0 - last_marker >= 3.0 {
+                if end == Some(start) {
+                    painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+                } else {
+                    painter.rect_filled(
+                        Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
+                        0.0,
+                        theme::ANNOTATION_SPAN,
+                    );
+                    painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+                }
+                last_marker = sx0;
+            }
+            let text = self.session.str(name).to_owned();
+            let width = painter.layout_no_wrap(text.clone(), font.clone(), theme::ANNOTATION).size().x;
+            labels.push((sx0 + 2.0, width, (sx1 - sx0) as u32 / (depth + 1), text, i));
+        }
+        let shown = axis::place_labels(&labels.iter().map(|l| (l.0, l.1, l.2)).collect::<Vec<_>>(), 6.0);
+        for (l, show) in labels.iter().zip(shown) {
+            if show {
+                painter.text(
+                    pos2(l.0, lane.center().y),
+                    egui::Align2::LEFT_CENTER,
+                    &l.3,
+                    font.clone(),
+                    theme::ANNOTATION,
+                );
+            }
+        }
+        let response = ui.interact(lane, ui.scope_id().with("annotation-lane"), Sense::hover());
+        if let Some(p) = response.hover_pos() {
+            let near: Vec<&str> = labels.iter().filter(|l| (l.0 - p.x).abs() < 40.0).map(|l| l.3.as_str()).collect();
+            if !near.is_empty() {
+                response.on_hover_text(near.join("\n"));
+            }
+        }
+    }
+}
