@@ -9,7 +9,7 @@ use anyhow::bail;
 use rayon::prelude::*;
 
 pub use index::{IndexSummary, index, write_archive};
-pub use load::{Loaded, PendingCache, cache_path, find_cache, lay_out, load};
+pub use load::{Loaded, PendingCache, archive_for, build_archive, cache_path, find_cache, lay_out, load};
 
 use crate::analysis::{export, stats};
 use crate::cli::{Cli, Command, ExportArgs, ExportCommand, StatsArgs};
