@@ -2,8 +2,10 @@
 //! holds at each one's peak, and the sites that appear or vanish.
 //!
 //! Stack ids are per file, so a site is identified across files by text: the shown frames from
-//! the innermost one up to the site's best frame (`frames::top_frame`), each as `name`, `file`,
-//! `line`, hashed (XXH64). The callers above the best frame are left out on purpose: they are the
+//! the innermost one up to the site's best frame (`frames::top_frame`; only the Python ones when
+//! that frame is Python), each as `name`, `file`, `line`, hashed (XXH64). C++ frames are left
+//! out under a Python frame because recording them is an option (`stacks="all"`) and their text
+//! varies with the build. The callers above the best frame are left out on purpose: they are the
 //! driver around the code that allocates, and they differ between runs of the same code
 //! (gpt2_small and expandable run one training loop from two lines of one script: with the whole
 //! stack they share 1 site of 33, without the callers all of them). The table shows the site's
@@ -17,7 +19,7 @@ use memviz_format::hash::Xxh64;
 use serde::Serialize;
 
 use super::frames::{self, FrameSource};
-use super::groups::SiteNames;
+use super::groups::{SiteNames, clip};
 use super::timeline::Timeline;
 use super::units;
 use crate::layout::Origin;
@@ -96,13 +98,18 @@ struct Summary {
     side: SideSummary,
 }
 
-/// The site key of a stack: the hash of the text of its shown frames up to the best one.
+/// The site key of a stack: the hash of the text of its shown frames up to the best one —
+/// only the Python ones when the best frame is Python, so that a trace recorded with C++ frames
+/// (`stacks="all"`) matches one without.
 pub fn site_key(frames: &impl FrameSource, stack: u32) -> u64 {
     let mut h = Xxh64::new(0);
     let all = frames.stack(stack);
     let best = frames::top_frame(frames, stack);
     let upto = best.and_then(|b| all.iter().position(|&f| f == b)).map_or(all.len(), |i| i + 1);
-    for &f in all[..upto].iter().filter(|&&f| Some(f) == best || frames::is_shown(frames, f)) {
+    let python = |f: u32| frames.file(f).ends_with(".py");
+    let python_only = best.is_some_and(python);
+    let counted = |f: u32| Some(f) == best || (frames::is_shown(frames, f) && (!python_only || python(f)));
+    for &f in all[..upto].iter().filter(|&&f| counted(f)) {
         h.update(frames.name(f).as_bytes());
         h.update(&[0]);
         h.update(frames.file(f).as_bytes());
@@ -247,7 +254,7 @@ pub fn render_text(out: &mut String, r: &DiffReport, top: usize) {
                 units::bytes(s.b_bytes),
                 units::signed_bytes(i128::from(s.delta_bytes)),
                 &s.site[..8],
-                s.frame
+                clip(&s.frame)
             );
         }
         if changed.len() > top {
@@ -269,7 +276,7 @@ pub fn render_text(out: &mut String, r: &DiffReport, top: usize) {
                 units::bytes(s.allocated_bytes),
                 units::thousands(s.allocations),
                 &s.site[..8],
-                s.frame
+                clip(&s.frame)
             );
         }
         if list.len() > top {
@@ -317,5 +324,21 @@ mod tests {
         assert!(r.vanished_sites.is_empty());
         assert_eq!(site_key(&a.snap, 0), site_key(&b.snap, 1), "callers above the best frame do not count");
         assert_ne!(site_key(&a.snap, 0), site_key(&a.snap, 1));
+    }
+
+    #[test]
+    fn native_frames_under_python_do_not_count() {
+        let py: &[(&str, &str, i64)] = &[("linear", "/site-packages/torch/nn/functional.py", 10), ("train", "t.py", 5)];
+        let all: &[(&str, &str, i64)] = &[
+            ("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 0),
+            ("at::native::empty_cuda", "Empty.cpp", 0),
+            ("linear", "/site-packages/torch/nn/functional.py", 10),
+            ("train", "t.py", 5),
+        ];
+        let native: &[(&str, &str, i64)] = &[("worker", "??", 0), ("c10::cuda::malloc", "x.cpp", 0)];
+        let t = tiny(&[("alloc", 1, 8, 0), ("alloc", 2, 8, 1), ("alloc", 3, 8, 2)], &[py, all, native], &[]);
+        assert_eq!(site_key(&t.snap, 0), site_key(&t.snap, 1));
+        // Without Python, the native frames are all there is.
+        assert_ne!(site_key(&t.snap, 2), site_key(&t.snap, u32::MAX));
     }
 }

@@ -208,12 +208,12 @@ pub fn render(out: &mut String, groups: &[Group], by: GroupBy, top: usize) {
                     Some(_) => g.stack.map_or(String::new(), |s| format!("  [stack {s}]")),
                     None => String::new(),
                 };
-                let _ = write!(out, "{}{site}", g.label);
+                let _ = write!(out, "{}{site}", clip(&g.label));
             }
-            GroupBy::Frame => out.push_str(&g.label),
+            GroupBy::Frame => out.push_str(&clip(&g.label)),
             GroupBy::Annotation | GroupBy::Size => {
-                let frame = g.top_frame.as_deref().unwrap_or(NO_STACK);
-                let _ = write!(out, "{:<width$}  {frame}", g.label);
+                let frame = clip(g.top_frame.as_deref().unwrap_or(NO_STACK));
+                let _ = write!(out, "{:<width$}  {frame}", clip(&g.label));
             }
         }
         out.push('\n');
@@ -235,7 +235,18 @@ pub fn render(out: &mut String, groups: &[Group], by: GroupBy, top: usize) {
 }
 
 fn label_width(groups: &[Group], top: usize) -> usize {
-    groups.iter().take(top).map(|g| g.label.chars().count()).max().unwrap_or(0)
+    groups.iter().take(top).map(|g| g.label.chars().count().min(MAX_LABEL)).max().unwrap_or(0)
+}
+
+/// Longest label or frame in a text table (C++ frames can run to hundreds of characters).
+pub const MAX_LABEL: usize = 120;
+
+/// `text` cut to [`MAX_LABEL`] characters, with `…` when cut.
+pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(MAX_LABEL - 1) {
+        Some((at, _)) if text.chars().count() > MAX_LABEL => format!("{}…", &text[..at]).into(),
+        _ => text.into(),
+    }
 }
 
 fn annotation_of<'a>(t: &Timeline<'a>, inner: &Innermost<'a>, id: u32) -> &'a str {
@@ -246,5 +257,21 @@ fn annotation_of<'a>(t: &Timeline<'a>, inner: &Innermost<'a>, id: u32) -> &'a st
     match t.times.time_us(start) {
         None => NO_SPAN,
         Some(at) => inner.at(at).map_or(NO_SPAN, |s| s.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_labels_are_clipped() {
+        assert_eq!(clip("short"), "short");
+        let exact = "x".repeat(MAX_LABEL);
+        assert_eq!(clip(&exact), exact);
+        let long = "é".repeat(MAX_LABEL + 5);
+        let cut = clip(&long);
+        assert_eq!(cut.chars().count(), MAX_LABEL);
+        assert!(cut.ends_with("é…"));
     }
 }
