@@ -187,8 +187,10 @@ pub fn share(part: u64, total: u64) -> f64 {
     if total == 0 { 0.0 } else { part as f64 * 100.0 / total as f64 }
 }
 
-/// The table as aligned text: at most `top` rows, then one line summing the rest.
+/// The table as aligned text: at most `top` rows, then one line summing the rest (unless the
+/// rest is one row: then that row).
 pub fn render(out: &mut String, groups: &[Group], by: GroupBy, top: usize) {
+    let top = if groups.len() == top + 1 { groups.len() } else { top };
     let width = label_width(groups, top).max(by.name().len());
     let _ = write!(out, "    {:>10}  {:>9}  {:>6}  ", "bytes", "count", "share");
     match by {
