@@ -212,7 +212,7 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
         }
         bail!("{}: no annotation span matches \"{}\" (spans: {})", input.display(), args.annotation, seen.join(", "));
     }
-    print(input, args.common.json, &reports, |out, r| steps::render_text(out, r))
+    print(input, args.common.json, &reports, steps::render_text)
 }
 
 /// `memviz diff`'s JSON.
