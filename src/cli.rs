@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+use crate::analysis::groups::GroupBy;
 
 /// See where your GPU memory went: PyTorch CUDA memory snapshots, natively.
 #[derive(Debug, Parser)]
@@ -26,6 +28,15 @@ pub enum Command {
     /// Write the timeline layout as JSON (the golden schemas of timeline_oracle.py).
     #[command(subcommand)]
     Export(ExportCommand),
+    /// What is live at one instant: total, count, and a table by site, frame, annotation or size.
+    At(AtArgs),
+    /// What the actions A..B did: allocated, freed, net growth, churn, leak candidates, sizes.
+    Range(RangeArgs),
+    /// Per annotation span (e.g. training steps): peak and net growth, and a verdict on growth.
+    Steps(StepsArgs),
+    /// Two snapshots compared by allocation site: peaks, bytes per site at the peak, new and gone
+    /// sites. Exits 3 when B's peak grew more than --threshold percent over A's.
+    Diff(DiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +141,147 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("instant").required(true).args(["action", "time", "peak"])))]
+pub struct AtArgs {
+    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    pub input: PathBuf,
+    /// Right after this action (-1: before the first action).
+    #[arg(long, allow_negative_numbers = true, value_name = "K")]
+    pub action: Option<i64>,
+    /// At this time since the trace start (the last action at or before it): µs, or with a
+    /// unit: 250ms, 1.5s, 2min.
+    #[arg(long, value_name = "T", value_parser = parse_time_us)]
+    pub time: Option<i64>,
+    /// At each device's peak.
+    #[arg(long)]
+    pub peak: bool,
+    /// What the rows of the table are.
+    #[arg(long, value_enum, default_value_t = GroupByArg::Stack)]
+    pub group_by: GroupByArg,
+    #[command(flatten)]
+    pub common: AnswerArgs,
+}
+
+/// Options every answer takes.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// Print JSON (a stable schema for scripts) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Only this device (default: every device with trace events or segments).
+    #[arg(long)]
+    pub device: Option<u32>,
+    /// Rows per table in the text output (JSON has them all).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupByArg {
+    /// Allocation site (the stack), shown by its best frame.
+    Stack,
+    /// The site's best frame (sites sharing it merge).
+    Frame,
+    /// The innermost record_function span open when each allocation was made.
+    Annotation,
+    /// Power-of-two size buckets.
+    Size,
+}
+
+impl From<GroupByArg> for GroupBy {
+    fn from(g: GroupByArg) -> GroupBy {
+        match g {
+            GroupByArg::Stack => GroupBy::Stack,
+            GroupByArg::Frame => GroupBy::Frame,
+            GroupByArg::Annotation => GroupBy::Annotation,
+            GroupByArg::Size => GroupBy::Size,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RangeArgs {
+    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    pub input: PathBuf,
+    /// Actions A..B: from A to before B; `..B` from the first, `A..` to the last.
+    #[arg(value_name = "A..B", value_parser = parse_range)]
+    pub range: ActionRange,
+    #[command(flatten)]
+    pub common: AnswerArgs,
+}
+
+/// `A..B` with either end open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActionRange {
+    pub start: Option<u32>,
+    pub end: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct StepsArgs {
+    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    pub input: PathBuf,
+    /// Spans whose name contains this text, e.g. "## step".
+    #[arg(long, value_name = "PATTERN")]
+    pub annotation: String,
+    #[command(flatten)]
+    pub common: AnswerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline: a snapshot or a .memviz archive.
+    pub a: PathBuf,
+    /// The one compared with it.
+    pub b: PathBuf,
+    /// Exit 3 when B's peak exceeds A's by more than this many percent (default: never).
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub threshold: Option<f64>,
+    #[command(flatten)]
+    pub common: AnswerArgs,
+}
+
+/// `1200` (µs), `300us`, `250ms`, `1.5s`, `2min` → µs.
+pub fn parse_time_us(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "us" | "µs" => 1.0,
+        "ms" => 1e3,
+        "s" => 1e6,
+        "min" | "m" => 60e6,
+        other => return Err(format!("unknown unit `{other}` (use us, ms, s or min, e.g. 250ms)")),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("expected a time such as 1200, 250ms or 1.5s, got `{s}`"))?;
+    let us = (v * scale).round();
+    if !us.is_finite() || us > i64::MAX as f64 / 2.0 {
+        return Err(format!("time `{s}` is too large"));
+    }
+    Ok(us as i64)
+}
+
+/// `A..B`, `..B`, `A..`, `..`.
+pub fn parse_range(s: &str) -> Result<ActionRange, String> {
+    let (a, b) =
+        s.split_once("..").ok_or_else(|| format!("expected actions A..B (e.g. 100..200, ..500, 1000..), got `{s}`"))?;
+    let end = |v: &str| -> Result<Option<u32>, String> {
+        let v = v.trim();
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.replace(['_', ','], "").parse::<u32>().map(Some).map_err(|_| format!("`{v}` is not an action index"))
+    };
+    Ok(ActionRange { start: end(a)?, end: end(b)? })
+}
+
+/// `5`, `5%`, `2.5` → percent.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| format!("expected a percentage, got `{s}`"))?;
+    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(format!("expected a percentage ≥ 0, got `{s}`")) }
+}
+
 /// `memviz FILE` means `memviz open FILE`: inserts `open` when the first argument is not a
 /// subcommand or a flag.
 pub fn with_open_default(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
@@ -145,4 +297,27 @@ pub fn with_open_default(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<
         }
     }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_ranges_parse() {
+        assert_eq!(parse_time_us("1200"), Ok(1200));
+        assert_eq!(parse_time_us("250ms"), Ok(250_000));
+        assert_eq!(parse_time_us("1.5s"), Ok(1_500_000));
+        assert_eq!(parse_time_us("2min"), Ok(120_000_000));
+        assert_eq!(parse_time_us("40 µs"), Ok(40));
+        assert!(parse_time_us("5 parsecs").is_err());
+        assert!(parse_time_us("-5").is_err());
+        assert_eq!(parse_range("10..20"), Ok(ActionRange { start: Some(10), end: Some(20) }));
+        assert_eq!(parse_range("..20"), Ok(ActionRange { start: None, end: Some(20) }));
+        assert_eq!(parse_range("1,000.."), Ok(ActionRange { start: Some(1000), end: None }));
+        assert_eq!(parse_range(".."), Ok(ActionRange { start: None, end: None }));
+        assert!(parse_range("10-20").is_err());
+        assert!(parse_range("a..b").is_err());
+        assert_eq!(parse_percent("5%"), Ok(5.0));
+    }
 }

@@ -1,5 +1,6 @@
 //! The `memviz` binary: parse arguments, run the command, map errors to exit codes.
-//! Usage errors exit 2 (clap), bad input exits 1 with one `error: ...` line.
+//! Usage errors exit 2 (clap), bad input exits 1 with one `error: ...` line, and `diff` exits 3
+//! when B's peak grew past `--threshold`.
 
 use std::process::ExitCode;
 
@@ -12,6 +13,10 @@ fn main() -> ExitCode {
     match memviz::commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if memviz::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if err.is::<memviz::commands::PeakGrew>() => {
+            eprintln!("regression: {err}");
+            ExitCode::from(3)
+        }
         Err(err) => {
             let msg = format!("{err:#}").replace('\n', " ");
             eprintln!("error: {msg}");

@@ -91,8 +91,12 @@ fn corrupted_truncated_and_foreign_archives_say_to_reindex() {
     for (what, content) in cases {
         let path = dir.path().join("bad.memviz");
         std::fs::write(&path, &content).unwrap();
-        for cmd in [["stats", "--json"], ["export", "layout"]] {
-            let out = memviz([cmd[0].as_ref(), cmd[1].as_ref(), path.as_os_str()]);
+        for cmd in [["stats", "--json"], ["export", "layout"], ["at", "--peak"], ["range", "--json"]] {
+            let mut args = vec![cmd[0].as_ref(), cmd[1].as_ref(), path.as_os_str()];
+            if cmd[0] == "range" {
+                args.push("0..".as_ref());
+            }
+            let out = memviz(args);
             let err = assert_bad_input(&out, &path);
             assert!(err.contains("re-run `memviz index`"), "{what}: {err}");
             if what == "other version" {

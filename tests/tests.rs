@@ -4,6 +4,7 @@
 
 mod support;
 
+mod answers;
 mod archive;
 mod bad_input;
 mod differential;

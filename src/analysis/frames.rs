@@ -100,6 +100,12 @@ pub fn top_frame(src: &impl FrameSource, stack: StackId) -> Option<FrameId> {
     best.map(|(f, _)| f).or_else(|| src.stack(stack).first().copied())
 }
 
+/// The innermost shown Python frame: where, inside the code that allocated, the memory was asked
+/// for (`dropout (functional.py:1443)`), past the allocator's own native frames.
+pub fn innermost_python(src: &impl FrameSource, stack: StackId) -> Option<FrameId> {
+    src.stack(stack).iter().copied().find(|&f| src.file(f).ends_with(".py") && is_shown(src, f))
+}
+
 /// `name (file:line)`, with the file shortened to its name when `short`.
 pub fn describe(src: &impl FrameSource, f: FrameId, short: bool) -> String {
     let file = src.file(f);

@@ -1,9 +1,19 @@
-//! Answers computed from the model and its layouts: stats, exports, frame and annotation helpers.
+//! Answers computed from the model and its layouts — stats, exports, frame and annotation helpers —
+//! and from one device's [`timeline::Timeline`] read in place: the live set at an instant (`live`),
+//! a range of actions (`range`), annotated steps (`steps`), two traces compared (`diff`).
 
 pub mod annotations;
+pub mod diff;
 pub mod export;
 pub mod frames;
+pub mod groups;
+pub mod live;
+pub mod range;
 pub mod reserved;
 pub mod shapes;
 pub mod stats;
+pub mod steps;
+pub mod timeline;
+#[cfg(test)]
+mod tiny;
 pub mod units;

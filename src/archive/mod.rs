@@ -6,11 +6,13 @@ pub mod build;
 pub mod chunks;
 pub mod open;
 pub mod restore;
+pub mod session;
 pub mod write;
 
 use std::path::{Path, PathBuf};
 
 pub use open::{Archive, ArchiveError, is_archive};
+pub use session::{DeviceTimes, Session};
 
 /// Suffixes stripped from a snapshot's name to name its archive.
 const SNAPSHOT_SUFFIXES: [&str; 7] = [".gz", ".zst", ".zstd", ".pickle", ".pkl", ".json", ".pt"];

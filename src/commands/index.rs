@@ -106,7 +106,7 @@ fn timing(stage: &str, started: Instant) {
     }
 }
 
-fn progress_bar(len: u64) -> ProgressBar {
+pub(super) fn progress_bar(len: u64) -> ProgressBar {
     let bar = ProgressBar::new(len);
     bar.set_style(
         ProgressStyle::with_template("{spinner} reading {bytes}/{total_bytes} ({bytes_per_sec}) {wide_bar} {eta}")

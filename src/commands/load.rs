@@ -58,6 +58,29 @@ pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
     Ok(Loaded { snapshot, layouts, described: source.to_string(), file_bytes: source.file_bytes, pending_cache })
 }
 
+/// The archive of `snapshot`: the cached one if it matches, else a fresh one (written beside
+/// it, or in the user cache directory). `progress` gets the bytes read so far.
+pub fn archive_for(snapshot: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<PathBuf> {
+    let stamp = archive::write::stamp(snapshot).with_context(|| snapshot.display().to_string())?;
+    if let Some(a) = find_cache(snapshot, &stamp) {
+        return Ok(a.path);
+    }
+    let path = cache_path(snapshot, &stamp);
+    build_archive(snapshot, stamp, &path, progress)?;
+    Ok(path)
+}
+
+/// Reads `snapshot` and writes its archive to `out`.
+pub fn build_archive(snapshot: &Path, stamp: SourceStamp, out: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let (model, source) =
+        ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
+    let layouts = lay_out(&model);
+    let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
+    super::write_archive(&pending, model, layouts, &|_| {}, started)?;
+    Ok(())
+}
+
 /// Layouts of every device with data, in parallel.
 pub fn lay_out(snapshot: &Snapshot) -> Vec<Layout> {
     snapshot.device_ids().par_iter().map(|&d| Layout::build(snapshot, d)).collect()

@@ -1,5 +1,6 @@
 //! Every command as a library function, so tests and benches call them directly.
 
+mod answers;
 mod index;
 mod load;
 
@@ -8,8 +9,9 @@ use std::time::Instant;
 use anyhow::bail;
 use rayon::prelude::*;
 
+pub use answers::{PeakGrew, at_cmd, diff_cmd, open_input, range_cmd, steps_cmd};
 pub use index::{IndexSummary, index, write_archive};
-pub use load::{Loaded, PendingCache, cache_path, find_cache, lay_out, load};
+pub use load::{Loaded, PendingCache, archive_for, build_archive, cache_path, find_cache, lay_out, load};
 
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
@@ -25,6 +27,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stats(args) => stats_cmd(&args, cache),
         Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
         Command::Export(ExportCommand::Sampled { args, every }) => export_sampled(&args, every as usize, cache),
+        Command::At(args) => at_cmd(&args, cache),
+        Command::Range(args) => range_cmd(&args, cache),
+        Command::Steps(args) => steps_cmd(&args, cache),
+        Command::Diff(args) => diff_cmd(&args, cache),
     }
 }
 

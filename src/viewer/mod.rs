@@ -70,7 +70,7 @@ fn archive_path(path: &Path) -> anyhow::Result<PathBuf> {
     if crate::archive::is_archive(path) {
         return Ok(path.to_owned());
     }
-    indexing::archive_for(path, &|_| {})
+    crate::commands::archive_for(path, &|_| {})
 }
 
 fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {

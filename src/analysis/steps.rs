@@ -1,0 +1,309 @@
+//! `memviz steps --annotation PATTERN`: one row per matching annotation span (a training step,
+//! say) — its actions, its peak, its net growth — and a one-line verdict on steady growth.
+//!
+//! A span covers the actions whose time `t` has `start ≤ t < end`, found by binary search over
+//! the action times. Net growth is the total after the span's last action minus the total before
+//! its first; *retained* is what the next step starts with minus what this one started with.
+//!
+//! The verdict looks at retained memory, not net growth: a training step typically ends holding
+//! its gradients, which `zero_grad` frees between two step spans (gpt2_small grows +40 MiB in
+//! every step and is flat from one step to the next). Memory "grows steadily" when at least
+//! [`GROWTH_RUN`] consecutive steps retain memory, or when the steps' starting totals rise along a
+//! line (least squares with R² ≥ [`TREND_R2`], rising by ≥ [`TREND_SHARE`] of the peak overall).
+//! A first step that allocates the optimizer state and then levels off is neither.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::timeline::Timeline;
+use super::units;
+
+/// Consecutive growing steps that make a verdict of steady growth.
+pub const GROWTH_RUN: usize = 3;
+/// How well the starting totals must fit a rising line.
+pub const TREND_R2: f64 = 0.9;
+/// How much the line must rise over all the steps, as a share of the device's peak.
+pub const TREND_SHARE: f64 = 0.01;
+
+#[derive(Debug, Serialize)]
+pub struct Step {
+    pub name: String,
+    /// µs from the trace start to the span's start and end (`null`: never ended).
+    pub start_us: Option<i64>,
+    pub end_us: Option<i64>,
+    /// The span's actions are `start_action .. end_action` (pass them to `memviz range`).
+    pub start_action: u32,
+    pub end_action: u32,
+    /// Live bytes before its first action and after its last.
+    pub total_start: u64,
+    pub total_end: u64,
+    /// Highest total inside (the start total when it has no action) and its first action.
+    pub peak_bytes: u64,
+    pub peak_action: Option<u32>,
+    pub net_bytes: i64,
+    /// The next step's `total_start` minus this one's (`null` for the last step).
+    pub retained_bytes: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Verdict {
+    pub steady_growth: bool,
+    /// Longest run of consecutive steps that retained memory, and the index of its first step.
+    pub longest_growth_run: usize,
+    pub growth_run_from: Option<usize>,
+    /// Least-squares slope of the starting totals (bytes per step) and its R² (`null`: fewer
+    /// than two steps, or flat).
+    pub trend_bytes_per_step: f64,
+    pub trend_r2: Option<f64>,
+    /// The verdict as one sentence.
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StepsReport {
+    pub device: u32,
+    pub pattern: String,
+    pub steps: Vec<Step>,
+    pub verdict: Verdict,
+}
+
+/// The spans whose name contains `pattern`, in start order.
+pub fn steps(t: &Timeline<'_>, pattern: &str) -> StepsReport {
+    let l = t.layout;
+    let n = t.actions();
+    let steps: Vec<Step> = t
+        .spans
+        .iter()
+        .filter(|s| !s.is_point() && s.name.contains(pattern))
+        .map(|s| {
+            let a0 = t.actions_before(s.start_us);
+            let a1 = s.end_us.map_or(n, |e| t.actions_before(e)).max(a0);
+            let total_start = l.total_after(i64::from(a0) - 1);
+            let total_end = l.total_after(i64::from(a1) - 1);
+            let (mut peak_bytes, mut peak_action) = (total_start, None);
+            for (k, &total) in (a0..a1).zip(&l.totals[a0 as usize..a1 as usize]) {
+                if peak_action.is_none() || total > peak_bytes {
+                    (peak_bytes, peak_action) = (total, Some(k));
+                }
+            }
+            let since = |us: i64| t.trace_start_us.map(|s0| us - s0);
+            Step {
+                name: s.name.to_owned(),
+                start_us: since(s.start_us),
+                end_us: s.end_us.and_then(since),
+                start_action: a0,
+                end_action: a1,
+                total_start,
+                total_end,
+                peak_bytes,
+                peak_action,
+                net_bytes: total_end as i64 - total_start as i64,
+                retained_bytes: None,
+            }
+        })
+        .collect();
+    let mut steps = steps;
+    for i in 1..steps.len() {
+        steps[i - 1].retained_bytes = Some(steps[i].total_start as i64 - steps[i - 1].total_start as i64);
+    }
+    let verdict = verdict(&steps, l.peak_bytes);
+    StepsReport { device: l.device, pattern: pattern.to_owned(), steps, verdict }
+}
+
+fn verdict(steps: &[Step], peak_bytes: u64) -> Verdict {
+    let (mut best, mut best_from, mut run) = (0usize, None, 0usize);
+    for (i, s) in steps.iter().enumerate() {
+        run = if s.retained_bytes.is_some_and(|r| r > 0) { run + 1 } else { 0 };
+        if run > best {
+            (best, best_from) = (run, Some(i + 1 - run));
+        }
+    }
+    let starts: Vec<f64> = steps.iter().map(|s| s.total_start as f64).collect();
+    let (slope, r2) = fit(&starts);
+    let rise = slope * (starts.len().saturating_sub(1)) as f64;
+    let trending = starts.len() >= GROWTH_RUN
+        && slope > 0.0
+        && r2.is_some_and(|r| r >= TREND_R2)
+        && rise >= TREND_SHARE * peak_bytes as f64;
+    let steady = best >= GROWTH_RUN || trending;
+    let per_step = units::signed_bytes(slope.round() as i128);
+    let text = if steps.len() < GROWTH_RUN {
+        format!("not enough steps to judge a trend ({} matching span{})", steps.len(), plural(steps.len()))
+    } else if best >= GROWTH_RUN {
+        let from = best_from.unwrap_or(0);
+        let grown: i64 = steps[from..from + best].iter().filter_map(|s| s.retained_bytes).sum();
+        format!(
+            "steady growth: {best} steps in a row ({} to {}) each left more live memory for the next, {} in all; step starts trend {per_step} per step",
+            steps[from].name,
+            steps[from + best - 1].name,
+            units::signed_bytes(i128::from(grown)),
+        )
+    } else if trending {
+        format!(
+            "steady growth: step starts rise {per_step} per step (R² {:.2}) over {} steps",
+            r2.unwrap_or(0.0),
+            steps.len()
+        )
+    } else {
+        let later: Vec<i64> = steps.iter().skip(1).filter_map(|s| s.retained_bytes).collect();
+        let (lo, hi) = (later.iter().copied().min().unwrap_or(0), later.iter().copied().max().unwrap_or(0));
+        let change = if lo == hi {
+            units::signed_bytes(i128::from(lo))
+        } else {
+            format!("{} … {}", units::signed_bytes(i128::from(lo)), units::signed_bytes(i128::from(hi)))
+        };
+        format!(
+            "no steady growth: after the first step, each step starts {change} from the one before (longest run of rises: {best})"
+        )
+    };
+    Verdict {
+        steady_growth: steady,
+        longest_growth_run: best,
+        growth_run_from: best_from,
+        trend_bytes_per_step: slope,
+        trend_r2: r2,
+        text,
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Least-squares line through `(i, y[i])`: its slope and R² (`None` when undefined).
+fn fit(y: &[f64]) -> (f64, Option<f64>) {
+    let n = y.len() as f64;
+    if y.len() < 2 {
+        return (0.0, None);
+    }
+    let mx = (n - 1.0) / 2.0;
+    let my = y.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (i, &v) in y.iter().enumerate() {
+        let (dx, dy) = (i as f64 - mx, v - my);
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    let slope = sxy / sxx;
+    let r2 = (syy > 0.0).then(|| (sxy * sxy) / (sxx * syy));
+    (slope, r2)
+}
+
+/// The aligned text report of one device.
+pub fn render_text(out: &mut String, r: &StepsReport) {
+    let _ = writeln!(
+        out,
+        "device {} — {} span{} matching \"{}\"",
+        r.device,
+        r.steps.len(),
+        plural(r.steps.len()),
+        r.pattern
+    );
+    if !r.steps.is_empty() {
+        let width = r.steps.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(4);
+        let _ = writeln!(
+            out,
+            "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}",
+            "span", "actions", "start", "duration", "peak", "net growth", "retained"
+        );
+        for s in &r.steps {
+            let duration = match (s.start_us, s.end_us) {
+                (Some(a), Some(b)) => units::duration_us(b - a),
+                _ => "—".into(),
+            };
+            let _ = writeln!(
+                out,
+                "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}",
+                s.name,
+                format!("{}..{}", s.start_action, s.end_action),
+                s.start_us.map_or("—".into(), units::duration_us),
+                duration,
+                units::bytes(s.peak_bytes),
+                units::signed_bytes(i128::from(s.net_bytes)),
+                s.retained_bytes.map_or("—".into(), |r| units::signed_bytes(i128::from(r))),
+            );
+        }
+    }
+    let _ = writeln!(out, "  verdict: {}", r.verdict.text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Steps with these start and end totals, `retained` filled in as `steps` does.
+    fn chain(v: &[(u64, u64)]) -> Vec<Step> {
+        let mut s: Vec<Step> = v.iter().map(|&(a, b)| step(a, b)).collect();
+        for i in 1..s.len() {
+            s[i - 1].retained_bytes = Some(s[i].total_start as i64 - s[i - 1].total_start as i64);
+        }
+        s
+    }
+
+    fn step(total_start: u64, total_end: u64) -> Step {
+        Step {
+            name: format!("s{total_start}"),
+            start_us: None,
+            end_us: None,
+            start_action: 0,
+            end_action: 0,
+            total_start,
+            total_end,
+            peak_bytes: total_end.max(total_start),
+            peak_action: None,
+            net_bytes: total_end as i64 - total_start as i64,
+            retained_bytes: None,
+        }
+    }
+
+    #[test]
+    fn warm_up_then_flat_is_not_growth() {
+        let s = chain(&[(0, 100), (100, 100), (100, 100), (100, 100)]);
+        let v = verdict(&s, 1000);
+        assert!(!v.steady_growth, "{}", v.text);
+        assert_eq!(v.longest_growth_run, 1);
+        assert!(v.text.starts_with("no steady growth"), "{}", v.text);
+    }
+
+    #[test]
+    fn three_growing_steps_are_growth() {
+        let s = chain(&[(100, 100), (100, 110), (110, 120), (120, 130), (130, 140)]);
+        let v = verdict(&s, 1 << 20);
+        assert!(v.steady_growth);
+        assert_eq!((v.longest_growth_run, v.growth_run_from), (3, Some(1)));
+        assert!(v.text.starts_with("steady growth: 3 steps in a row (s100 to s120)"), "{}", v.text);
+    }
+
+    #[test]
+    fn growth_freed_between_steps_is_not_growth() {
+        // Every step ends 40 higher (its gradients), freed before the next starts.
+        let s = chain(&[(100, 140), (100, 140), (100, 140), (100, 140)]);
+        let v = verdict(&s, 1000);
+        assert!(!v.steady_growth, "{}", v.text);
+        assert_eq!(v.longest_growth_run, 0);
+    }
+
+    #[test]
+    fn a_rising_line_of_starts_is_growth_even_with_dips() {
+        // Every third step starts a little lower, so no run of three: the line alone decides.
+        let starts = [100u64, 200, 300, 290, 390, 490, 480, 580, 680];
+        let s = chain(&starts.map(|a| (a, a + 40)));
+        let v = verdict(&s, 1000);
+        assert_eq!(v.longest_growth_run, 2);
+        assert!(v.steady_growth, "{}", v.text);
+        assert!(v.text.starts_with("steady growth: step starts rise"), "{}", v.text);
+        assert!(v.trend_r2.unwrap() >= TREND_R2);
+        // Too small a rise against the peak is noise.
+        assert!(!verdict(&s, 1 << 40).steady_growth);
+    }
+
+    #[test]
+    fn one_step_cannot_be_judged() {
+        let v = verdict(&chain(&[(0, 10), (10, 20)]), 10);
+        assert!(!v.steady_growth);
+        assert!(v.text.starts_with("not enough steps"), "{}", v.text);
+        assert_eq!(fit(&[1.0, 1.0, 1.0]), (0.0, None));
+    }
+}

@@ -1,0 +1,264 @@
+//! What the answers (`at`, `range`, `steps`, `diff`) read: one device's timeline as borrowed
+//! slices — from a mapped archive in the command, from a hand-made layout in unit tests.
+//!
+//! Nothing here decompresses or reads files: action times come through [`ActionTimes`], which
+//! the archive implements by decompressing only the chunks a question touches.
+
+use crate::layout::{CheckpointsRef, LayoutRef};
+use crate::model::NO_TIME;
+
+/// The time of each action (µs since the Unix epoch, as recorded).
+pub trait ActionTimes {
+    /// `None` when the action has no time or does not exist.
+    fn time_us(&self, k: u32) -> Option<i64>;
+}
+
+impl ActionTimes for Vec<i64> {
+    fn time_us(&self, k: u32) -> Option<i64> {
+        self.get(k as usize).copied().filter(|&t| t != NO_TIME)
+    }
+}
+
+/// A `record_function` span with its name (a point when `end_us == Some(start_us)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamedSpan<'a> {
+    pub name: &'a str,
+    pub start_us: i64,
+    /// `None`: never ended.
+    pub end_us: Option<i64>,
+    /// Spans open on the device when it started.
+    pub depth: u32,
+}
+
+impl NamedSpan<'_> {
+    pub fn is_point(&self) -> bool {
+        self.end_us == Some(self.start_us)
+    }
+
+    /// Open at `t` (the same rule as `annotations::in_effect`): started, not ended, not a point.
+    pub fn open_at(&self, t: i64) -> bool {
+        !self.is_point() && self.start_us <= t && self.end_us.is_none_or(|e| e > t)
+    }
+}
+
+/// One device's timeline, borrowed.
+#[derive(Clone, Copy)]
+pub struct Timeline<'a> {
+    pub layout: LayoutRef<'a>,
+    pub checkpoints: CheckpointsRef<'a>,
+    /// Element id → stack id of its allocation site (`u32::MAX`: none recorded).
+    pub sites: &'a [u32],
+    /// The device's annotation spans, sorted by start.
+    pub spans: &'a [NamedSpan<'a>],
+    pub times: &'a dyn ActionTimes,
+    /// Time of the trace's first event: "into the trace" counts from here.
+    pub trace_start_us: Option<i64>,
+}
+
+impl<'a> Timeline<'a> {
+    pub fn actions(&self) -> u32 {
+        self.layout.actions.len() as u32
+    }
+
+    /// The site of element `id` (`u32::MAX` when unknown).
+    pub fn site(&self, id: u32) -> u32 {
+        self.sites.get(id as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    /// Time of action `k` (`None` for the initial state `k = -1`).
+    pub fn time_of(&self, k: i64) -> Option<i64> {
+        u32::try_from(k).ok().and_then(|k| self.times.time_us(k))
+    }
+
+    /// µs from the trace start to action `k`.
+    pub fn since_start(&self, k: i64) -> Option<i64> {
+        Some(self.time_of(k)? - self.trace_start_us?)
+    }
+
+    /// The number of actions whose time is at or before `t`: the actions are in trace order,
+    /// whose times never decrease; an action without a time takes the time of the last one with.
+    pub fn actions_until(&self, t: i64) -> u32 {
+        partition(self.actions(), |k| self.time_or_before(k).is_none_or(|x| x <= t))
+    }
+
+    /// The number of actions strictly before `t`.
+    pub fn actions_before(&self, t: i64) -> u32 {
+        partition(self.actions(), |k| self.time_or_before(k).is_none_or(|x| x < t))
+    }
+
+    /// The time of action `k`, or of the last action before it that has one.
+    fn time_or_before(&self, k: u32) -> Option<i64> {
+        (0..=k).rev().find_map(|j| self.times.time_us(j))
+    }
+
+    /// Names of the spans open at `t`, outermost first.
+    pub fn open_at(&self, t: i64) -> Vec<&'a str> {
+        let mut open: Vec<&NamedSpan<'a>> = self.spans.iter().filter(|s| s.open_at(t)).collect();
+        open.sort_by_key(|s| (s.depth, s.start_us));
+        open.into_iter().map(|s| s.name).collect()
+    }
+}
+
+/// The first `k` in `0..n` where `pred` turns false (`pred` true then false).
+fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
+    let (mut lo, mut hi) = (0u32, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
+
+/// The innermost open span at any time, answered by binary search: the spans are swept once
+/// into the times where the innermost one changes.
+pub struct Innermost<'a> {
+    /// `(from_us, index into spans or usize::MAX)`, ascending.
+    changes: Vec<(i64, usize)>,
+    spans: &'a [NamedSpan<'a>],
+}
+
+impl<'a> Innermost<'a> {
+    pub fn new(spans: &'a [NamedSpan<'a>]) -> Self {
+        let mut bounds: Vec<i64> = Vec::with_capacity(spans.len() * 2);
+        for s in spans.iter().filter(|s| !s.is_point()) {
+            bounds.push(s.start_us);
+            bounds.extend(s.end_us);
+        }
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut by_start: Vec<usize> = (0..spans.len()).filter(|&i| !spans[i].is_point()).collect();
+        by_start.sort_by_key(|&i| spans[i].start_us);
+        let (mut open, mut next, mut changes) = (Vec::<usize>::new(), 0, Vec::new());
+        for t in bounds {
+            while next < by_start.len() && spans[by_start[next]].start_us <= t {
+                open.push(by_start[next]);
+                next += 1;
+            }
+            open.retain(|&i| spans[i].end_us.is_none_or(|e| e > t));
+            let inner = open.iter().copied().max_by_key(|&i| (spans[i].depth, spans[i].start_us, i));
+            let inner = inner.unwrap_or(usize::MAX);
+            if changes.last().is_none_or(|&(_, was)| was != inner) {
+                changes.push((t, inner));
+            }
+        }
+        Innermost { changes, spans }
+    }
+
+    /// The innermost span open at `t`.
+    pub fn at(&self, t: i64) -> Option<&NamedSpan<'a>> {
+        let i = self.changes.partition_point(|&(from, _)| from <= t).checked_sub(1)?;
+        self.spans.get(self.changes[i].1)
+    }
+}
+
+/// Power-of-two size bucket: `b` holds sizes in `[2^(b-1), 2^b)`; bucket 0 holds size 0.
+pub fn size_bucket(size: u64) -> u32 {
+    64 - size.leading_zeros()
+}
+
+/// The bucket's bounds `[from, to)` (`to = None`: unbounded above).
+pub fn bucket_bounds(b: u32) -> (u64, Option<u64>) {
+    match b {
+        0 => (0, Some(1)),
+        64 => (1 << 63, None),
+        _ => (1 << (b - 1), Some(1 << b)),
+    }
+}
+
+/// `"1 KiB – 2 KiB"`, with exact powers of two.
+pub fn bucket_label(b: u32) -> String {
+    match bucket_bounds(b) {
+        (0, _) => "0 B".into(),
+        (from, Some(to)) => format!("{} – {}", pow2(from), pow2(to)),
+        (from, None) => format!("≥ {}", pow2(from)),
+    }
+}
+
+fn pow2(v: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let e = v.trailing_zeros();
+    format!("{} {}", 1u64 << (e % 10), UNITS[(e / 10) as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(name: &str, start_us: i64, end_us: Option<i64>, depth: u32) -> NamedSpan<'_> {
+        NamedSpan { name, start_us, end_us, depth }
+    }
+
+    #[test]
+    fn innermost_follows_nesting_and_ignores_points() {
+        let spans = [
+            span("step", 10, Some(100), 0),
+            span("fwd", 20, Some(50), 1),
+            span("mark", 30, Some(30), 0),
+            span("bwd", 50, Some(90), 1),
+            span("open", 95, None, 1),
+        ];
+        let inner = Innermost::new(&spans);
+        let name = |t| inner.at(t).map(|s| s.name);
+        assert_eq!(name(5), None);
+        assert_eq!(name(10), Some("step"));
+        assert_eq!(name(20), Some("fwd"));
+        assert_eq!(name(30), Some("fwd"));
+        assert_eq!(name(49), Some("fwd"));
+        assert_eq!(name(50), Some("bwd"));
+        assert_eq!(name(92), Some("step"));
+        assert_eq!(name(99), Some("open"));
+        assert_eq!(name(10_000), Some("open"));
+    }
+
+    #[test]
+    fn buckets() {
+        assert_eq!(size_bucket(0), 0);
+        assert_eq!(size_bucket(1), 1);
+        assert_eq!(size_bucket(1023), 10);
+        assert_eq!(size_bucket(1024), 11);
+        assert_eq!(bucket_bounds(11), (1024, Some(2048)));
+        assert_eq!(bucket_label(11), "1 KiB – 2 KiB");
+        assert_eq!(bucket_label(10), "512 B – 1 KiB");
+        assert_eq!(bucket_label(0), "0 B");
+        assert_eq!(bucket_label(64), "≥ 8 EiB");
+        for s in [1u64, 5, 4096, 4097, u64::MAX] {
+            let (from, to) = bucket_bounds(size_bucket(s));
+            assert!(from <= s && to.is_none_or(|t| s < t), "{s}");
+        }
+    }
+
+    #[test]
+    fn actions_by_time() {
+        let times: Vec<i64> = vec![100, 100, NO_TIME, 300];
+        let layout_actions = [0u32, 1, 0, 1];
+        let elements = crate::layout::Elements::default();
+        let l = crate::layout::LayoutRef {
+            device: 0,
+            elements: elements.view(),
+            actions: &layout_actions,
+            initial: &[],
+            initial_total: 0,
+            totals: &[0; 4],
+            peak_bytes: 0,
+            peak_action: None,
+        };
+        let t = Timeline {
+            layout: l,
+            checkpoints: CheckpointsRef { every: 1, starts: &[0, 0], ids: &[] },
+            sites: &[],
+            spans: &[],
+            times: &times,
+            trace_start_us: Some(90),
+        };
+        assert_eq!(t.actions_until(99), 0);
+        // Action 2 has no time: it goes with action 1, before it.
+        assert_eq!(t.actions_until(100), 3);
+        assert_eq!(t.actions_until(250), 3);
+        assert_eq!(t.actions_until(300), 4);
+        assert_eq!(t.actions_before(100), 0);
+        assert_eq!(t.actions_before(300), 3);
+        assert_eq!(t.since_start(3), Some(210));
+        assert_eq!(t.since_start(2), None);
+        assert_eq!(t.since_start(-1), None);
+    }
+}

@@ -1,0 +1,76 @@
+//! Hand-made timelines for the answers' unit tests: a few events with sites, times and spans.
+
+use super::stats::element_stack;
+use super::timeline::{NamedSpan, Timeline};
+use crate::ingest::builder::{Builder, TraceList};
+use crate::ingest::schema::FrameRow;
+use crate::layout::{Checkpoints, Layout};
+use crate::model::{Action, Annotation, EventRow, Snapshot, Stage};
+
+/// A snapshot of one device laid out, with everything a [`Timeline`] borrows.
+pub struct Tiny {
+    pub snap: Snapshot,
+    pub layout: Layout,
+    pub checkpoints: Checkpoints,
+    pub sites: Vec<u32>,
+    pub times: Vec<i64>,
+    pub spans: Vec<NamedSpan<'static>>,
+}
+
+/// `events`: (action, addr, size, site) with site an index into `sites`, each site a list of
+/// `(function, file, line)` innermost first; event `i` happens at time `100 + 10 i` µs.
+pub fn tiny(events: &[(&str, u64, u64, usize)], sites: &[&[(&str, &str, i64)]], spans: &[NamedSpan<'static>]) -> Tiny {
+    let mut b = Builder::default();
+    let stacks: Vec<u32> = sites
+        .iter()
+        .map(|frames| {
+            let ids: Vec<u32> = frames
+                .iter()
+                .map(|&(name, file, line)| {
+                    let (name, filename) = (Some(b.intern_str(name)), Some(b.intern_str(file)));
+                    b.frame(FrameRow { name, filename, line })
+                })
+                .collect();
+            b.stack(&ids)
+        })
+        .collect();
+    for (i, &(action, addr, size, site)) in events.iter().enumerate() {
+        let row = EventRow {
+            action: Action::from_name(action.as_bytes()),
+            addr: Some(addr),
+            size: Some(size),
+            time_us: 100 + 10 * i as i64,
+            stack: stacks[site],
+            ..EventRow::default()
+        };
+        b.push_event(&row);
+    }
+    for s in spans {
+        let name = b.intern_str(s.name);
+        b.push_annotation(Annotation { name, stage: Stage::Start, device: 0, time_us: s.start_us });
+        if let Some(end) = s.end_us {
+            b.push_annotation(Annotation { name, stage: Stage::End, device: 0, time_us: end });
+        }
+    }
+    let snap = b.finish(vec![TraceList::Range(0, events.len() as u32)], false).unwrap();
+    let layout = Layout::build(&snap, 0);
+    let view = layout.view();
+    let checkpoints = Checkpoints::build_every(view, 2);
+    let sites = (0..view.elements.len() as u32).map(|id| element_stack(&snap, view, id)).collect();
+    let times = (0..layout.actions.len() as u32).map(|k| snap.events.time_us[view.action_event(k) as usize]).collect();
+    let spans = spans.to_vec();
+    Tiny { snap, layout, checkpoints, sites, times, spans }
+}
+
+impl Tiny {
+    pub fn timeline(&self) -> Timeline<'_> {
+        Timeline {
+            layout: self.layout.view(),
+            checkpoints: self.checkpoints.view(),
+            sites: &self.sites,
+            spans: &self.spans,
+            times: &self.times,
+            trace_start_us: Some(100),
+        }
+    }
+}

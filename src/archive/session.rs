@@ -1,0 +1,210 @@
+//! An opened archive, read in place, plus the few derived tables that are decompressed on
+//! demand (action times). The viewer shares one between its UI and its tile workers; the
+//! command-line answers (`at`, `range`, `steps`, `diff`) read one the same way.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
+use memviz_format::view::{i64s, u32s, u64s};
+
+use super::{Archive, ArchiveError, chunks, restore};
+use crate::analysis::timeline::{ActionTimes, NamedSpan};
+use crate::layout::{CheckpointsRef, LayoutRef};
+use crate::model::NO_TIME;
+
+/// An opened archive shared by the UI and the tile workers.
+pub struct Session {
+    pub archive: Archive,
+    /// Set by the background checksum when the archive's bytes do not match its header.
+    pub corrupt: std::sync::atomic::AtomicBool,
+    /// Per device: `time_us` of each action, once decompressed.
+    action_times: Vec<OnceLock<Vec<i64>>>,
+    /// Per device and chunk of `action_time_us`: the chunk's times, once decompressed, for
+    /// answers that need a few actions' times rather than all of them.
+    time_chunks: Vec<Vec<OnceLock<Vec<i64>>>>,
+    /// Per device: the first action of each chunk of `action_time_us`, and the number of actions.
+    chunk_starts: Vec<Vec<u64>>,
+}
+
+impl Session {
+    pub fn open(path: &Path) -> Result<Arc<Session>, ArchiveError> {
+        Ok(Arc::new(Session::from_archive(Archive::open(path)?)))
+    }
+
+    pub fn from_archive(archive: Archive) -> Session {
+        let devices = &archive.root().devices;
+        let n = devices.len();
+        let chunk_starts: Vec<Vec<u64>> = devices
+            .iter()
+            .map(|d| {
+                let mut at = 0u64;
+                let mut starts = vec![0];
+                for c in d.action_time_us.iter() {
+                    at += u64::from(c.rows.to_native());
+                    starts.push(at);
+                }
+                starts
+            })
+            .collect();
+        let time_chunks = chunk_starts.iter().map(|s| (1..s.len()).map(|_| OnceLock::new()).collect()).collect();
+        Session {
+            archive,
+            corrupt: std::sync::atomic::AtomicBool::new(false),
+            action_times: (0..n).map(|_| OnceLock::new()).collect(),
+            time_chunks,
+            chunk_starts,
+        }
+    }
+
+    pub fn root(&self) -> &ArchivedRoot {
+        self.archive.root()
+    }
+
+    pub fn device(&self, d: usize) -> &ArchivedDevice {
+        &self.root().devices[d]
+    }
+
+    pub fn devices(&self) -> usize {
+        self.root().devices.len()
+    }
+
+    pub fn layout(&self, d: usize) -> LayoutRef<'_> {
+        restore::layout_ref(self.device(d))
+    }
+
+    pub fn checkpoints(&self, d: usize) -> CheckpointsRef<'_> {
+        restore::checkpoints_ref(self.device(d))
+    }
+
+    /// Element id → stack id (the allocation site), for colouring and tooltips.
+    pub fn sites(&self, d: usize) -> &[u32] {
+        u32s(&self.device(d).elements.stack)
+    }
+
+    pub fn str(&self, id: u32) -> &str {
+        restore::str_at(self.root(), id)
+    }
+
+    /// Time of each action (decompressed on first use; `spawn_decompress` does it early).
+    pub fn action_times(&self, d: usize) -> &[i64] {
+        self.action_times[d].get_or_init(|| {
+            let mut out = Vec::new();
+            for c in self.device(d).action_time_us.iter() {
+                match chunks::decode_deltas(c) {
+                    Ok(v) => out.extend(v),
+                    Err(_) => return Vec::new(),
+                }
+            }
+            out
+        })
+    }
+
+    /// Times if already decompressed (never blocks the UI).
+    pub fn action_times_ready(&self, d: usize) -> Option<&[i64]> {
+        self.action_times[d].get().map(Vec::as_slice)
+    }
+
+    /// Time of action `k`, decompressing only its chunk (`None`: no time, or out of range).
+    pub fn action_time(&self, d: usize, k: u32) -> Option<i64> {
+        if let Some(all) = self.action_times_ready(d) {
+            return all.get(k as usize).copied().filter(|&t| t != NO_TIME);
+        }
+        let starts = &self.chunk_starts[d];
+        let k = u64::from(k);
+        if k >= *starts.last()? {
+            return None;
+        }
+        let c = starts.partition_point(|&s| s <= k) - 1;
+        let times = self.time_chunks[d][c]
+            .get_or_init(|| chunks::decode_deltas(&self.device(d).action_time_us[c]).unwrap_or_default());
+        times.get((k - starts[c]) as usize).copied().filter(|&t| t != NO_TIME)
+    }
+
+    /// A device's action times as [`ActionTimes`], decompressed chunk by chunk as they are read.
+    pub fn times(&self, d: usize) -> DeviceTimes<'_> {
+        DeviceTimes { session: self, device: d }
+    }
+
+    /// Time of the device's first timed trace event (what "into the trace" counts from, as in
+    /// `memviz stats`); reads the event times' first chunk or two, not the whole column.
+    pub fn trace_start_us(&self, d: usize) -> Option<i64> {
+        let root = self.root();
+        let ordinal = self.device(d).device.to_native() as usize;
+        let from_events = root.traces.get(ordinal).and_then(|t| {
+            let (start, end) = (t.0.to_native() as usize, t.1.to_native() as usize);
+            let rows = root.events.chunk_rows.to_native().max(1) as usize;
+            let mut e = start;
+            while e < end {
+                let c = e / rows;
+                let times = chunks::decode_deltas(root.events.time_us.get(c)?).ok()?;
+                let stop = end.min((c + 1) * rows);
+                if let Some(&t) = times.get(e - c * rows..stop - c * rows)?.iter().find(|&&t| t != NO_TIME) {
+                    return Some(t);
+                }
+                e = stop;
+            }
+            None
+        });
+        from_events.or_else(|| (0..self.layout(d).actions.len() as u32).find_map(|k| self.action_time(d, k)))
+    }
+
+    /// On a named background thread: checks the checksum, then decompresses every device's action times.
+    pub fn spawn_decompress(self: &Arc<Self>) {
+        let s = Arc::clone(self);
+        let _ = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
+            // Opening only validated the structure (O(1) in the file size); the checksum reads
+            // every byte, so it runs here, after the first frame.
+            if s.archive.verify().is_err() {
+                s.corrupt.store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            for d in 0..s.devices() {
+                s.action_times(d);
+            }
+        });
+    }
+
+    pub fn minimap(&self, d: usize) -> Vec<(u64, &[u64], &[u64])> {
+        self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
+    }
+
+    /// Annotation spans of a device: (name, start µs, end µs or None, depth).
+    pub fn spans(&self, d: usize) -> Vec<(u32, i64, Option<i64>, u32)> {
+        self.device(d)
+            .spans
+            .iter()
+            .map(|s| {
+                let end = s.end_us.to_native();
+                (s.name.to_native(), s.start_us.to_native(), (end != i64::MIN).then_some(end), s.depth.to_native())
+            })
+            .collect()
+    }
+
+    /// Annotation spans of a device with their names, in archive order (by start time).
+    pub fn named_spans(&self, d: usize) -> Vec<NamedSpan<'_>> {
+        self.spans(d)
+            .into_iter()
+            .map(|(name, start_us, end_us, depth)| NamedSpan { name: self.str(name), start_us, end_us, depth })
+            .collect()
+    }
+
+    /// Reserved memory points (time µs, bytes) of a device.
+    pub fn reserved(&self, d: usize) -> (u64, &[i64], &[u64]) {
+        let r = &self.device(d).reserved;
+        (r.initial.to_native(), i64s(&r.time_us), u64s(&r.bytes))
+    }
+}
+
+/// One device's action times, read through the session's chunk cache.
+#[derive(Clone, Copy)]
+pub struct DeviceTimes<'a> {
+    session: &'a Session,
+    device: usize,
+}
+
+impl ActionTimes for DeviceTimes<'_> {
+    fn time_us(&self, k: u32) -> Option<i64> {
+        self.session.action_time(self.device, k)
+    }
+}
