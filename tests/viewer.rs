@@ -86,9 +86,6 @@ fn colour_frame_shows_the_data_and_the_pinned_outline() {
     app.timeline_mut().unwrap().pinned = Some(hit);
     gpu.frame(&mut app, Vec::new());
     let rgba = gpu.read_rgba();
-    if std::env::var_os("MEMVIZ_TEST_SHOT").is_some() {
-        gpu.save_png(std::path::Path::new("/tmp/pinned.png")).unwrap();
-    }
     let red = rgba.chunks_exact(4).filter(|c| c[0] > 220 && c[1] < 60 && c[2] < 60).count();
     assert!(red > 50, "a red outline of the pinned element ({red} red pixels)");
 }
@@ -153,4 +150,35 @@ fn max_entries_draws_the_summarized_band() {
     let distinct: std::collections::HashSet<u32> =
         ids.iter().copied().filter(|&id| id < memviz::lod::raster::AGGREGATED).collect();
     assert!(distinct.len() <= 20, "at most 20 elements drawn individually, got {}", distinct.len());
+}
+
+/// "Go to peak" pins the largest allocation live at the peak, and the answers panel (live at
+/// cursor, icicle) draws for it.
+#[test]
+fn go_to_peak_pins_the_largest_live_allocation() {
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(ViewerOptions::default());
+    app.open_archive(&golden_archive(), &ctx);
+    app.answers.open = true;
+    let mut gpu = Offscreen::new(1200, 700, ctx).unwrap();
+    gpu.settle(&mut app, 3000);
+    app.timeline_mut().unwrap().go_to_peak();
+    gpu.settle(&mut app, 3000);
+    if let Some(out) = std::env::var_os("MEMVIZ_TEST_SHOT") {
+        gpu.save_png(std::path::Path::new(&out)).unwrap();
+    }
+    let pinned = app.timeline().unwrap().pinned.expect("pinned at the peak");
+    let golden = json_file(&data("gpt2_small.layout.json"));
+    let g = &golden["devices"][0];
+    let peak = g["totals"].as_array().unwrap().iter().position(|t| *t == g["peak_bytes"]).unwrap() as i64;
+    let live: Vec<&serde_json::Value> = g["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["start"].as_i64().unwrap() <= peak && e["end"].as_i64().is_none_or(|end| end > peak))
+        .collect();
+    let max = live.iter().map(|e| e["size"].as_u64().unwrap()).max().unwrap();
+    let el = &g["elements"][pinned.element as usize];
+    assert!(live.iter().any(|e| e["id"] == el["id"]), "the pinned element is live at the peak");
+    assert_eq!(el["size"].as_u64().unwrap(), max, "and it is the largest one");
 }

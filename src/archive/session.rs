@@ -9,7 +9,7 @@ use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
 use memviz_format::view::{i64s, u32s, u64s};
 
 use super::{Archive, ArchiveError, chunks, restore};
-use crate::analysis::timeline::{ActionTimes, NamedSpan};
+use crate::analysis::timeline::{ActionTimes, NamedSpan, Timeline};
 use crate::layout::{CheckpointsRef, LayoutRef};
 use crate::model::NO_TIME;
 
@@ -206,5 +206,33 @@ pub struct DeviceTimes<'a> {
 impl ActionTimes for DeviceTimes<'_> {
     fn time_us(&self, k: u32) -> Option<i64> {
         self.session.action_time(self.device, k)
+    }
+}
+
+/// What a device's [`Timeline`] borrows that is not in the archive as is.
+pub struct DeviceData<'s> {
+    session: &'s Session,
+    d: usize,
+    pub spans: Vec<NamedSpan<'s>>,
+    times: DeviceTimes<'s>,
+    trace_start_us: Option<i64>,
+}
+
+impl<'s> DeviceData<'s> {
+    pub fn new(session: &'s Session, d: usize) -> Self {
+        let mut spans = session.named_spans(d);
+        spans.sort_by_key(|s| s.start_us);
+        DeviceData { session, d, spans, times: session.times(d), trace_start_us: session.trace_start_us(d) }
+    }
+
+    pub fn timeline(&self) -> Timeline<'_> {
+        Timeline {
+            layout: self.session.layout(self.d),
+            checkpoints: self.session.checkpoints(self.d),
+            sites: self.session.sites(self.d),
+            spans: &self.spans,
+            times: &self.times,
+            trace_start_us: self.trace_start_us,
+        }
     }
 }

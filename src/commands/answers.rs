@@ -14,9 +14,8 @@ use serde::Serialize;
 
 use super::index::progress_bar;
 use super::load::{archive_for, build_archive};
-use crate::analysis::timeline::{NamedSpan, Timeline};
 use crate::analysis::{diff, live, range, steps, units};
-use crate::archive::{self, Archive, DeviceTimes, Session};
+use crate::archive::{self, Archive, DeviceData, Session};
 use crate::cli::{AnswerArgs, AtArgs, DiffArgs, RangeArgs, StepsArgs};
 
 /// `memviz diff` found B's peak above A's by more than the threshold: exit code 3.
@@ -89,34 +88,6 @@ fn devices(s: &Session, want: Option<u32>, input: &Path) -> anyhow::Result<Vec<u
                 )
             }
         },
-    }
-}
-
-/// What a device's [`Timeline`] borrows that is not in the archive as is.
-struct DeviceData<'s> {
-    session: &'s Session,
-    d: usize,
-    spans: Vec<NamedSpan<'s>>,
-    times: DeviceTimes<'s>,
-    trace_start_us: Option<i64>,
-}
-
-impl<'s> DeviceData<'s> {
-    fn new(session: &'s Session, d: usize) -> Self {
-        let mut spans = session.named_spans(d);
-        spans.sort_by_key(|s| s.start_us);
-        DeviceData { session, d, spans, times: session.times(d), trace_start_us: session.trace_start_us(d) }
-    }
-
-    fn timeline(&self) -> Timeline<'_> {
-        Timeline {
-            layout: self.session.layout(self.d),
-            checkpoints: self.session.checkpoints(self.d),
-            sites: self.session.sites(self.d),
-            spans: &self.spans,
-            times: &self.times,
-            trace_start_us: self.trace_start_us,
-        }
     }
 }
 

@@ -42,6 +42,7 @@ pub enum Content {
 
 pub struct ViewerApp {
     pub content: Content,
+    pub answers: super::answers_panel::AnswersPanel,
     pub options: ViewerOptions,
     pub stack_filter: String,
     pub full_paths: bool,
@@ -51,7 +52,14 @@ pub struct ViewerApp {
 
 impl ViewerApp {
     pub fn new(options: ViewerOptions) -> ViewerApp {
-        ViewerApp { content: Content::Empty, options, stack_filter: String::new(), full_paths: false, frames: 0 }
+        ViewerApp {
+            content: Content::Empty,
+            answers: Default::default(),
+            options,
+            stack_filter: String::new(),
+            full_paths: false,
+            frames: 0,
+        }
     }
 
     /// Opens an archive now (fast: mmap + validation).
@@ -115,7 +123,7 @@ impl ViewerApp {
         }
         if let Content::Open(t) = &mut self.content {
             let t: &mut Timeline = t;
-            timeline_screen(ui, t, &self.options, &mut self.stack_filter, &mut self.full_paths);
+            timeline_screen(ui, t, &self.options, &mut self.answers, &mut self.stack_filter, &mut self.full_paths);
             return;
         }
         egui::Frame::new().fill(theme::BACKGROUND).show(ui, |ui| match &mut self.content {
@@ -148,14 +156,18 @@ fn timeline_screen(
     ui: &mut egui::Ui,
     t: &mut Timeline,
     options: &ViewerOptions,
+    answers: &mut super::answers_panel::AnswersPanel,
     stack_filter: &mut String,
     full_paths: &mut bool,
 ) {
-    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options));
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, &mut answers.open));
     egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
         panels::bottom_bar_ui(ui, t, options, stack_filter, full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    if answers.open {
+        egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| answers.ui(ui, t));
+    }
     egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
         plot_ui(ui, t, options);
     });

@@ -10,6 +10,7 @@
 //! The UI thread never waits on work that grows with the file: tiles and rasters come from
 //! named worker threads through bounded channels, and uploads are budgeted per frame.
 
+pub mod answers_panel;
 pub mod app;
 pub mod axis;
 pub mod data;

@@ -8,7 +8,7 @@ use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::{frames, units};
 
-pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOptions) {
+pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOptions, answers_open: &mut bool) {
     ui.horizontal(|ui| {
         let root = t.session.root();
         ui.strong(root.source.name.as_str());
@@ -41,6 +41,7 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOp
         if ui.button("go to peak").clicked() {
             t.go_to_peak();
         }
+        ui.toggle_value(answers_open, "live & range");
         ui.separator();
         // The detail slider: everything individually, or only the N largest (the rest form one
         // summarized band at the bottom, as in PyTorch's viewer).

@@ -55,6 +55,8 @@ pub struct Timeline {
     pub textures: Textures,
     /// Shape candidates of the device (`h=… i=… v=…`), inferred once.
     candidates: Option<(usize, Option<String>)>,
+    /// The last range selected with Ctrl/Cmd + drag, in actions `[a, b)`.
+    pub selected_range: Option<(u32, u32)>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
     keep: Option<((usize, usize), Arc<Vec<bool>>)>,
@@ -86,6 +88,7 @@ impl Timeline {
             worker,
             textures: Textures::default(),
             max_entries: None,
+            selected_range: None,
             candidates: None,
             keep: None,
             colours: None,
@@ -105,6 +108,7 @@ impl Timeline {
         self.fit();
         self.hovered = None;
         self.pinned = None;
+        self.selected_range = None;
         self.raster = None;
         self.wanted = None;
     }
@@ -221,7 +225,8 @@ impl Timeline {
         self.hovered = None;
     }
 
-    /// Centres the view on the device's peak and pins the top element there.
+    /// Centres the view on the device's peak and pins the largest allocation live there, so the
+    /// bottom bar and the answers panel describe the peak.
     pub fn go_to_peak(&mut self) {
         let l = self.session.layout(self.device);
         let Some(k) = l.peak_action else { return };
@@ -238,6 +243,13 @@ impl Timeline {
         }
         self.view.y0 = 0.0;
         self.view.y1 = l.peak_bytes as f64 * 1.05;
+        let stack = self.session.checkpoints(self.device).stack_after(l, i64::from(k));
+        let largest = stack.with_offsets().max_by_key(|&(id, _)| (l.elements.size[id as usize], std::cmp::Reverse(id)));
+        self.pinned = largest.map(|(id, off)| Hit {
+            element: id,
+            x,
+            byte: off as f64 + l.elements.size[id as usize] as f64 / 2.0,
+        });
     }
 
     /// The element drawn at a screen point: read from the same texels the GPU shows.
@@ -514,6 +526,10 @@ impl Timeline {
                 if b - a > 1e-6 {
                     self.view.x0 = a;
                     self.view.x1 = b;
+                    let n = self.session.layout(self.device).actions.len() as u32;
+                    let first = self.action_at(a).map_or(0, |k| k as u32);
+                    let last = self.action_at(b).map_or(n, |k| k as u32 + 1);
+                    self.selected_range = Some((first.min(n), last.clamp(first.min(n), n)));
                 }
             }
             if matches!(self.drag, Drag::Pan | Drag::Range(_)) {
