@@ -206,7 +206,7 @@ fn at_text_reads_well() {
     assert!(text.contains("device 0 — after action 1,077 (the peak), 686.2 ms into the trace"), "{text}");
     assert!(text.contains("live      378 MiB (396,741,640 B) in 252 allocations"), "{text}");
     assert!(text.contains("during    ## step 1 ## › ## backward ##"), "{text}");
-    assert!(text.contains("train (gen_snapshots.py:59) › forward (activations.py:66)"), "{text}");
+    assert!(text.contains("forward (activations.py:66)  [stack 21]"), "{text}");
     assert!(text.contains("more rows"), "{text}");
 }
 

@@ -30,7 +30,19 @@ const OMIT_FILENAMES: [&str; 10] = [
 
 /// Frames inside these library paths are machinery, not the model code a user wants to see
 /// first (`module.py:_call_impl`, `_tensor.py`, the autograd engine, ...).
-const LIBRARY_PATHS: [&str; 3] = ["/torch/", "/site-packages/torch", "\\torch\\"];
+const INSTALLED_TORCH: [&str; 4] =
+    ["site-packages/torch/", "dist-packages/torch/", "site-packages\\torch\\", "dist-packages\\torch\\"];
+
+/// True for a file of the torch package: installed (`…/site-packages/torch/…`), or a source
+/// checkout (`…/torch/nn/…` outside any site-packages). A virtualenv that merely lives under a
+/// folder called `torch` (`/opt/torch/.venv/…/site-packages/transformers/…`) is not torch.
+fn is_torch_file(file: &str) -> bool {
+    if INSTALLED_TORCH.iter().any(|p| file.contains(p)) {
+        return true;
+    }
+    let installed = file.contains("site-packages") || file.contains("dist-packages");
+    !installed && (file.contains("/torch/") || file.contains("\\torch\\"))
+}
 
 /// C++ namespaces of PyTorch's dispatcher and allocator (with `stacks="all"`).
 const NATIVE_PREFIXES: [&str; 6] = ["c10::", "at::", "torch::", "std::", "void at::", "bool at::"];
@@ -70,7 +82,7 @@ pub fn is_shown(src: &impl FrameSource, f: FrameId) -> bool {
 fn rank(src: &impl FrameSource, f: FrameId) -> u8 {
     let (name, file) = (src.name(f), src.file(f));
     let python = file.ends_with(".py");
-    let library = LIBRARY_PATHS.iter().any(|p| file.contains(p));
+    let library = is_torch_file(file);
     match (python, library) {
         (true, false) => 3,
         (true, true) => 2,
@@ -133,4 +145,19 @@ pub fn shown_lines(src: &impl FrameSource, stack: StackId, short: bool) -> Vec<S
         i = j;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_torch_file;
+
+    #[test]
+    fn torch_files() {
+        assert!(is_torch_file("/usr/lib/python3.12/site-packages/torch/nn/modules/module.py"));
+        assert!(is_torch_file("/home/me/pytorch/torch/autograd/graph.py"));
+        assert!(!is_torch_file(
+            "/opt/torch/.venv/lib/python3.12/site-packages/transformers/models/gpt2/modeling_gpt2.py"
+        ));
+        assert!(!is_torch_file("/work/train.py"));
+    }
 }
