@@ -142,12 +142,8 @@ fn deep_nesting_is_refused() {
     p.push(0x8c);
     p.push(18);
     p.extend_from_slice(b"allocator_settings");
-    for _ in 0..100_000 {
-        p.push(b']');
-    }
-    for _ in 0..99_999 {
-        p.push(b'a');
-    }
+    p.extend(std::iter::repeat_n(b']', 100_000));
+    p.extend(std::iter::repeat_n(b'a', 99_999));
     p.extend_from_slice(b"u.");
     let err = read(&p).unwrap_err().to_string();
     assert!(err.contains("nested too deeply"), "{err}");

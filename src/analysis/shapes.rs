@@ -135,12 +135,12 @@ pub fn infer(sizes: impl Iterator<Item = u64>) -> Candidates {
     let mut common: Vec<(u64, u64)> = counts.into_iter().filter(|&(_, n)| n >= 2).collect();
     common.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     common.truncate(64);
-    let elements = |s: u64, dtype: u64| (s % dtype == 0).then_some(s / dtype);
+    let elements = |s: u64, dtype: u64| s.is_multiple_of(dtype).then_some(s / dtype);
     let isqrt = |n: u64| {
         let r = (n as f64).sqrt().round() as u64;
         (r * r == n).then_some(r)
     };
-    let nice = |d: u64| d >= 64 && d % 64 == 0;
+    let nice = |d: u64| d >= 64 && d.is_multiple_of(64);
     let vote = |votes: &mut HashMap<u64, u64>, d: u64, w: u64| *votes.entry(d).or_default() += w;
     // Candidates for h: square roots of sizes that look like k×h×h (k = 1, 3, 4: projections,
     // fused QKV, MLP). Each candidate is then scored by every size it explains, so a 4h² matrix

@@ -163,7 +163,7 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
     let view = l.view();
     let cps = Checkpoints::build(view);
     let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
-    let tiles = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, |texels| chunks::encode::<u32>(texels));
+    let tiles = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, chunks::encode::<u32>);
     let minimap = minimap::build(&l.totals);
     let Layout { device, elements: e, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
     f::Device {

@@ -5,7 +5,8 @@ use crate::analysis::units;
 /// Round tick values in `[lo, hi]`: steps of 1, 2 or 5 × 10^k (or powers of 2 for bytes),
 /// about `target` of them.
 pub fn ticks(lo: f64, hi: f64, target: usize, binary: bool) -> Vec<f64> {
-    if !(hi > lo) || target == 0 {
+    // NaN-safe: no ticks unless `hi` is strictly above `lo`.
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) || target == 0 {
         return Vec::new();
     }
     let raw = (hi - lo) / target as f64;

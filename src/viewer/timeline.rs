@@ -59,9 +59,9 @@ pub struct Timeline {
     pub selected_range: Option<(u32, u32)>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
-    keep: Option<((usize, usize), Arc<Vec<bool>>)>,
-    /// Colour of every element for (device, by-site?), computed once per choice.
-    colours: Option<((usize, bool), Arc<Vec<u32>>)>,
+    keep: Option<Cached<(usize, usize), Vec<bool>>>,
+    /// The palette for (device, by-site?), computed once per choice.
+    colours: Option<Cached<(usize, bool), Vec<u32>>>,
     /// The newest raster received, and the one asked for last (each with its texture key).
     raster: Option<(ViewSpec, TexKey)>,
     wanted: Option<(ViewSpec, TexKey)>,
@@ -364,17 +364,17 @@ impl Timeline {
         if let Some((spec, key)) = self.raster
             && spec.device == self.device
             && spec.time_axis == self.time_axis
+            && self.textures.is_resident(&key)
+            && (need_raster || self.wanted.is_none())
         {
-            if self.textures.is_resident(&key) && (need_raster || self.wanted.is_none()) {
-                self.textures.touch(&key);
-                let q = self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1);
-                // A raster that still covers the whole plot hides every tile below it.
-                let [l, b, r, t] = q.screen;
-                if l <= rect.left() && r >= rect.right() && t <= rect.top() && b >= rect.bottom() {
-                    quads.clear();
-                }
-                quads.push(q);
+            self.textures.touch(&key);
+            let q = self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1);
+            // A raster that still covers the whole plot hides every tile below it.
+            let [l, b, r, t] = q.screen;
+            if l <= rect.left() && r >= rect.right() && t <= rect.top() && b >= rect.bottom() {
+                quads.clear();
             }
+            quads.push(q);
         }
         quads
     }
@@ -576,6 +576,9 @@ impl Timeline {
         self.view = v;
     }
 }
+
+/// A value computed for one key (device, setting), shared with the GPU side or the workers.
+type Cached<K, V> = (K, Arc<V>);
 
 /// True when `[a, b)` lies inside the union of `intervals`.
 fn is_covered(intervals: &[(f64, f64)], a: f64, b: f64) -> bool {

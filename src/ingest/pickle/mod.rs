@@ -452,7 +452,7 @@ impl<R: Read> Vm<R> {
     }
 
     fn set_items(&mut self, target: usize, items: usize, at: u64) -> Result<(), PickleError> {
-        if (self.stack.len() - items) % 2 != 0 {
+        if !(self.stack.len() - items).is_multiple_of(2) {
             return Err(malformed("odd number of items for a dict", at));
         }
         let (below, items_slice) = self.stack.split_at_mut(items);
