@@ -182,3 +182,33 @@ fn go_to_peak_pins_the_largest_live_allocation() {
     assert!(live.iter().any(|e| e["id"] == el["id"]), "the pinned element is live at the peak");
     assert_eq!(el["size"].as_u64().unwrap(), max, "and it is the largest one");
 }
+
+/// The wall-time axis: rasters are laid out by each action's time, and still show the data.
+#[test]
+fn wall_time_axis_draws_the_trace() {
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(ViewerOptions::default());
+    app.open_archive(&golden_archive(), &ctx);
+    let mut gpu = Offscreen::new(900, 600, ctx).unwrap();
+    gpu.settle(&mut app, 3000);
+    // Action times are decompressed on a background thread after the first frame.
+    for _ in 0..2000 {
+        if app.timeline().unwrap().session.action_times_ready(0).is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    app.timeline_mut().unwrap().set_time_axis(true);
+    assert!(app.timeline().unwrap().time_axis);
+    gpu.settle(&mut app, 3000);
+    let (rect, ids) = gpu.read_ids(&app).unwrap();
+    let row = rect.bottom() as usize - 2;
+    let drawn = (1..20)
+        .filter(|i| ids[row * gpu.width as usize + rect.left() as usize + i * rect.width() as usize / 20] != u32::MAX)
+        .count();
+    assert!(drawn >= 15, "the bottom of the plot is drawn on the time axis ({drawn}/19)");
+    // Hover agrees with the drawn ids there too.
+    let p = egui::pos2(rect.center().x, rect.bottom() - 2.5);
+    let id = ids[(p.y as usize) * gpu.width as usize + p.x as usize];
+    assert_eq!(app.timeline().unwrap().pick(p).map_or(u32::MAX, |h| h.element), id);
+}

@@ -7,13 +7,12 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 
 use super::index::progress_bar;
-use super::load::{archive_for, build_archive};
+use super::load::open_session;
 use crate::analysis::{diff, live, range, steps, units};
 use crate::archive::{self, Archive, DeviceData, Session};
 use crate::cli::{AnswerArgs, AtArgs, DiffArgs, RangeArgs, StepsArgs};
@@ -41,34 +40,11 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<Session> {
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let bar = std::cell::OnceCell::new();
     let progress = |n| bar.get_or_init(|| progress_bar(size)).set_position(n);
-    let opened = if cache { open_cached(path, &progress) } else { open_temporary(path, &progress) };
+    let opened = open_session(path, cache, &progress);
     if let Some(b) = bar.get() {
         b.finish_and_clear();
     }
     opened
-}
-
-fn open_cached(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
-    let at = archive_for(path, progress)?;
-    Ok(Session::from_archive(Archive::open(&at).with_context(|| path.display().to_string())?))
-}
-
-/// Builds the archive in the temp folder, maps it, and removes the file.
-fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
-    let context = || path.display().to_string();
-    static BUILT: AtomicU32 = AtomicU32::new(0);
-    let stamp = archive::write::stamp(path).with_context(context)?;
-    let tmp = std::env::temp_dir().join(format!(
-        ".memviz-{}-{}-{}",
-        std::process::id(),
-        BUILT.fetch_add(1, Ordering::Relaxed),
-        archive::default_path(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
-    let built = build_archive(path, stamp, &tmp, progress);
-    let opened = built.and_then(|()| Archive::open(&tmp).with_context(context));
-    // Mapped (or failed): the file is no longer needed either way.
-    let _ = std::fs::remove_file(&tmp);
-    Ok(Session::from_archive(opened?))
 }
 
 /// Indices of the devices asked for: all, or the one with ordinal `want`.

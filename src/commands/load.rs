@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use rayon::prelude::*;
 
-use crate::archive::{self, Archive, restore};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::archive::{self, Archive, Session, restore};
 use crate::ingest::{self, SourceInfo};
 use crate::layout::Layout;
 use crate::model::Snapshot;
@@ -68,6 +70,35 @@ pub fn archive_for(snapshot: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Pa
     let path = cache_path(snapshot, &stamp);
     build_archive(snapshot, stamp, &path, progress)?;
     Ok(path)
+}
+
+/// An open archive of `snapshot`: the cached one (built on first use), or — without the cache —
+/// one built in the temp folder, mapped, and removed at once (the mapping stays valid).
+pub fn open_session(snapshot: &Path, cache: bool, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
+    if cache { open_cached(snapshot, progress) } else { open_temporary(snapshot, progress) }
+}
+
+fn open_cached(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
+    let at = archive_for(path, progress)?;
+    Ok(Session::from_archive(Archive::open(&at).with_context(|| path.display().to_string())?))
+}
+
+/// Builds the archive in the temp folder, maps it, and removes the file.
+fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
+    let context = || path.display().to_string();
+    static BUILT: AtomicU32 = AtomicU32::new(0);
+    let stamp = archive::write::stamp(path).with_context(context)?;
+    let tmp = std::env::temp_dir().join(format!(
+        ".memviz-{}-{}-{}",
+        std::process::id(),
+        BUILT.fetch_add(1, Ordering::Relaxed),
+        archive::default_path(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    let built = build_archive(path, stamp, &tmp, progress);
+    let opened = built.and_then(|()| Archive::open(&tmp).with_context(context));
+    // Mapped (or failed): the file is no longer needed either way.
+    let _ = std::fs::remove_file(&tmp);
+    Ok(Session::from_archive(opened?))
 }
 
 /// Reads `snapshot` and writes its archive to `out`.

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 pub use answers::{PeakGrew, at_cmd, diff_cmd, open_input, range_cmd, steps_cmd};
 pub use index::{IndexSummary, index, write_archive};
-pub use load::{Loaded, PendingCache, archive_for, build_archive, cache_path, find_cache, lay_out, load};
+pub use load::{Loaded, PendingCache, archive_for, build_archive, cache_path, find_cache, lay_out, load, open_session};
 
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
@@ -22,7 +22,7 @@ use crate::layout::{Layout, LayoutRef};
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let cache = !cli.no_cache;
     match cli.command {
-        Command::Open(args) => open(&args),
+        Command::Open(args) => open(&args, cache),
         Command::Index(args) => index(&args.input, args.output.as_deref()).map(drop),
         Command::Stats(args) => stats_cmd(&args, cache),
         Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
@@ -44,7 +44,7 @@ fn model_options(m: &crate::cli::ModelArgs) -> anyhow::Result<(AnnotationFilter,
     Ok((filter, model))
 }
 
-pub fn open(args: &crate::cli::OpenArgs) -> anyhow::Result<()> {
+pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
     let (annotations, model) = model_options(&args.model)?;
     let gpu = match &args.gpu {
         None => None,
@@ -58,7 +58,13 @@ pub fn open(args: &crate::cli::OpenArgs) -> anyhow::Result<()> {
         size: args.size,
         bench: args.bench,
         exit_after_frames: args.exit_after_frames,
-        options: crate::viewer::ViewerOptions { gpu, annotations, model, max_entries: args.max_entries },
+        options: crate::viewer::ViewerOptions {
+            gpu,
+            annotations,
+            model,
+            max_entries: args.max_entries,
+            no_cache: !cache,
+        },
     })
 }
 

@@ -25,6 +25,8 @@ pub struct ViewerOptions {
     pub model: Option<crate::analysis::shapes::ModelDims>,
     /// `--max-entries N`: the N largest allocations drawn individually, the rest summarized.
     pub max_entries: Option<usize>,
+    /// `--no-cache`: index snapshots into a temporary archive instead of the cache.
+    pub no_cache: bool,
 }
 
 /// What the window shows: a timeline, or progress while a snapshot is indexed.
@@ -34,7 +36,7 @@ pub enum Content {
         path: PathBuf,
         progress: Arc<std::sync::atomic::AtomicU64>,
         total: u64,
-        done: Receiver<Result<PathBuf, String>>,
+        done: Receiver<Result<Arc<Session>, String>>,
     },
     Open(Box<Timeline>),
     Failed(String),
@@ -64,15 +66,18 @@ impl ViewerApp {
 
     /// Opens an archive now (fast: mmap + validation).
     pub fn open_archive(&mut self, path: &Path, ctx: &egui::Context) {
-        self.content = match Session::open(path) {
-            Ok(s) => {
-                s.spawn_decompress();
-                let mut t = Timeline::new(s, ctx);
-                t.max_entries = self.options.max_entries;
-                Content::Open(Box::new(t))
-            }
-            Err(e) => Content::Failed(format!("{}: {e}", path.display())),
-        };
+        match Session::open(path) {
+            Ok(s) => self.open_session(s, ctx),
+            Err(e) => self.content = Content::Failed(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Shows an opened archive.
+    pub fn open_session(&mut self, session: Arc<Session>, ctx: &egui::Context) {
+        session.spawn_decompress();
+        let mut t = Timeline::new(session, ctx);
+        t.max_entries = self.options.max_entries;
+        self.content = Content::Open(Box::new(t));
     }
 
     /// Opens any file: an archive directly, a snapshot by indexing it (cached) on a worker
@@ -81,7 +86,7 @@ impl ViewerApp {
         if crate::archive::is_archive(path) {
             return self.open_archive(path, ctx);
         }
-        self.content = super::indexing::start(path, ctx);
+        self.content = super::indexing::start(path, ctx, !self.options.no_cache);
     }
 
     pub fn timeline(&self) -> Option<&Timeline> {
@@ -109,7 +114,7 @@ impl ViewerApp {
             && let Ok(result) = done.try_recv()
         {
             match result {
-                Ok(archive) => self.open_archive(&archive, &ctx),
+                Ok(session) => self.open_session(session, &ctx),
                 Err(e) => self.content = Content::Failed(e),
             }
         }

@@ -1,5 +1,6 @@
 //! Opening a snapshot in the window: its cached archive when one matches, else indexing on a
-//! named worker thread while the window shows progress.
+//! named worker thread while the window shows progress (with `--no-cache`, into a temporary
+//! archive that is mapped and removed).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,14 +11,15 @@ use eframe::egui;
 
 use super::app::Content;
 
-pub fn start(path: &Path, ctx: &egui::Context) -> Content {
+pub fn start(path: &Path, ctx: &egui::Context, cache: bool) -> Content {
     let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let progress = Arc::new(AtomicU64::new(0));
     let (tx, done) = sync_channel(1);
     let (p, c, owned) = (Arc::clone(&progress), ctx.clone(), path.to_owned());
     let spawned = std::thread::Builder::new().name("memviz-index".into()).spawn(move || {
-        let result =
-            crate::commands::archive_for(&owned, &|n| p.store(n, Ordering::Relaxed)).map_err(|e| format!("{e:#}"));
+        let result = crate::commands::open_session(&owned, cache, &|n| p.store(n, Ordering::Relaxed))
+            .map(Arc::new)
+            .map_err(|e| format!("{e:#}"));
         let _ = tx.send(result);
         c.request_repaint();
     });

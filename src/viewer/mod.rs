@@ -26,7 +26,7 @@ pub mod timeline;
 pub mod view;
 pub mod worker;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -66,19 +66,15 @@ pub fn open(args: &OpenArgs) -> anyhow::Result<()> {
     window(args)
 }
 
-/// The archive to show for `path`: itself, or its (cached or fresh) index.
-fn archive_path(path: &Path) -> anyhow::Result<PathBuf> {
-    if crate::archive::is_archive(path) {
-        return Ok(path.to_owned());
-    }
-    crate::commands::archive_for(path, &|_| {})
-}
-
 fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
-    let archive = archive_path(&args.path)?;
     let mut app = ViewerApp::new(args.options.clone());
     let ctx = egui::Context::default();
-    app.open_archive(&archive, &ctx);
+    if crate::archive::is_archive(&args.path) {
+        app.open_archive(&args.path, &ctx);
+    } else {
+        let session = crate::commands::open_session(&args.path, !args.options.no_cache, &|_| {})?;
+        app.open_session(std::sync::Arc::new(session), &ctx);
+    }
     if let app::Content::Failed(e) = &app.content {
         anyhow::bail!("{e}");
     }
