@@ -212,3 +212,15 @@ fn wall_time_axis_draws_the_trace() {
     let id = ids[(p.y as usize) * gpu.width as usize + p.x as usize];
     assert_eq!(app.timeline().unwrap().pick(p).map_or(u32::MAX, |h| h.element), id);
 }
+
+/// `memviz FILE` with a missing file or a broken archive fails in one line before any window.
+#[test]
+fn open_reports_bad_files_before_any_window() {
+    let dir = tempdir();
+    let missing = dir.path().join("missing.pickle");
+    assert_bad_input(&memviz([missing.as_os_str()]), &missing);
+    let truncated = dir.path().join("cut.memviz");
+    std::fs::write(&truncated, &std::fs::read(golden_archive()).unwrap()[..100]).unwrap();
+    let err = assert_bad_input(&memviz(["open".as_ref(), truncated.as_os_str()]), &truncated);
+    assert!(err.contains("re-run `memviz index`"), "{err}");
+}

@@ -45,6 +45,12 @@ fn model_options(m: &crate::cli::ModelArgs) -> anyhow::Result<(AnnotationFilter,
 }
 
 pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
+    // Say what is wrong with the file here, in one line, rather than in a window.
+    let input = &args.input;
+    std::fs::File::open(input).map_err(|e| anyhow::anyhow!("{}: cannot read the file: {e}", input.display()))?;
+    if crate::archive::is_archive(input) {
+        crate::archive::Archive::open(input).map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+    }
     let (annotations, model) = model_options(&args.model)?;
     let gpu = match &args.gpu {
         None => None,
