@@ -1,8 +1,10 @@
 //! memviz: a native tool for PyTorch CUDA memory snapshots.
 //!
 //! The pipeline, each stage a module (see ARCHITECTURE.md):
-//! `ingest` (pickle / JSON → `model`) → `layout` (timeline replay) → `analysis` (stats, exports),
-//! driven by `commands`, which the thin binary calls.
+//! `ingest` (pickle / JSON → `model`) → `layout` (timeline replay, checkpoints) → `lod` (tiles,
+//! minimap) → `archive` (the `.memviz` file) → `viewer` (egui + wgpu); `analysis` answers
+//! questions (stats, exports, live sets, ranges, steps, diffs, tensor shapes) from either side;
+//! `hub` fetches model configs; `commands` runs each command for the thin binary.
 
 pub mod analysis;
 pub mod archive;
