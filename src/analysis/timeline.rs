@@ -93,10 +93,15 @@ impl<'a> Timeline<'a> {
 
     /// Names of the spans open at `t`, outermost first.
     pub fn open_at(&self, t: i64) -> Vec<&'a str> {
-        let mut open: Vec<&NamedSpan<'a>> = self.spans.iter().filter(|s| s.open_at(t)).collect();
-        open.sort_by_key(|s| (s.depth, s.start_us));
-        open.into_iter().map(|s| s.name).collect()
+        open_at(self.spans.iter(), t)
     }
+}
+
+/// Names of the `spans` open at `t`, outermost first (by depth, then start).
+pub fn open_at<'s, 'a: 's>(spans: impl Iterator<Item = &'s NamedSpan<'a>>, t: i64) -> Vec<&'a str> {
+    let mut open: Vec<&NamedSpan<'a>> = spans.filter(|s| s.open_at(t)).collect();
+    open.sort_by_key(|s| (s.depth, s.start_us));
+    open.into_iter().map(|s| s.name).collect()
 }
 
 /// The first `k` in `0..n` where `pred` turns false (`pred` true then false).

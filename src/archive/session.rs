@@ -169,23 +169,20 @@ impl Session {
         self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
     }
 
-    /// Annotation spans of a device: (name, start µs, end µs or None, depth).
-    pub fn spans(&self, d: usize) -> Vec<(u32, i64, Option<i64>, u32)> {
+    /// Annotation spans of a device with their names, in archive order (by start time).
+    pub fn named_spans(&self, d: usize) -> Vec<NamedSpan<'_>> {
         self.device(d)
             .spans
             .iter()
             .map(|s| {
                 let end = s.end_us.to_native();
-                (s.name.to_native(), s.start_us.to_native(), (end != i64::MIN).then_some(end), s.depth.to_native())
+                NamedSpan {
+                    name: self.str(s.name.to_native()),
+                    start_us: s.start_us.to_native(),
+                    end_us: (end != i64::MIN).then_some(end),
+                    depth: s.depth.to_native(),
+                }
             })
-            .collect()
-    }
-
-    /// Annotation spans of a device with their names, in archive order (by start time).
-    pub fn named_spans(&self, d: usize) -> Vec<NamedSpan<'_>> {
-        self.spans(d)
-            .into_iter()
-            .map(|(name, start_us, end_us, depth)| NamedSpan { name: self.str(name), start_us, end_us, depth })
             .collect()
     }
 

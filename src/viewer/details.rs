@@ -47,18 +47,11 @@ impl ElementInfo {
         let stack = session.sites(device).get(id as usize).copied().unwrap_or(u32::MAX);
         let root = session.root();
         let alloc_time_us = start.and_then(time_of);
+        let spans = session.named_spans(device);
         let annotation = alloc_time_us
             .map(|t| {
-                let mut open: Vec<(u32, i64, u32)> = session
-                    .spans(device)
-                    .into_iter()
-                    .filter(|&(n, s, e, _)| {
-                        s <= t && e.is_none_or(|e| e > t) && e != Some(s) && filter.keeps(session.str(n))
-                    })
-                    .map(|(n, s, _, d)| (d, s, n))
-                    .collect();
-                open.sort();
-                open.into_iter().map(|(_, _, n)| session.str(n).to_owned()).collect()
+                let kept = spans.iter().filter(|s| filter.keeps(s.name));
+                crate::analysis::timeline::open_at(kept, t).into_iter().map(str::to_owned).collect()
             })
             .unwrap_or_default();
         Some(ElementInfo {

@@ -107,13 +107,14 @@ impl Timeline {
         let rect = self.plot_rect;
         let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 } };
         let spans: Vec<_> =
-            self.session.spans(self.device).into_iter().filter(|s| filter.keeps(self.session.str(s.0))).collect();
+            self.session.named_spans(self.device).into_iter().filter(|s| filter.keeps(s.name)).collect();
         let font = egui::FontId::proportional(11.0);
         let mut labels = Vec::new();
         // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the
         // lane solid; labels are placed without overlaps below.
         let mut last_marker = f32::NEG_INFINITY;
-        for (i, &(name, start, end, depth)) in spans.iter().enumerate() {
+        for (i, span) in spans.iter().enumerate() {
+            let (start, end, depth) = (span.start_us, span.end_us, span.depth);
             let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
             if x1 < v.x0 || x0 > v.x1 {
                 continue;
@@ -121,7 +122,7 @@ impl Timeline {
             let (sx0, sx1) =
                 (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
             if depth == 0 && sx0 - last_marker >= 3.0 {
-                if end == Some(start) {
+                if span.is_point() {
                     painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
                 } else {
                     painter.rect_filled(
@@ -133,7 +134,7 @@ impl Timeline {
                 }
                 last_marker = sx0;
             }
-            let text = self.session.str(name).to_owned();
+            let text = span.name.to_owned();
             let width = painter.layout_no_wrap(text.clone(), font.clone(), theme::ANNOTATION).size().x;
             labels.push((sx0 + 2.0, width, (sx1 - sx0) as u32 / (depth + 1), text, i));
         }
