@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use memviz_format::SourceStamp;
 
 use super::load::{PendingCache, file_name, lay_out};
 use crate::analysis::units;
@@ -29,7 +30,6 @@ pub struct IndexSummary {
 }
 
 pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary> {
-    let started = Instant::now();
     let context = || input.display().to_string();
     if archive::is_archive(input) {
         bail!("{}: already a .memviz archive", input.display());
@@ -37,14 +37,11 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
     let out = output.map_or_else(|| archive::default_path(input), Path::to_path_buf);
     let stamp = archive::write::stamp(input).with_context(context)?;
     let bar = progress_bar(stamp.size);
-    let (snapshot, source) = ingest::read_path_progress(input, &|n| bar.set_position(n)).with_context(context)?;
-    timing("read", started);
-    bar.set_style(stage_style());
-    bar.set_message("laying out");
-    let layouts = lay_out(&snapshot);
-    timing("layout", started);
-    let pending = PendingCache { path: out, stamp, source, name: file_name(input) };
-    let summary = write_archive(&pending, snapshot, layouts, &|msg| bar.set_message(msg), started)?;
+    let message = |msg: &'static str| {
+        bar.set_style(stage_style());
+        bar.set_message(msg);
+    };
+    let summary = build_archive(input, stamp, &out, &|n| bar.set_position(n), &message)?;
     bar.finish_and_clear();
     eprintln!(
         "indexed {}: {} device{}, {} events, {} allocations, peak {}; {} ({:.2}× the snapshot) in {:.2} s",
@@ -54,11 +51,31 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
         units::thousands(summary.events as u64),
         units::thousands(summary.allocations),
         units::bytes(summary.peak_bytes),
-        pending.path.display(),
+        out.display(),
         summary.archive_bytes as f64 / summary.snapshot_bytes.max(1) as f64,
         summary.seconds,
     );
     Ok(summary)
+}
+
+/// Reads `snapshot`, lays it out and writes its archive to `out`; `progress` gets the bytes read,
+/// `message` each later stage.
+pub fn build_archive(
+    snapshot: &Path,
+    stamp: SourceStamp,
+    out: &Path,
+    progress: &dyn Fn(u64),
+    message: &(dyn Fn(&'static str) + Sync),
+) -> anyhow::Result<IndexSummary> {
+    let started = Instant::now();
+    let (model, source) =
+        ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
+    timing("read", started);
+    message("laying out");
+    let layouts = lay_out(&model);
+    timing("layout", started);
+    let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
+    write_archive(&pending, model, layouts, message, started)
 }
 
 /// Builds and writes the archive of a snapshot already read.

@@ -68,7 +68,7 @@ pub fn archive_for(snapshot: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Pa
         return Ok(a.path);
     }
     let path = cache_path(snapshot, &stamp);
-    build_archive(snapshot, stamp, &path, progress)?;
+    super::build_archive(snapshot, stamp, &path, progress, &|_| {})?;
     Ok(path)
 }
 
@@ -94,22 +94,11 @@ fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session
         BUILT.fetch_add(1, Ordering::Relaxed),
         archive::default_path(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
     ));
-    let built = build_archive(path, stamp, &tmp, progress);
+    let built = super::build_archive(path, stamp, &tmp, progress, &|_| {}).map(drop);
     let opened = built.and_then(|()| Archive::open(&tmp).with_context(context));
     // Mapped (or failed): the file is no longer needed either way.
     let _ = std::fs::remove_file(&tmp);
     Ok(Session::from_archive(opened?))
-}
-
-/// Reads `snapshot` and writes its archive to `out`.
-pub fn build_archive(snapshot: &Path, stamp: SourceStamp, out: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<()> {
-    let started = std::time::Instant::now();
-    let (model, source) =
-        ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
-    let layouts = lay_out(&model);
-    let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
-    super::write_archive(&pending, model, layouts, &|_| {}, started)?;
-    Ok(())
 }
 
 /// Layouts of every device with data, in parallel.

@@ -10,8 +10,8 @@ use anyhow::bail;
 use rayon::prelude::*;
 
 pub use answers::{PeakGrew, at_cmd, diff_cmd, open_input, range_cmd, steps_cmd};
-pub use index::{IndexSummary, index, write_archive};
-pub use load::{Loaded, PendingCache, archive_for, build_archive, cache_path, find_cache, lay_out, load, open_session};
+pub use index::{IndexSummary, build_archive, index, write_archive};
+pub use load::{Loaded, PendingCache, archive_for, cache_path, find_cache, lay_out, load, open_session};
 
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
