@@ -135,7 +135,7 @@ pub struct ExportArgs {
     pub input: PathBuf,
     /// Only this device (default: every device with trace events or segments).
     #[arg(long)]
-    pub device: Option<u32>,
+    pub device: Option<crate::model::DeviceId>,
     /// Write here instead of standard output (atomically: all or nothing).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -171,7 +171,7 @@ pub struct AnswerArgs {
     pub json: bool,
     /// Only this device (default: every device with trace events or segments).
     #[arg(long)]
-    pub device: Option<u32>,
+    pub device: Option<crate::model::DeviceId>,
     /// Rows per table in the text output (JSON has them all).
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
@@ -180,6 +180,7 @@ pub struct AnswerArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GroupByArg {
     /// Allocation site (the stack), shown by its best frame.
+    #[value(alias = "site")]
     Stack,
     /// The site's best frame (sites sharing it merge).
     Frame,
@@ -187,6 +188,15 @@ pub enum GroupByArg {
     Annotation,
     /// Power-of-two size buckets.
     Size,
+    /// The CUDA stream of each allocation.
+    Stream,
+    /// The private memory pool (CUDA graphs, MemPool).
+    Pool,
+    /// torch.compile's compile_context.
+    #[value(name = "compile_context", alias = "compile-context")]
+    CompileContext,
+    /// The annotate label (torch.cuda.memory._annotate_tensor), else user_metadata.
+    Metadata,
 }
 
 impl From<GroupByArg> for GroupBy {
@@ -196,6 +206,10 @@ impl From<GroupByArg> for GroupBy {
             GroupByArg::Frame => GroupBy::Frame,
             GroupByArg::Annotation => GroupBy::Annotation,
             GroupByArg::Size => GroupBy::Size,
+            GroupByArg::Stream => GroupBy::Stream,
+            GroupByArg::Pool => GroupBy::Pool,
+            GroupByArg::CompileContext => GroupBy::CompileContext,
+            GroupByArg::Metadata => GroupBy::Metadata,
         }
     }
 }

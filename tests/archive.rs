@@ -81,12 +81,16 @@ fn corrupted_truncated_and_foreign_archives_say_to_reindex() {
     let n = root_flipped.len();
     root_flipped[n - 3] ^= 0xff;
     cases.push(("corrupted root", root_flipped));
-    // Another format version: patch the version and re-seal the header hash.
-    let mut other = bytes.clone();
-    other[8..12].copy_from_slice(&999u32.to_le_bytes());
-    let h = memviz_format::hash::xxh64(&other[..56], 0);
-    other[56..64].copy_from_slice(&h.to_le_bytes());
-    cases.push(("other version", other));
+    // A format version older than any this build reads: patch the version and re-seal the
+    // header hash.
+    let with_version = |v: u32| {
+        let mut other = bytes.clone();
+        other[8..12].copy_from_slice(&v.to_le_bytes());
+        let h = memviz_format::hash::xxh64(&other[..56], 0);
+        other[56..64].copy_from_slice(&h.to_le_bytes());
+        other
+    };
+    cases.push(("other version", with_version(0)));
 
     for (what, content) in cases {
         let path = dir.path().join("bad.memviz");
@@ -100,10 +104,16 @@ fn corrupted_truncated_and_foreign_archives_say_to_reindex() {
             let err = assert_bad_input(&out, &path);
             assert!(err.contains("re-run `memviz index`"), "{what}: {err}");
             if what == "other version" {
-                assert!(err.contains("version 999"), "{err}");
+                assert!(err.contains("version 0"), "{err}");
             }
         }
     }
+    // A newer memviz's archive is not broken: it says to upgrade, not to re-index.
+    let path = dir.path().join("newer.memviz");
+    std::fs::write(&path, with_version(999)).unwrap();
+    let err = assert_bad_input(&memviz(["stats".as_ref(), path.as_os_str()]), &path);
+    assert!(err.contains("made by a newer memviz (format 999") && err.contains("upgrade memviz"), "{err}");
+    assert!(!err.contains("re-run"), "{err}");
 }
 
 #[test]
@@ -261,13 +271,16 @@ fn checkpoints_rebuild_any_action() {
     }
 }
 
-/// One archive per FORMAT_VERSION is committed; every later build must still open it and
-/// answer exactly as the snapshot does.
+/// One archive per FORMAT_VERSION is committed; every later build must still open each of them
+/// (older ones upgraded in memory) and answer exactly as the snapshot does.
 #[test]
 fn golden_archive_still_opens_and_answers_the_same() {
-    let golden = data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION));
-    assert!(golden.exists(), "commit {} when bumping FORMAT_VERSION", golden.display());
-    let a = Archive::open_verified(&golden).unwrap();
-    assert_eq!(a.root().source.name.as_str(), "gpt2_small.pickle");
-    assert!(answers(&golden) == answers(&data("gpt2_small.pickle")), "the golden archive answers differently");
+    for version in memviz_format::OLDEST_READABLE_VERSION..=memviz_format::FORMAT_VERSION {
+        let golden = data(&format!("golden/gpt2_small.v{version}.memviz"));
+        assert!(golden.exists(), "commit {} when bumping FORMAT_VERSION", golden.display());
+        let a = Archive::open_verified(&golden).unwrap();
+        assert_eq!(a.format_version(), version);
+        assert_eq!(a.root().source.name.as_str(), "gpt2_small.pickle");
+        assert!(answers(&golden) == answers(&data("gpt2_small.pickle")), "v{version} answers differently");
+    }
 }

@@ -27,7 +27,7 @@ fn answers(input: &Path) -> (Vec<u8>, Vec<u8>) {
 #[test]
 fn pickle_and_reference_json_give_identical_answers() {
     let dir = tempdir();
-    for (name, pickle, _) in fixtures() {
+    for (name, pickle, _) in fixtures().into_iter().filter(|f| f.1.extension().is_some_and(|e| e == "pickle")) {
         let json = dir.path().join(format!("{name}.json"));
         extract(&pickle, &json);
         let (stats_p, layout_p) = answers(&pickle);

@@ -9,7 +9,7 @@ fn export_layout_equals_every_golden() {
     for (name, snapshot, golden) in fixtures() {
         let out = memviz_ok([std::ffi::OsStr::new("export"), "layout".as_ref(), snapshot.as_os_str()]);
         let ours: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
-        assert!(ours == json_file(&golden), "{name}: export layout differs from {}", golden.display());
+        assert!(ours == golden_layout(&golden), "{name}: export layout differs from {}", golden.display());
     }
 }
 

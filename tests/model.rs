@@ -184,7 +184,7 @@ fn internal_annotations_are_hidden_unless_asked() {
 #[test]
 fn max_entries_band_totals_equal_the_layout_totals() {
     let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let layout = Layout::build(&snap, 0);
+    let layout = Layout::build(&snap, memviz::model::DeviceId(0));
     let view = layout.view();
     let cps = Checkpoints::build(view);
     let golden = json_file(&data("gpt2_small.layout.json"));

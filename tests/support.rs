@@ -11,11 +11,13 @@ pub fn data(rel: &str) -> PathBuf {
     repo().join("tests/data").join(rel)
 }
 
-/// The three real snapshots recorded on an H200 (copied from ../shared/fixtures).
-pub const REAL: [&str; 3] = ["gpt2_small", "expandable", "oom_streams"];
+/// Real snapshots recorded on an H200: three copied from ../shared/fixtures, and three recorded
+/// for the 2026 schema (tests/data/synth/README.md, "Real recordings"): a torch.compile run whose
+/// inductor frames have `line` = 2⁶⁴−1, a compiled MLP with `user_metadata`, and a ResNet.
+pub const REAL: [&str; 6] = ["gpt2_small", "expandable", "oom_streams", "compiled", "fx_meta", "resnet"];
 
 /// The synthetic edge cases written by tests/data/synth/make_synth.py.
-pub const SYNTH: [&str; 11] = [
+pub const SYNTH: [&str; 13] = [
     "truncated_ring",
     "pending_free_stream",
     "two_devices",
@@ -27,7 +29,12 @@ pub const SYNTH: [&str; 11] = [
     "legacy_list",
     "no_frames_time",
     "oom_noaddr",
+    "annotate_meta",
+    "host_memory",
 ];
+
+/// Synthetic snapshots stored as JSON (MemoryViz-style re-exports).
+pub const SYNTH_JSON: [&str; 1] = ["memoryviz_export"];
 
 /// Every fixture snapshot with its golden layout.
 pub fn fixtures() -> Vec<(String, PathBuf, PathBuf)> {
@@ -35,7 +42,24 @@ pub fn fixtures() -> Vec<(String, PathBuf, PathBuf)> {
     let synth = SYNTH
         .iter()
         .map(|n| (n.to_string(), data(&format!("synth/{n}.pickle")), data(&format!("synth/{n}.layout.json"))));
-    real.chain(synth).collect()
+    let json = SYNTH_JSON
+        .iter()
+        .map(|n| (n.to_string(), data(&format!("synth/{n}.json")), data(&format!("synth/{n}.layout.json"))));
+    real.chain(synth).chain(json).collect()
+}
+
+/// The golden layout of a fixture: its `NAME.layout.json`, followed by the host device of
+/// `NAME.host.layout.json` where there is one (the oracle lays out CUDA devices only).
+pub fn golden_layout(golden: &Path) -> serde_json::Value {
+    let mut g = json_file(golden);
+    let host =
+        golden.with_file_name(golden.file_name().unwrap().to_string_lossy().replace(".layout.", ".host.layout."));
+    if host.exists() {
+        let h = json_file(&host);
+        let devices = g["devices"].as_array_mut().unwrap();
+        devices.extend(h["devices"].as_array().unwrap().iter().cloned());
+    }
+    g
 }
 
 /// Runs memviz without its archive cache, so answers come from the input itself.

@@ -11,4 +11,5 @@ mod differential;
 mod golden;
 mod model;
 mod stats;
+mod tolerance;
 mod viewer;

@@ -10,7 +10,9 @@ use crate::hash::xxh64;
 /// PNG-style magic: a high byte, the name, and CR LF / EOF / LF to catch text-mode transfers.
 pub const MAGIC: [u8; 8] = *b"\x89MVZ\r\n\x1a\n";
 /// Bumped on every change to an archived type (validation proves memory safety, not schema).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this build still reads (older archives are upgraded in memory on open).
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Header size; a multiple of the archive's alignment (16), so the body stays aligned in a mmap.
 pub const HEADER_LEN: usize = 64;
 
@@ -55,7 +57,13 @@ pub enum HeaderError {
     Truncated { have: u64, want: u64 },
     #[error("the archive header is corrupted")]
     Corrupt,
-    #[error("archive format version {found}, this memviz reads version {FORMAT_VERSION}")]
+    #[error(
+        "made by a newer memviz (format {found}; this memviz reads formats {OLDEST_READABLE_VERSION} to {FORMAT_VERSION}): upgrade memviz"
+    )]
+    Newer { found: u32 },
+    #[error(
+        "archive format version {found} is not one this memviz reads ({OLDEST_READABLE_VERSION} to {FORMAT_VERSION})"
+    )]
     Version { found: u32 },
     #[error("archive written with a different binary layout (flags {found:#x})")]
     Layout { found: u32 },
@@ -106,7 +114,10 @@ impl Header {
             archive_hash: u64_at(24),
             source: SourceStamp { size: u64_at(32), mtime_ns: u64_at(40) as i64, fingerprint: u64_at(48) },
         };
-        if header.format_version != FORMAT_VERSION {
+        if header.format_version > FORMAT_VERSION {
+            return Err(HeaderError::Newer { found: header.format_version });
+        }
+        if header.format_version < OLDEST_READABLE_VERSION {
             return Err(HeaderError::Version { found: header.format_version });
         }
         if header.layout_flags != LAYOUT_FLAGS {
@@ -155,7 +166,11 @@ mod tests {
         other.format_version = 99;
         let mut file2 = other.to_bytes().to_vec();
         file2.extend_from_slice(&archive);
-        assert_eq!(Header::parse(&file2), Err(HeaderError::Version { found: 99 }));
+        assert_eq!(Header::parse(&file2), Err(HeaderError::Newer { found: 99 }));
+        other.format_version = 0;
+        let mut file3 = other.to_bytes().to_vec();
+        file3.extend_from_slice(&archive);
+        assert_eq!(Header::parse(&file3), Err(HeaderError::Version { found: 0 }));
         let mut flipped = file.clone();
         flipped[80] ^= 1;
         let p = Header::parse(&flipped).unwrap();

@@ -14,9 +14,12 @@ pub use rkyv;
 pub mod hash;
 pub mod header;
 pub mod schema;
+pub mod v1;
 pub mod view;
 
-pub use header::{FINGERPRINT_SPAN, FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, SourceStamp};
+pub use header::{
+    FINGERPRINT_SPAN, FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, OLDEST_READABLE_VERSION, SourceStamp,
+};
 
 /// Texels per tile row (columns of the timeline).
 pub const TILE_W: u32 = 256;

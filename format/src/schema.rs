@@ -19,6 +19,8 @@ pub struct Root {
     pub events: EventTable,
     /// Per device ordinal (index = `device_traces` position): its events, `[start, end)`.
     pub traces: Vec<(u32, u32)>,
+    /// Events of `host_traces` (pinned host memory), `[start, end)`. Since version 2.
+    pub host_trace: (u32, u32),
     pub segments: Vec<Segment>,
     pub blocks: Vec<Block>,
     pub annotations: Vec<Annotation>,
@@ -28,6 +30,9 @@ pub struct Root {
     pub legacy: bool,
     /// Keys the reader did not interpret, `("context.key", count)`, sorted.
     pub unknown_keys: Vec<(String, u64)>,
+    /// Odd descriptive values the reader tolerated, `(kind, count)` in the reader's kind order
+    /// (keys listed in FORMAT.md). Since version 2.
+    pub tolerated: Vec<(String, u64)>,
     /// One timeline per device with trace events or segments, ascending.
     pub devices: Vec<Device>,
 }
@@ -47,7 +52,12 @@ pub struct Source {
 pub struct FrameTable {
     pub name: Vec<u32>,
     pub filename: Vec<u32>,
+    /// `i64::MIN`: no usable line (shown as `?`).
     pub line: Vec<i64>,
+    /// `(frame, [fx_node_op, fx_node_name, fx_node_target, fx_original_trace, fx_node_info])`
+    /// string ids (`u32::MAX`: absent) of frames that carry fx keys, sorted by frame. Since
+    /// version 2.
+    pub fx: Vec<(u32, [u32; 5])>,
 }
 
 /// Stack `i` is `frames[offsets[i]..offsets[i + 1]]`, innermost frame first.
@@ -81,6 +91,10 @@ pub struct EventTable {
     pub stream: Vec<(u32, u64)>,
     pub compile_context: Vec<(u32, u32)>,
     pub user_metadata: Vec<(u32, u32)>,
+    /// Since version 2.
+    pub internal_metadata: Vec<(u32, u32)>,
+    /// `category` of re-exported snapshots. Since version 2.
+    pub category: Vec<(u32, u32)>,
     /// Sparse columns, sorted by event.
     pub other_action: Vec<(u32, u32)>,
     pub device_free: Vec<(u32, u64)>,
@@ -101,6 +115,8 @@ pub struct Segment {
     pub pool_id: Option<(i64, i64)>,
     pub is_expandable: bool,
     pub stack: u32,
+    /// `forward_frames` stack id (`u32::MAX`: none). Since version 2.
+    pub forward_stack: u32,
     pub blocks: (u32, u32),
 }
 
@@ -113,6 +129,8 @@ pub struct Block {
     pub state: u8,
     pub state_str: u32,
     pub stack: u32,
+    /// Since version 2.
+    pub forward_stack: u32,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -128,6 +146,7 @@ pub struct Annotation {
 /// The timeline of one device.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Device {
+    /// Device ordinal; `u32::MAX - 1` is the host (pinned memory, since version 2).
     pub device: u32,
     pub elements: Elements,
     /// Element id of each action.
@@ -174,6 +193,10 @@ pub struct Elements {
     pub stack: Vec<u32>,
     /// Position in push order; the live stack is sorted by it.
     pub slot: Vec<u32>,
+    /// Elements labelled by an `annotate` event, ascending, and the string id of each one's
+    /// last label. Since version 2.
+    pub annotated: Vec<u32>,
+    pub annotation: Vec<u32>,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]

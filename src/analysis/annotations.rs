@@ -69,11 +69,12 @@ pub fn spans_filtered(snap: &Snapshot, filter: &AnnotationFilter) -> Vec<Span> {
     out
 }
 
-/// Names of the spans open on `device` at `time_us`, outermost first.
-pub fn in_effect(spans: &[Span], device: u32, time_us: i64) -> Vec<StrId> {
+/// Names of the spans open on `device` at `time_us`, outermost first (none on the host: torch
+/// records annotations per CUDA device).
+pub fn in_effect(spans: &[Span], device: crate::model::DeviceId, time_us: i64) -> Vec<StrId> {
     let mut open: Vec<&Span> = spans
         .iter()
-        .filter(|s| s.device == i64::from(device) && s.start_us <= time_us)
+        .filter(|s| !device.is_host() && s.device == i64::from(device.0) && s.start_us <= time_us)
         .filter(|s| s.end_us.is_none_or(|e| e > time_us) && s.end_us != Some(s.start_us))
         .collect();
     open.sort_by_key(|s| (s.depth, s.start_us));

@@ -35,7 +35,7 @@ pub struct Side<'a, 'f, F: FrameSource> {
 #[derive(Debug, Serialize)]
 pub struct SideSummary {
     pub name: String,
-    pub device: u32,
+    pub device: crate::model::DeviceId,
     pub peak_bytes: u64,
     /// −1: the initial state.
     pub peak_action: i64,

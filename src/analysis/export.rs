@@ -14,7 +14,7 @@ pub struct LayoutExport<'a> {
 
 #[derive(Serialize)]
 pub struct DeviceLayout<'a> {
-    device: u32,
+    device: crate::model::DeviceId,
     actions: usize,
     peak_bytes: u64,
     totals: &'a [u64],
@@ -91,7 +91,7 @@ pub struct SampledExport {
 
 #[derive(Serialize)]
 pub struct DeviceSampled {
-    device: u32,
+    device: crate::model::DeviceId,
     actions: usize,
     peak_bytes: u64,
     peak_action: i64,

@@ -1,6 +1,6 @@
 //! Stack-trace presentation: PyTorch's internal-frame filter, repeat elision, "the" frame.
 
-use crate::model::{FrameId, Snapshot, StackId};
+use crate::model::{FrameId, FxInfo, NO_LINE, NONE, Snapshot, StackId};
 
 /// Function-name fragments PyTorch's MemoryViz hides (allocator and interpreter plumbing).
 const OMIT_FUNCTIONS: [&str; 8] = [
@@ -53,7 +53,12 @@ pub trait FrameSource {
     fn stack(&self, stack: StackId) -> &[FrameId];
     fn name(&self, f: FrameId) -> &str;
     fn file(&self, f: FrameId) -> &str;
+    /// [`NO_LINE`] when the snapshot had no usable line.
     fn line(&self, f: FrameId) -> i64;
+    /// The FX node behind a compiled frame (string ids; [`FxInfo::NONE`] for most frames).
+    fn fx(&self, f: FrameId) -> FxInfo;
+    /// An interned string (`""` for [`NONE`]).
+    fn text(&self, s: u32) -> &str;
 }
 
 impl FrameSource for Snapshot {
@@ -68,6 +73,12 @@ impl FrameSource for Snapshot {
     }
     fn line(&self, f: FrameId) -> i64 {
         self.frames[f as usize].line
+    }
+    fn fx(&self, f: FrameId) -> FxInfo {
+        self.frames[f as usize].fx
+    }
+    fn text(&self, s: u32) -> &str {
+        self.str(s)
     }
 }
 
@@ -118,11 +129,56 @@ pub fn innermost_python(src: &impl FrameSource, stack: StackId) -> Option<FrameI
     src.stack(stack).iter().copied().find(|&f| src.file(f).ends_with(".py") && is_shown(src, f))
 }
 
-/// `name (file:line)`, with the file shortened to its name when `short`.
+/// `name (file:line)`, with the file shortened to its name when `short`; a name or file the
+/// snapshot did not give shows as `??`, a line as `?`; a compiled frame's FX node follows in
+/// brackets (`[fx addmm_1: call_function aten.addmm.default]`).
 pub fn describe(src: &impl FrameSource, f: FrameId, short: bool) -> String {
+    let or_unknown = |s: &str| if s.is_empty() { "??".to_owned() } else { s.to_owned() };
     let file = src.file(f);
     let file = if short { file.rsplit(['/', '\\']).next().unwrap_or(file) } else { file };
-    format!("{} ({file}:{})", src.name(f), src.line(f))
+    let line = match src.line(f) {
+        NO_LINE => "?".to_owned(),
+        l => l.to_string(),
+    };
+    // A frame known only by its text (a traceback line that did not parse) is that text.
+    let mut out = if file.is_empty() && line == "?" {
+        or_unknown(src.name(f))
+    } else {
+        format!("{} ({}:{line})", or_unknown(src.name(f)), or_unknown(file))
+    };
+    if let Some(fx) = fx_summary(src, f) {
+        out.push_str(&format!(" [{fx}]"));
+    }
+    out
+}
+
+/// `fx addmm_1: call_function aten.addmm.default` for a frame with FX keys.
+pub fn fx_summary(src: &impl FrameSource, f: FrameId) -> Option<String> {
+    let fx = src.fx(f);
+    if fx.is_none() {
+        return None;
+    }
+    let words: Vec<&str> =
+        [fx.node_op, fx.node_target].into_iter().filter(|&s| s != NONE).map(|s| src.text(s)).collect();
+    let mut out = String::from("fx");
+    if fx.node_name != NONE {
+        out.push(' ');
+        out.push_str(src.text(fx.node_name));
+        if !words.is_empty() {
+            out.push(':');
+        }
+    }
+    for w in words {
+        out.push(' ');
+        out.push_str(w);
+    }
+    Some(out)
+}
+
+/// Every FX key of a frame with its text (`fx_original_trace` is multi-line), for detail panels.
+pub fn fx_details<'a>(src: &'a impl FrameSource, f: FrameId) -> Vec<(&'static str, &'a str)> {
+    let fx = src.fx(f);
+    FxInfo::KEYS.into_iter().zip(fx.to_array()).filter(|&(_, s)| s != NONE).map(|(k, s)| (k, src.text(s))).collect()
 }
 
 /// The frames MemoryViz shows for a stack, innermost first, with runs of the same frame elided

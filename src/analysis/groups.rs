@@ -1,13 +1,14 @@
 //! Grouping a set of elements into a table: by allocation site, by its top frame, by the
 //! annotation open when each was allocated, or by power-of-two size; and the table as text.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::frames::{self, FrameSource};
-use super::timeline::{Innermost, Timeline, bucket_bounds, bucket_label, size_bucket};
+use super::timeline::{ElementAttrs, Innermost, Timeline, bucket_bounds, bucket_label, size_bucket};
 use super::units;
 use crate::layout::BEFORE_TRACE;
 
@@ -23,6 +24,14 @@ pub enum GroupBy {
     Annotation,
     /// Power-of-two size buckets.
     Size,
+    /// The CUDA stream of the allocation.
+    Stream,
+    /// The private memory pool (`pool_id`; CUDA graphs, `MemPool`).
+    Pool,
+    /// `compile_context` (torch.compile's frame / kernel).
+    CompileContext,
+    /// The `annotate` label, else `user_metadata`.
+    Metadata,
 }
 
 impl GroupBy {
@@ -32,7 +41,16 @@ impl GroupBy {
             GroupBy::Frame => "frame",
             GroupBy::Annotation => "annotation",
             GroupBy::Size => "size",
+            GroupBy::Stream => "stream",
+            GroupBy::Pool => "pool",
+            GroupBy::CompileContext => "compile context",
+            GroupBy::Metadata => "metadata",
         }
+    }
+
+    /// Rows named by a text (with a "mostly from" column), not by a site.
+    fn is_text(self) -> bool {
+        !matches!(self, GroupBy::Stack | GroupBy::Frame)
     }
 }
 
@@ -42,6 +60,8 @@ pub const NO_STACK: &str = "(no stack recorded)";
 pub const NO_SPAN: &str = "(none)";
 /// Label of elements live before the trace (no alloc time).
 pub const BEFORE: &str = "(before the trace)";
+/// Label of elements without the grouped attribute (no pool, no metadata, ...).
+pub const NOT_RECORDED: &str = "(none)";
 
 /// One row of a table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -111,18 +131,24 @@ pub fn group<'a, F: FrameSource>(
 ) -> Vec<Group> {
     let sizes = t.layout.elements.size;
     let innermost = (by == GroupBy::Annotation).then(|| Innermost::new(t.spans));
-    // (bucket, annotation, site) → (bytes, count); the site is kept to find each row's top frame.
-    let mut cells: HashMap<(u32, &'a str, u32), (u64, u64)> = HashMap::new();
+    // (bucket, text, site) → (bytes, count); the site is kept to find each row's top frame.
+    let mut cells: HashMap<(u32, Cow<'a, str>, u32), (u64, u64)> = HashMap::new();
     for id in ids {
         let size = sizes[id as usize];
         let bucket = if by == GroupBy::Size { size_bucket(size) } else { 0 };
-        let span = innermost.as_ref().map_or("", |inner| annotation_of(t, inner, id));
-        let cell = cells.entry((bucket, span, t.site(id))).or_default();
+        let text = match (by, &innermost) {
+            (GroupBy::Annotation, Some(inner)) => Cow::Borrowed(annotation_of(t, inner, id)),
+            (GroupBy::Stream | GroupBy::Pool | GroupBy::CompileContext | GroupBy::Metadata, _) => {
+                attribute_label(by, &t.attrs.attrs(id))
+            }
+            _ => Cow::Borrowed(""),
+        };
+        let cell = cells.entry((bucket, text, t.site(id))).or_default();
         cell.0 += size;
         cell.1 += 1;
     }
     let mut cells: Vec<_> = cells.into_iter().collect();
-    cells.sort_unstable_by_key(|&((b, s, site), _)| (b, s, site));
+    cells.sort_unstable_by(|a, b| a.0.cmp(&b.0));
 
     #[derive(Default)]
     struct Row {
@@ -142,8 +168,8 @@ pub fn group<'a, F: FrameSource>(
         let key = match by {
             GroupBy::Stack => Key::Site(site),
             GroupBy::Frame => Key::Text(frame.clone().unwrap_or_else(|| NO_STACK.to_owned())),
-            GroupBy::Annotation => Key::Text(span.to_owned()),
             GroupBy::Size => Key::Bucket(bucket),
+            _ => Key::Text(span.into_owned()),
         };
         let row = rows.entry(key).or_default();
         row.bytes += bytes;
@@ -193,13 +219,10 @@ pub fn render(out: &mut String, groups: &[Group], by: GroupBy, top: usize) {
     let top = if groups.len() == top + 1 { groups.len() } else { top };
     let width = label_width(groups, top).max(by.name().len());
     let _ = write!(out, "    {:>10}  {:>9}  {:>6}  ", "bytes", "count", "share");
-    match by {
-        GroupBy::Annotation | GroupBy::Size => {
-            let _ = writeln!(out, "{:<width$}  mostly from", by.name());
-        }
-        _ => {
-            let _ = writeln!(out, "{}", by.name());
-        }
+    if by.is_text() {
+        let _ = writeln!(out, "{:<width$}  mostly from", by.name());
+    } else {
+        let _ = writeln!(out, "{}", by.name());
     }
     for g in groups.iter().take(top) {
         let _ =
@@ -213,7 +236,7 @@ pub fn render(out: &mut String, groups: &[Group], by: GroupBy, top: usize) {
                 let _ = write!(out, "{}{site}", clip(&g.label));
             }
             GroupBy::Frame => out.push_str(&clip(&g.label)),
-            GroupBy::Annotation | GroupBy::Size => {
+            _ => {
                 let frame = clip(g.top_frame.as_deref().unwrap_or(NO_STACK));
                 let _ = write!(out, "{:<width$}  {frame}", clip(&g.label));
             }
@@ -248,6 +271,24 @@ pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(MAX_LABEL - 1) {
         Some((at, _)) if text.chars().count() > MAX_LABEL => format!("{}…", &text[..at]).into(),
         _ => text.into(),
+    }
+}
+
+/// The row an element falls in when grouping by one of its attributes.
+fn attribute_label<'a>(by: GroupBy, a: &ElementAttrs<'a>) -> Cow<'a, str> {
+    let text = |s: &'a str| if s.is_empty() { Cow::Borrowed(NOT_RECORDED) } else { Cow::Borrowed(s) };
+    match by {
+        GroupBy::Stream => match a.stream {
+            None => Cow::Borrowed(NOT_RECORDED),
+            Some(0) => Cow::Borrowed("stream 0 (default)"),
+            Some(s) => Cow::Owned(format!("stream {s:#x}")),
+        },
+        GroupBy::Pool => match a.pool {
+            None | Some((0, 0)) => Cow::Borrowed("(no private pool)"),
+            Some((a, b)) => Cow::Owned(format!("pool ({a}, {b})")),
+        },
+        GroupBy::CompileContext => text(a.compile_context),
+        _ => text(a.metadata()),
     }
 }
 

@@ -16,7 +16,7 @@ use super::units;
 /// The live set right after one action.
 #[derive(Debug, Serialize)]
 pub struct LiveSet {
-    pub device: u32,
+    pub device: crate::model::DeviceId,
     /// The action (−1: the initial state, before the first action).
     pub action: i64,
     /// Actions in the device's timeline: valid actions are −1 ..= actions − 1.

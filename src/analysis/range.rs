@@ -43,7 +43,7 @@ pub struct Bucket {
 
 #[derive(Debug, Serialize)]
 pub struct RangeReport {
-    pub device: u32,
+    pub device: crate::model::DeviceId,
     /// First action of the range.
     pub start: u32,
     /// One past its last action.

@@ -4,7 +4,7 @@
 //! The trace says how reserved memory changed, the dump says where it ended (the segments'
 //! total size), so the level before the trace is the end minus every change (never below 0).
 
-use crate::model::{NO_TIME, Snapshot};
+use crate::model::{DeviceId, NO_TIME, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reserved {
@@ -16,7 +16,7 @@ pub struct Reserved {
     pub final_bytes: u64,
 }
 
-pub fn timeline(snap: &Snapshot, device: u32) -> Reserved {
+pub fn timeline(snap: &Snapshot, device: DeviceId) -> Reserved {
     let ev = &snap.events;
     let mut delta: i128 = 0;
     let mut path = Vec::new();

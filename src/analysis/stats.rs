@@ -31,11 +31,15 @@ pub struct Stats {
     pub devices: Vec<DeviceStats>,
     /// Keys the reader did not interpret, by context, with counts.
     pub unknown_keys: BTreeMap<String, u64>,
+    /// Odd descriptive values read anyway (the reading policy), by kind, with counts.
+    pub tolerated: BTreeMap<String, u64>,
+    /// The same as one sentence: `"38 frame lines out of range"`.
+    pub tolerated_summary: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct DeviceStats {
-    pub device: u32,
+    pub device: crate::model::DeviceId,
     pub events: u64,
     pub events_by_action: BTreeMap<String, u64>,
     pub actions: usize,
@@ -129,6 +133,8 @@ pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOption
         shape_candidates,
         devices,
         unknown_keys: snap.unknown_keys.clone(),
+        tolerated: snap.tolerated.iter().map(|(o, n)| (o.key().to_owned(), n)).collect(),
+        tolerated_summary: (!snap.tolerated.is_empty()).then(|| snap.tolerated.summary()),
     }
 }
 
@@ -250,6 +256,9 @@ pub fn render_text(stats: &Stats, title: &str) -> String {
         let keys: Vec<String> =
             stats.unknown_keys.iter().map(|(k, n)| format!("{k} ×{}", units::thousands(*n))).collect();
         let _ = writeln!(out, "\nkeys not interpreted: {}", keys.join(", "));
+    }
+    if let Some(t) = &stats.tolerated_summary {
+        let _ = writeln!(out, "tolerated: {t}");
     }
     out
 }

@@ -62,7 +62,7 @@ pub struct Verdict {
 
 #[derive(Debug, Serialize)]
 pub struct StepsReport {
-    pub device: u32,
+    pub device: crate::model::DeviceId,
     pub pattern: String,
     pub steps: Vec<Step>,
     pub verdict: Verdict,

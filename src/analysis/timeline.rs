@@ -41,6 +41,52 @@ impl NamedSpan<'_> {
     }
 }
 
+/// What a snapshot says about an element besides its place in the layout: from the event that
+/// made it (a ghost: from its segment). Empty strings for what was not recorded.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ElementAttrs<'a> {
+    pub stream: Option<u64>,
+    /// Private memory pool (`pool_id`, or a ghost's `segment_pool_id`).
+    pub pool: Option<(i64, i64)>,
+    pub compile_context: &'a str,
+    pub user_metadata: &'a str,
+    pub internal_metadata: &'a str,
+    /// The text of the last `annotate` event on the element.
+    pub annotated: &'a str,
+    /// `forward_frames`: where the forward ran that this backward allocation belongs to
+    /// (`u32::MAX`: none).
+    pub forward_stack: u32,
+}
+
+impl<'a> ElementAttrs<'a> {
+    pub const EMPTY: ElementAttrs<'static> = ElementAttrs {
+        stream: None,
+        pool: None,
+        compile_context: "",
+        user_metadata: "",
+        internal_metadata: "",
+        annotated: "",
+        forward_stack: u32::MAX,
+    };
+
+    /// What `--group-by metadata` groups by: the `annotate` label, else `user_metadata`.
+    pub fn metadata(&self) -> &'a str {
+        if self.annotated.is_empty() { self.user_metadata } else { self.annotated }
+    }
+}
+
+/// Looks up [`ElementAttrs`] by element id (the archive reads its event columns in place).
+pub trait Attributes {
+    fn attrs(&self, id: u32) -> ElementAttrs<'_>;
+}
+
+/// No attributes recorded (hand-made layouts in tests).
+impl Attributes for () {
+    fn attrs(&self, _: u32) -> ElementAttrs<'_> {
+        ElementAttrs::EMPTY
+    }
+}
+
 /// One device's timeline, borrowed.
 #[derive(Clone, Copy)]
 pub struct Timeline<'a> {
@@ -53,6 +99,7 @@ pub struct Timeline<'a> {
     pub times: &'a dyn ActionTimes,
     /// Time of the trace's first event: "into the trace" counts from here.
     pub trace_start_us: Option<i64>,
+    pub attrs: &'a dyn Attributes,
 }
 
 impl<'a> Timeline<'a> {
@@ -238,7 +285,7 @@ mod tests {
         let layout_actions = [0u32, 1, 0, 1];
         let elements = crate::layout::Elements::default();
         let l = crate::layout::LayoutRef {
-            device: 0,
+            device: crate::model::DeviceId(0),
             elements: elements.view(),
             actions: &layout_actions,
             initial: &[],
@@ -254,6 +301,7 @@ mod tests {
             spans: &[],
             times: &times,
             trace_start_us: Some(90),
+            attrs: &(),
         };
         assert_eq!(t.actions_until(99), 0);
         // Action 2 has no time: it goes with action 1, before it.

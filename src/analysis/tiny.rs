@@ -28,7 +28,7 @@ pub fn tiny(events: &[(&str, u64, u64, usize)], sites: &[&[(&str, &str, i64)]], 
                 .iter()
                 .map(|&(name, file, line)| {
                     let (name, filename) = (Some(b.intern_str(name)), Some(b.intern_str(file)));
-                    b.frame(FrameRow { name, filename, line })
+                    b.frame(FrameRow { name, filename, line, ..FrameRow::new() })
                 })
                 .collect();
             b.stack(&ids)
@@ -52,8 +52,8 @@ pub fn tiny(events: &[(&str, u64, u64, usize)], sites: &[&[(&str, &str, i64)]], 
             b.push_annotation(Annotation { name, stage: Stage::End, device: 0, time_us: end });
         }
     }
-    let snap = b.finish(vec![TraceList::Range(0, events.len() as u32)], false).unwrap();
-    let layout = Layout::build(&snap, 0);
+    let snap = b.finish(vec![TraceList::Range(0, events.len() as u32)], None, false).unwrap();
+    let layout = Layout::build(&snap, crate::model::DeviceId(0));
     let view = layout.view();
     let checkpoints = Checkpoints::build_every(view, 2);
     let sites = (0..view.elements.len() as u32).map(|id| element_stack(&snap, view, id)).collect();
@@ -71,6 +71,7 @@ impl Tiny {
             spans: &self.spans,
             times: &self.times,
             trace_start_us: Some(100),
+            attrs: &(),
         }
     }
 }

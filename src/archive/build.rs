@@ -51,6 +51,8 @@ pub fn build_root(
         allocator_settings,
         legacy,
         unknown_keys,
+        host_trace,
+        tolerated,
     } = snap;
     let events = event_table(events);
     stage(BuildStage::Derive);
@@ -68,14 +70,21 @@ pub fn build_root(
             name: frames.iter().map(|f| f.name).collect(),
             filename: frames.iter().map(|f| f.filename).collect(),
             line: frames.iter().map(|f| f.line).collect(),
+            fx: frames
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !f.fx.is_none())
+                .map(|(i, f)| (i as u32, f.fx.to_array()))
+                .collect(),
         },
         stacks: f::StackTable { offsets: stacks.offsets, frames: stacks.frames },
         events,
         traces: traces.iter().map(|r| (r.start, r.end)).collect(),
+        host_trace: (host_trace.start, host_trace.end),
         segments: segments
             .into_iter()
             .map(|s| f::Segment {
-                device: s.device,
+                device: s.device.0,
                 address: s.address,
                 total_size: s.total_size,
                 allocated_size: s.allocated_size,
@@ -86,6 +95,7 @@ pub fn build_root(
                 pool_id: s.pool_id,
                 is_expandable: s.is_expandable,
                 stack: s.stack,
+                forward_stack: s.forward_stack,
                 blocks: (s.blocks.start, s.blocks.end),
             })
             .collect(),
@@ -105,6 +115,7 @@ pub fn build_root(
                     state,
                     state_str,
                     stack: b.stack,
+                    forward_stack: b.forward_stack,
                 }
             })
             .collect(),
@@ -122,6 +133,7 @@ pub fn build_root(
         allocator_settings: allocator_settings.map(|v| v.to_string()),
         legacy,
         unknown_keys: unknown_keys.into_iter().collect(),
+        tolerated: tolerated.iter().map(|(o, n)| (o.key().to_owned(), n)).collect(),
         devices,
     }
 }
@@ -147,7 +159,7 @@ fn event_derived(snap: &Snapshot, spans: &[annotations::Span], l: &Layout) -> Fr
     let reserved = reserved::timeline(snap, device);
     let spans = spans
         .iter()
-        .filter(|s| s.device == i64::from(device))
+        .filter(|s| !device.is_host() && s.device == i64::from(device.0))
         .map(|s| f::Span { name: s.name, start_us: s.start_us, end_us: s.end_us.unwrap_or(i64::MIN), depth: s.depth })
         .collect();
     let reserved = f::Reserved {
@@ -167,7 +179,7 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
     let minimap = minimap::build(&l.totals);
     let Layout { device, elements: e, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
     f::Device {
-        device,
+        device: device.0,
         elements: f::Elements {
             addr: e.addr,
             size: e.size,
@@ -179,6 +191,8 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
             block: e.block,
             slot: e.slot,
             stack,
+            annotated: e.annotated,
+            annotation: e.annotation,
         },
         actions,
         action_time_us: action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
@@ -222,6 +236,8 @@ fn event_table(ev: Events) -> f::EventTable {
         stream: ev.stream.starts.into_iter().zip(ev.stream.values).collect(),
         compile_context: ev.compile_context.starts.into_iter().zip(ev.compile_context.values).collect(),
         user_metadata: ev.user_metadata.starts.into_iter().zip(ev.user_metadata.values).collect(),
+        internal_metadata: ev.internal_metadata.starts.into_iter().zip(ev.internal_metadata.values).collect(),
+        category: ev.category.starts.into_iter().zip(ev.category.values).collect(),
         other_action: ev.other_action,
         device_free: ev.device_free,
         forward_stack: ev.forward_stack,

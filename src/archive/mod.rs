@@ -2,6 +2,7 @@
 //! with one validation, and read back as zero-copy views or as the whole model.
 //! The byte layout itself belongs to the `memviz-format` crate (see format/FORMAT.md).
 
+pub mod attrs;
 pub mod build;
 pub mod chunks;
 pub mod open;

@@ -1,5 +1,10 @@
 //! Opening an archive: mmap, header checks, one bytecheck validation, then zero-copy access.
 //!
+//! Archives of an older format version (down to `OLDEST_READABLE_VERSION`) keep opening: their
+//! root is validated with that version's frozen types, converted to the current schema and
+//! re-serialized in memory once (what the old version lacks reads as empty); the mapped file
+//! is kept for the checksum. An archive of a newer version says to upgrade memviz.
+//!
 //! This file holds the crate's only `unsafe`: mapping the file, and reading the root without
 //! re-validating it after [`Archive::open`] validated it once.
 
@@ -10,22 +15,35 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
-use memviz_format::schema::ArchivedRoot;
-use memviz_format::{HEADER_LEN, Header, HeaderError, MAGIC};
+use memviz_format::schema::{ArchivedRoot, Root};
+use memviz_format::{FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
     #[error("cannot read the archive: {0}")]
     Io(#[from] std::io::Error),
     #[error("{0}; re-run `memviz index` on the snapshot")]
-    Header(#[from] HeaderError),
+    Header(HeaderError),
+    #[error("{0}")]
+    Newer(HeaderError),
     #[error("the archive is corrupted ({0}); re-run `memviz index` on the snapshot")]
     Corrupt(String),
+}
+
+impl From<HeaderError> for ArchiveError {
+    fn from(e: HeaderError) -> Self {
+        match e {
+            HeaderError::Newer { .. } => ArchiveError::Newer(e),
+            e => ArchiveError::Header(e),
+        }
+    }
 }
 
 /// A mapped, validated archive.
 pub struct Archive {
     map: Mmap,
+    /// The root of an older-version archive, upgraded to the current schema.
+    upgraded: Option<rkyv::util::AlignedVec>,
     header: Header,
     pub path: PathBuf,
 }
@@ -60,13 +78,27 @@ impl Archive {
         if body.as_ptr().align_offset(16) != 0 {
             return Err(ArchiveError::Corrupt("misaligned archive".into()));
         }
-        if rkyv::access::<ArchivedRoot, rkyv::rancor::Failure>(body).is_err() {
-            let why = rkyv::access::<ArchivedRoot, rkyv::rancor::BoxedError>(body)
-                .err()
-                .map_or_else(|| "invalid structure".to_owned(), |e| e.to_string());
-            return Err(ArchiveError::Corrupt(why.replace('\n', " ")));
-        }
-        Ok(Archive { map, header, path: path.to_owned() })
+        let upgraded = match header.format_version {
+            FORMAT_VERSION => {
+                validate::<ArchivedRoot>(body)?;
+                None
+            }
+            _ => {
+                let old = validate::<v1::ArchivedRoot>(body)?;
+                let old: v1::Root = rkyv::deserialize::<v1::Root, rkyv::rancor::BoxedError>(old)
+                    .map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
+                let bytes = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&Root::from(old))
+                    .map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
+                validate::<ArchivedRoot>(&bytes)?;
+                Some(bytes)
+            }
+        };
+        Ok(Archive { map, upgraded, header, path: path.to_owned() })
+    }
+
+    /// The format version the file was written in (older ones lack newer sections).
+    pub fn format_version(&self) -> u32 {
+        self.header.format_version
     }
 
     /// [`Self::open`], then checks every byte against the header's hash.
@@ -95,9 +127,30 @@ impl Archive {
     }
 
     pub fn root(&self) -> &ArchivedRoot {
-        let body = &self.map[HEADER_LEN..HEADER_LEN + self.header.archive_len as usize];
-        // SAFETY: `open` validated exactly these bytes with `rkyv::access`, and the mapping is
-        // immutable for our lifetime.
+        let body = match &self.upgraded {
+            Some(bytes) => bytes.as_slice(),
+            None => &self.map[HEADER_LEN..HEADER_LEN + self.header.archive_len as usize],
+        };
+        // SAFETY: `open` validated exactly these bytes with `rkyv::access` as an `ArchivedRoot`
+        // (the mapped body of a current archive, or the upgraded bytes of an older one), and
+        // neither the mapping nor the vector changes for our lifetime.
         unsafe { rkyv::access_unchecked::<ArchivedRoot>(body) }
+    }
+}
+
+/// Checks the rkyv structure of `body` as `T` (every pointer in bounds, every string UTF-8).
+fn validate<T>(body: &[u8]) -> Result<&T, ArchiveError>
+where
+    T: rkyv::Portable + for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Failure>>,
+    T: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::BoxedError>>,
+{
+    match rkyv::access::<T, rkyv::rancor::Failure>(body) {
+        Ok(root) => Ok(root),
+        Err(_) => {
+            let why = rkyv::access::<T, rkyv::rancor::BoxedError>(body)
+                .err()
+                .map_or_else(|| "invalid structure".to_owned(), |e| e.to_string());
+            Err(ArchiveError::Corrupt(why.replace('\n', " ")))
+        }
     }
 }

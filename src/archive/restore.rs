@@ -9,13 +9,16 @@ use memviz_format::view::{u32s, u64s};
 
 use super::chunks::{self, ChunkError};
 use crate::layout::{CheckpointsRef, Elements, ElementsRef, Layout, LayoutRef};
-use crate::model::{Action, Annotation, Block, BlockState, Events, Frame, Runs, Segment, Snapshot, Stage};
+use crate::model::{
+    Action, Annotation, Block, BlockState, DeviceId, Events, Frame, FxInfo, Oddity, Runs, Segment, Snapshot, Stage,
+    Tolerated,
+};
 
 /// The device's layout, read in place.
 pub fn layout_ref(d: &ArchivedDevice) -> LayoutRef<'_> {
     let e = &d.elements;
     LayoutRef {
-        device: d.device.to_native(),
+        device: DeviceId(d.device.to_native()),
         elements: ElementsRef {
             addr: u64s(&e.addr),
             size: u64s(&e.size),
@@ -26,6 +29,8 @@ pub fn layout_ref(d: &ArchivedDevice) -> LayoutRef<'_> {
             free_event: u32s(&e.free_event),
             block: u32s(&e.block),
             slot: u32s(&e.slot),
+            annotated: u32s(&e.annotated),
+            annotation: u32s(&e.annotation),
         },
         actions: u32s(&d.actions),
         initial: u32s(&d.initial),
@@ -57,6 +62,8 @@ pub fn layout(d: &ArchivedDevice) -> Layout {
             free_event: e.free_event.to_vec(),
             block: e.block.to_vec(),
             slot: e.slot.to_vec(),
+            annotated: e.annotated.to_vec(),
+            annotation: e.annotation.to_vec(),
         },
         actions: v.actions.to_vec(),
         initial: v.initial.to_vec(),
@@ -79,19 +86,25 @@ pub fn snapshot(r: &ArchivedRoot) -> Result<Snapshot, ChunkError> {
             name: f.name[i].to_native(),
             filename: f.filename[i].to_native(),
             line: f.line[i].to_native(),
+            fx: FxInfo::NONE,
         })
         .collect();
+    for (i, fx) in f.fx.iter().map(|p| (p.0.to_native() as usize, p.1.map(|s| s.to_native()))) {
+        let frame = snap.frames.get_mut(i).ok_or_else(|| ChunkError::new("fx info of a frame out of range".into()))?;
+        frame.fx = FxInfo::from_array(fx);
+    }
     let (offsets, frames) = (u32s(&r.stacks.offsets), u32s(&r.stacks.frames));
     for w in offsets.windows(2) {
         snap.stacks.intern(&frames[w[0] as usize..w[1] as usize]);
     }
     snap.events = events(&r.events)?;
     snap.traces = r.traces.iter().map(|t| t.0.to_native()..t.1.to_native()).collect();
+    snap.host_trace = r.host_trace.0.to_native()..r.host_trace.1.to_native();
     snap.segments = r
         .segments
         .iter()
         .map(|s| Segment {
-            device: s.device.to_native(),
+            device: DeviceId(s.device.to_native()),
             address: s.address.to_native(),
             total_size: s.total_size.to_native(),
             allocated_size: s.allocated_size.to_native(),
@@ -102,6 +115,7 @@ pub fn snapshot(r: &ArchivedRoot) -> Result<Snapshot, ChunkError> {
             pool_id: s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native())),
             is_expandable: s.is_expandable,
             stack: s.stack.to_native(),
+            forward_stack: s.forward_stack.to_native(),
             blocks: s.blocks.0.to_native()..s.blocks.1.to_native(),
         })
         .collect();
@@ -119,6 +133,7 @@ pub fn snapshot(r: &ArchivedRoot) -> Result<Snapshot, ChunkError> {
                 _ => BlockState::Other(b.state_str.to_native()),
             },
             stack: b.stack.to_native(),
+            forward_stack: b.forward_stack.to_native(),
         })
         .collect();
     snap.annotations = r
@@ -142,7 +157,19 @@ pub fn snapshot(r: &ArchivedRoot) -> Result<Snapshot, ChunkError> {
     snap.legacy = r.legacy;
     snap.unknown_keys =
         r.unknown_keys.iter().map(|k| (k.0.as_str().to_owned(), k.1.to_native())).collect::<BTreeMap<_, _>>();
+    snap.tolerated = tolerated(r);
     Ok(snap)
+}
+
+/// The tolerated-oddity counts of an archive (kinds this build does not know are skipped).
+pub fn tolerated(r: &ArchivedRoot) -> Tolerated {
+    let mut t = Tolerated::default();
+    for (key, n) in r.tolerated.iter().map(|p| (p.0.as_str(), p.1.to_native())) {
+        if let Some(o) = Oddity::from_key(key) {
+            t.add_n(o, n);
+        }
+    }
+    t
 }
 
 fn events(t: &memviz_format::schema::ArchivedEventTable) -> Result<Events, ChunkError> {
@@ -170,6 +197,8 @@ fn events(t: &memviz_format::schema::ArchivedEventTable) -> Result<Events, Chunk
         },
         compile_context: runs32(&t.compile_context),
         user_metadata: runs32(&t.user_metadata),
+        internal_metadata: runs32(&t.internal_metadata),
+        category: runs32(&t.category),
         other_action: t.other_action.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
         device_free: t.device_free.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
         forward_stack: t.forward_stack.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
@@ -199,7 +228,17 @@ impl crate::analysis::frames::FrameSource for ArchivedRoot {
         str_at(self, self.frames.filename.get(f as usize).map_or(u32::MAX, |v| v.to_native()))
     }
     fn line(&self, f: u32) -> i64 {
-        self.frames.line.get(f as usize).map_or(0, |v| v.to_native())
+        self.frames.line.get(f as usize).map_or(crate::model::NO_LINE, |v| v.to_native())
+    }
+    fn fx(&self, f: u32) -> FxInfo {
+        let fx = &self.frames.fx;
+        match fx.binary_search_by_key(&f, |p| p.0.to_native()) {
+            Ok(j) => FxInfo::from_array(fx[j].1.map(|s| s.to_native())),
+            Err(_) => FxInfo::NONE,
+        }
+    }
+    fn text(&self, s: u32) -> &str {
+        str_at(self, s)
     }
 }
 

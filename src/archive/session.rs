@@ -11,7 +11,7 @@ use memviz_format::view::{i64s, u32s, u64s};
 use super::{Archive, ArchiveError, chunks, restore};
 use crate::analysis::timeline::{ActionTimes, NamedSpan, Timeline};
 use crate::layout::{CheckpointsRef, LayoutRef};
-use crate::model::NO_TIME;
+use crate::model::{DeviceId, NO_TIME};
 
 /// An opened archive shared by the UI and the tile workers.
 pub struct Session {
@@ -130,8 +130,10 @@ impl Session {
     /// `memviz stats`); reads the event times' first chunk or two, not the whole column.
     pub fn trace_start_us(&self, d: usize) -> Option<i64> {
         let root = self.root();
-        let ordinal = self.device(d).device.to_native() as usize;
-        let from_events = root.traces.get(ordinal).and_then(|t| {
+        let ordinal = self.device(d).device.to_native();
+        let trace =
+            if DeviceId(ordinal).is_host() { Some(&root.host_trace) } else { root.traces.get(ordinal as usize) };
+        let from_events = trace.and_then(|t| {
             let (start, end) = (t.0.to_native() as usize, t.1.to_native() as usize);
             let rows = root.events.chunk_rows.to_native().max(1) as usize;
             let mut e = start;
@@ -213,13 +215,15 @@ pub struct DeviceData<'s> {
     pub spans: Vec<NamedSpan<'s>>,
     times: DeviceTimes<'s>,
     trace_start_us: Option<i64>,
+    attrs: super::attrs::DeviceAttrs<'s>,
 }
 
 impl<'s> DeviceData<'s> {
     pub fn new(session: &'s Session, d: usize) -> Self {
         let mut spans = session.named_spans(d);
         spans.sort_by_key(|s| s.start_us);
-        DeviceData { session, d, spans, times: session.times(d), trace_start_us: session.trace_start_us(d) }
+        let attrs = super::attrs::DeviceAttrs { root: session.root(), layout: session.layout(d) };
+        DeviceData { session, d, spans, times: session.times(d), trace_start_us: session.trace_start_us(d), attrs }
     }
 
     pub fn timeline(&self) -> Timeline<'_> {
@@ -230,6 +234,7 @@ impl<'s> DeviceData<'s> {
             spans: &self.spans,
             times: &self.times,
             trace_start_us: self.trace_start_us,
+            attrs: &self.attrs,
         }
     }
 }

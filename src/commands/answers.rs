@@ -16,6 +16,7 @@ use super::load::open_session;
 use crate::analysis::{diff, live, range, steps, units};
 use crate::archive::{self, Archive, DeviceData, Session};
 use crate::cli::{AnswerArgs, AtArgs, DiffArgs, RangeArgs, StepsArgs};
+use crate::model::DeviceId;
 
 /// `memviz diff` found B's peak above A's by more than the threshold: exit code 3.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +24,7 @@ use crate::cli::{AnswerArgs, AtArgs, DiffArgs, RangeArgs, StepsArgs};
     "B's peak grew {grew_pct:.1}% over A's on device {device} ({a} → {b}), more than the {threshold_pct}% threshold"
 )]
 pub struct PeakGrew {
-    pub device: u32,
+    pub device: crate::model::DeviceId,
     pub a: String,
     pub b: String,
     pub grew_pct: f64,
@@ -48,15 +49,15 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<Session> {
 }
 
 /// Indices of the devices asked for: all, or the one with ordinal `want`.
-fn devices(s: &Session, want: Option<u32>, input: &Path) -> anyhow::Result<Vec<usize>> {
-    let ordinals: Vec<u32> = (0..s.devices()).map(|d| s.device(d).device.to_native()).collect();
+fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyhow::Result<Vec<usize>> {
+    let ordinals: Vec<DeviceId> = (0..s.devices()).map(|d| DeviceId(s.device(d).device.to_native())).collect();
     match want {
         None if ordinals.is_empty() => bail!("{}: no device has trace events or segments", input.display()),
         None => Ok((0..ordinals.len()).collect()),
         Some(w) => match ordinals.iter().position(|&o| o == w) {
             Some(d) => Ok(vec![d]),
             None => {
-                let have: Vec<String> = ordinals.iter().map(u32::to_string).collect();
+                let have: Vec<String> = ordinals.iter().map(DeviceId::to_string).collect();
                 bail!(
                     "{}: device {w} has no trace events or segments (devices with data: {})",
                     input.display(),

@@ -89,7 +89,11 @@ fn save_cache(loaded: Loaded) {
 }
 
 /// The layouts to answer about: all, or the one device asked for.
-fn select<'a>(loaded: &'a Loaded, device: Option<u32>, input: &std::path::Path) -> anyhow::Result<Vec<LayoutRef<'a>>> {
+fn select<'a>(
+    loaded: &'a Loaded,
+    device: Option<crate::model::DeviceId>,
+    input: &std::path::Path,
+) -> anyhow::Result<Vec<LayoutRef<'a>>> {
     let all: Vec<LayoutRef<'a>> = loaded.layouts.iter().map(Layout::view).collect();
     match device {
         None => Ok(all),

@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 
 use super::schema::{BlockRow, FrameRow, SchemaError, SegmentRow};
-use crate::model::{Annotation, Block, EventRow, Frame, FrameId, FrameInterner, Segment, Snapshot, StackId, StrId};
+use crate::model::{
+    Annotation, Block, BlockState, DeviceId, EventRow, Frame, FrameId, FrameInterner, Oddity, Segment, Snapshot,
+    StackId, StrId, Strings, Tolerated,
+};
 
 /// Where one device's trace events ended up while reading.
 #[derive(Debug, Clone)]
@@ -32,17 +35,54 @@ impl Builder {
         self.snap.strings.intern_bytes(b)
     }
 
-    pub fn strings(&self) -> &crate::model::Strings {
+    pub fn strings(&self) -> &Strings {
         &self.snap.strings
     }
 
+    /// The strings (for the schema's lookups) and the tolerated-oddity counters, borrowed at once.
+    pub fn schema_ctx(&mut self) -> (&Strings, &mut Tolerated) {
+        (&self.snap.strings, &mut self.snap.tolerated)
+    }
+
+    pub fn tolerate(&mut self, o: Oddity) {
+        self.snap.tolerated.add(o);
+    }
+
+    /// Interns a frame; its oddities are counted the first time the frame is seen.
     pub fn frame(&mut self, row: FrameRow) -> FrameId {
-        let frame = Frame {
-            name: row.name.unwrap_or(crate::model::NONE),
-            filename: row.filename.unwrap_or(crate::model::NONE),
-            line: row.line,
+        let missing = |o: Option<StrId>, odd: Oddity, slot: Option<Oddity>| match o {
+            Some(s) => (s, slot),
+            None => (crate::model::NONE, slot.or(Some(odd))),
         };
-        self.frames.intern(&mut self.snap.frames, frame)
+        let (name, name_odd) = missing(row.name, Oddity::NameNotStr, row.odd[0]);
+        let (filename, file_odd) = missing(row.filename, Oddity::FilenameNotStr, row.odd[1]);
+        let frame = Frame { name, filename, line: row.line, fx: row.fx };
+        let (id, new) = self.frames.intern(&mut self.snap.frames, frame);
+        if new {
+            for o in [name_odd, file_odd, row.odd[2]].into_iter().flatten() {
+                self.snap.tolerated.add(o);
+            }
+        }
+        id
+    }
+
+    /// A frame written as a line of a Python traceback (torch writes `forward_frames` so:
+    /// `  File "model.py", line 41, in forward\n    x = self.fc(x)\n`); text that is not such a
+    /// line becomes a frame named by the text.
+    pub fn text_frame(&mut self, text: &str) -> FrameId {
+        let mut row = FrameRow::new();
+        match parse_traceback_line(text) {
+            Some((file, line, name)) => {
+                row.filename = Some(self.intern_str(file));
+                row.line = line;
+                row.name = Some(self.intern_str(name));
+            }
+            None => {
+                row.name = Some(self.intern_str(text.trim()));
+                row.filename = Some(crate::model::NONE);
+            }
+        }
+        self.frame(row)
     }
 
     pub fn stack(&mut self, frames: &[FrameId]) -> StackId {
@@ -66,9 +106,10 @@ impl Builder {
         *self.unknown.entry((context, key)).or_default() += 1;
     }
 
-    /// Adds a segment; blocks without an `address` sit at the running sum of the sizes before
-    /// them, counted from the segment's start (PyTorch's MemoryViz does the same).
-    pub fn push_segment(&mut self, row: &SegmentRow, blocks: &[BlockRow]) -> Result<(), SchemaError> {
+    /// Adds a segment (of `host`, when read from `host_segments`); blocks without an `address`
+    /// sit at the running sum of the sizes before them, counted from the segment's start
+    /// (PyTorch's MemoryViz does the same).
+    pub fn push_segment(&mut self, row: &SegmentRow, blocks: &[BlockRow], host: bool) -> Result<(), SchemaError> {
         let address = super::schema::finish_segment(row)?;
         let first = self.snap.blocks.len() as u32;
         let mut running = address;
@@ -79,19 +120,24 @@ impl Builder {
                 expected: "a value",
                 found: "nothing (missing)",
             })?;
+            if b.address.is_none() {
+                self.snap.tolerated.add(Oddity::BlockWithoutAddress);
+            }
             self.snap.blocks.push(Block {
                 address: b.address.unwrap_or(running),
                 size,
                 requested_size: b.requested_size.unwrap_or(size),
-                state: b.state,
+                state: b.state.unwrap_or(BlockState::Inactive),
                 stack: b.stack,
+                forward_stack: b.forward_stack,
             });
             running = running.wrapping_add(size);
         }
+        let block_sum = running.wrapping_sub(address);
         self.snap.segments.push(Segment {
-            device: row.device,
+            device: if host { DeviceId::HOST } else { row.device },
             address,
-            total_size: row.total_size,
+            total_size: row.total_size.unwrap_or(block_sum),
             allocated_size: row.allocated_size,
             active_size: row.active_size,
             requested_size: row.requested_size,
@@ -100,6 +146,7 @@ impl Builder {
             pool_id: row.pool_id,
             is_expandable: row.is_expandable,
             stack: row.stack,
+            forward_stack: row.forward_stack,
             blocks: first..self.snap.blocks.len() as u32,
         });
         Ok(())
@@ -113,11 +160,17 @@ impl Builder {
         self.snap.allocator_settings = Some(v);
     }
 
-    /// Places each device's events and runs the whole-snapshot checks.
-    pub fn finish(mut self, traces: Vec<TraceList>, legacy: bool) -> Result<Snapshot, NotASnapshot> {
-        let mut ranges = Vec::with_capacity(traces.len());
+    /// Places each device's events (and the host's, from `host_traces`) and runs the
+    /// whole-snapshot checks.
+    pub fn finish(
+        mut self,
+        traces: Vec<TraceList>,
+        host: Option<TraceList>,
+        legacy: bool,
+    ) -> Result<Snapshot, NotASnapshot> {
+        let mut ranges = Vec::with_capacity(traces.len() + 1);
         let mut next = 0u32;
-        for t in &traces {
+        for t in traces.iter().chain(host.as_ref()) {
             ranges.push(match t {
                 TraceList::Range(a, b) if *a == next || a == b => {
                     next = next.max(*b);
@@ -126,6 +179,9 @@ impl Builder {
                 TraceList::Range(a, b) => self.snap.events.append_copy(&(*a..*b).collect::<Vec<_>>()),
                 TraceList::Ids(ids) => self.snap.events.append_copy(ids),
             });
+        }
+        if host.is_some() {
+            self.snap.host_trace = ranges.pop().unwrap_or(0..0);
         }
         self.snap.traces = ranges;
         self.snap.legacy = legacy;
@@ -142,6 +198,15 @@ impl Builder {
     }
 }
 
+/// `(file, line, name)` of `  File "file", line N, in name` (the first line of `text`).
+fn parse_traceback_line(text: &str) -> Option<(&str, i64, &str)> {
+    let rest = text.trim_start().strip_prefix("File \"")?;
+    let (file, rest) = rest.split_once("\", line ")?;
+    let (line, rest) = rest.split_once(", in ")?;
+    let name = rest.lines().next()?.trim();
+    Some((file, line.trim().parse().ok()?, name))
+}
+
 /// Whole-snapshot problems found after reading.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum NotASnapshot {
@@ -153,4 +218,19 @@ pub enum NotASnapshot {
     TopLevel { found: &'static str },
     #[error("not a memory snapshot: {what}")]
     Shape { what: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_traceback_line;
+
+    #[test]
+    fn traceback_lines() {
+        assert_eq!(
+            parse_traceback_line("  File \"/p/model.py\", line 41, in forward\n    x = self.fc(x)\n"),
+            Some(("/p/model.py", 41, "forward"))
+        );
+        assert_eq!(parse_traceback_line("train.py:59"), None);
+        assert_eq!(parse_traceback_line("  File \"a.py\", line x, in f"), None);
+    }
 }

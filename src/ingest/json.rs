@@ -21,11 +21,12 @@ pub enum JsonError {
 pub fn decode<R: Read>(reader: R) -> Result<Snapshot, JsonError> {
     let mut b = Builder::default();
     let mut traces = Vec::new();
+    let mut host = None;
     let mut legacy = false;
     let mut de = serde_json::Deserializer::from_reader(reader);
-    TopSeed { b: &mut b, traces: &mut traces, legacy: &mut legacy }.deserialize(&mut de)?;
+    TopSeed { b: &mut b, traces: &mut traces, host: &mut host, legacy: &mut legacy }.deserialize(&mut de)?;
     de.end()?;
-    Ok(b.finish(traces, legacy)?)
+    Ok(b.finish(traces, host, legacy)?)
 }
 
 fn custom<E: de::Error>(e: impl fmt::Display) -> E {
@@ -48,6 +49,7 @@ fn skip_unknown<'de, A: MapAccess<'de>>(
 struct TopSeed<'a> {
     b: &'a mut Builder,
     traces: &'a mut Vec<TraceList>,
+    host: &'a mut Option<TraceList>,
     legacy: &'a mut bool,
 }
 
@@ -66,7 +68,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         *self.legacy = true;
-        while seq.next_element_seed(SegmentSeed(self.b))?.is_some() {}
+        while seq.next_element_seed(SegmentSeed { b: self.b, host: false })?.is_some() {}
         Ok(())
     }
 
@@ -76,18 +78,32 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
             match Field::of(key.as_bytes()) {
                 Field::Segments => {
                     recognised = true;
-                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Segment })?;
+                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Segment { host: false } })?;
+                }
+                Field::HostSegments => {
+                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Segment { host: true } })?;
                 }
                 Field::DeviceTraces => {
                     recognised = true;
                     map.next_value_seed(TracesSeed { b: self.b, traces: self.traces })?;
                 }
+                Field::HostTraces => {
+                    let start = self.b.event_count() as u32;
+                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Event { device: None } })?;
+                    *self.host = Some(TraceList::Range(start, self.b.event_count() as u32));
+                }
                 Field::ExternalAnnotations => {
                     map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::Annotation })?;
+                }
+                Field::Annotations => {
+                    map.next_value_seed(ListSeed { b: &mut *self.b, item: Item::DerivedAnnotation })?;
                 }
                 Field::AllocatorSettings => {
                     let v: serde_json::Value = map.next_value()?;
                     self.b.set_allocator_settings(v);
+                }
+                Field::Derived => {
+                    map.next_value::<IgnoredAny>()?;
                 }
                 _ => skip_unknown(self.b, schema::CTX_SNAPSHOT, &key, &mut map)?,
             }
@@ -102,9 +118,16 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
 /// What a [`ListSeed`] holds.
 #[derive(Clone, Copy)]
 enum Item {
-    Segment,
+    Segment {
+        host: bool,
+    },
     Annotation,
-    Event { device: usize },
+    /// An item of a re-export's `annotations`: an annotation dict, or derived text (skipped).
+    DerivedAnnotation,
+    /// Events of `device_traces[device]`, or of `host_traces` (`None`).
+    Event {
+        device: Option<usize>,
+    },
 }
 
 /// A list of segments, annotations or one device's trace events.
@@ -124,8 +147,8 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.item {
-            Item::Segment => "a list of segments",
-            Item::Annotation => "a list of annotations",
+            Item::Segment { .. } => "a list of segments",
+            Item::Annotation | Item::DerivedAnnotation => "a list of annotations",
             Item::Event { .. } => "a list of trace events",
         })
     }
@@ -134,8 +157,15 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
         loop {
             let b = &mut *self.b;
             let more = match self.item {
-                Item::Segment => seq.next_element_seed(SegmentSeed(b))?,
+                Item::Segment { host } => seq.next_element_seed(SegmentSeed { b, host })?,
                 Item::Annotation => seq.next_element_seed(AnnotationSeed(b))?,
+                Item::DerivedAnnotation => {
+                    seq.next_element::<serde_json::Value>()?.map(|v| match v {
+                        serde_json::Value::Object(_) => AnnotationSeed(b).deserialize(v).map_err(custom),
+                        _ => Ok(()),
+                    })
+                }
+                .transpose()?,
                 Item::Event { device } => seq.next_element_seed(EventSeed { b, device })?,
             };
             if more.is_none() {
@@ -167,7 +197,7 @@ impl<'de> Visitor<'de> for TracesSeed<'_> {
         loop {
             let start = self.b.event_count() as u32;
             let device = self.traces.len();
-            let seed = ListSeed { b: &mut *self.b, item: Item::Event { device } };
+            let seed = ListSeed { b: &mut *self.b, item: Item::Event { device: Some(device) } };
             if seq.next_element_seed(seed)?.is_none() {
                 return Ok(());
             }
@@ -178,7 +208,7 @@ impl<'de> Visitor<'de> for TracesSeed<'_> {
 
 struct EventSeed<'a> {
     b: &'a mut Builder,
-    device: usize,
+    device: Option<usize>,
 }
 
 impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
@@ -196,11 +226,16 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut row = EventRow::default();
-        let at = |b: &Builder| format!("device_traces[{}][{}]", self.device, b.event_count());
+        let device = self.device;
+        let at = |b: &Builder| match device {
+            Some(d) => format!("device_traces[{d}][{}]", b.event_count()),
+            None => format!("host_traces[{}]", b.event_count()),
+        };
         while let Some(key) = map.next_key::<String>()? {
             let field = Field::of(key.as_bytes());
             let v = value_for(self.b, field, &mut map)?;
-            match schema::set_event(&mut row, field, v, self.b.strings()) {
+            let (strings, tol) = self.b.schema_ctx();
+            match schema::set_event(&mut row, field, v, strings, tol) {
                 Ok(true) => {}
                 Ok(false) => {
                     let id = self.b.intern_str(&key);
@@ -209,7 +244,9 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 Err(e) => return Err(custom(format_args!("{}: {e}", at(self.b)))),
             }
         }
-        schema::finish_event(&row).map_err(|e| custom(format_args!("{}: {e}", at(self.b))))?;
+        let (_, tol) = self.b.schema_ctx();
+        let finished = schema::finish_event(&row, tol);
+        finished.map_err(|e| custom(format_args!("{}: {e}", at(self.b))))?;
         self.b.push_event(&row);
         Ok(())
     }
@@ -223,6 +260,14 @@ fn value_for<'de, A: MapAccess<'de>>(b: &mut Builder, field: Field, map: &mut A)
             Ok(Scalar::Other("unknown"))
         }
         Field::Frames | Field::ForwardFrames => map.next_value_seed(StackSeed(b)),
+        f if f.is_text() => {
+            let v: serde_json::Value = map.next_value()?;
+            Ok(match v {
+                serde_json::Value::String(s) => Scalar::Str(b.intern_str(&s)),
+                serde_json::Value::Null => Scalar::None,
+                other => Scalar::Text(b.intern_str(&other.to_string())),
+            })
+        }
         _ => map.next_value_seed(ScalarSeed(b)),
     }
 }
@@ -307,7 +352,10 @@ impl<'de> Visitor<'de> for StackSeed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
         let mut frames = Vec::new();
         while let Some(f) = seq.next_element_seed(FrameSeed(&mut *self.0))? {
-            frames.push(f);
+            match f {
+                Some(f) => frames.push(f),
+                None => self.0.tolerate(crate::model::Oddity::NotAFrame),
+            }
         }
         Ok(Scalar::Stack(self.0.stack(&frames)))
     }
@@ -334,33 +382,60 @@ impl<'de> Visitor<'de> for StackSeed<'_> {
 
 struct FrameSeed<'a>(&'a mut Builder);
 
+/// A frame dict → its id; anything else in a frame list → `None` (left out, counted).
 impl<'de> DeserializeSeed<'de> for FrameSeed<'_> {
-    type Value = u32;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
-        d.deserialize_map(self)
+    type Value = Option<u32>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<u32>, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for FrameSeed<'_> {
-    type Value = u32;
+    type Value = Option<u32>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a frame {name, filename, line}")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
-        let mut row = FrameRow::default();
+    fn visit_bool<E>(self, _: bool) -> Result<Option<u32>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<u32>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<u32>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<u32>, E> {
+        Ok(None)
+    }
+    /// `forward_frames` are traceback lines.
+    fn visit_str<E>(self, text: &str) -> Result<Option<u32>, E> {
+        Ok(Some(self.0.text_frame(text)))
+    }
+    fn visit_unit<E>(self) -> Result<Option<u32>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u32>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u32>, A::Error> {
+        let mut row = FrameRow::new();
         while let Some(key) = map.next_key::<String>()? {
             let field = Field::of(key.as_bytes());
             let v = value_for(self.0, field, &mut map)?;
-            if !schema::set_frame(&mut row, field, v).map_err(custom)? {
+            if !schema::set_frame(&mut row, field, v) {
                 let id = self.0.intern_str(&key);
                 self.0.unknown_key(schema::CTX_FRAME, id);
             }
         }
-        Ok(self.0.frame(row))
+        Ok(Some(self.0.frame(row)))
     }
 }
 
-struct SegmentSeed<'a>(&'a mut Builder);
+struct SegmentSeed<'a> {
+    b: &'a mut Builder,
+    host: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for SegmentSeed<'_> {
     type Value = ();
@@ -375,7 +450,7 @@ impl<'de> Visitor<'de> for SegmentSeed<'_> {
         f.write_str("a segment (a dict)")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let b = self.0;
+        let b = self.b;
         let mut row = SegmentRow::default();
         let mut blocks = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
@@ -385,12 +460,13 @@ impl<'de> Visitor<'de> for SegmentSeed<'_> {
                 continue;
             }
             let v = value_for(b, field, &mut map)?;
-            if !schema::set_segment(&mut row, field, v).map_err(custom)? {
+            let (_, tol) = b.schema_ctx();
+            if !schema::set_segment(&mut row, field, v, tol).map_err(custom)? {
                 let id = b.intern_str(&key);
                 b.unknown_key(schema::CTX_SEGMENT, id);
             }
         }
-        b.push_segment(&row, &blocks).map_err(custom)
+        b.push_segment(&row, &blocks, self.host).map_err(custom)
     }
 }
 
@@ -439,7 +515,8 @@ impl<'de> Visitor<'de> for BlockSeed<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let field = Field::of(key.as_bytes());
             let v = value_for(b, field, &mut map)?;
-            if !schema::set_block(&mut row, field, v, b.strings()).map_err(custom)? {
+            let (strings, tol) = b.schema_ctx();
+            if !schema::set_block(&mut row, field, v, strings, tol).map_err(custom)? {
                 let id = b.intern_str(&key);
                 b.unknown_key(schema::CTX_BLOCK, id);
             }
@@ -468,7 +545,8 @@ impl<'de> Visitor<'de> for AnnotationSeed<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let field = Field::of(key.as_bytes());
             let v = value_for(b, field, &mut map)?;
-            if !schema::set_annotation(&mut row, field, v, b.strings()).map_err(custom)? {
+            let (strings, tol) = b.schema_ctx();
+            if !schema::set_annotation(&mut row, field, v, strings, tol).map_err(custom)? {
                 let id = b.intern_str(&key);
                 b.unknown_key(schema::CTX_ANNOTATION, id);
             }

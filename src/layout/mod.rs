@@ -26,7 +26,7 @@ pub use stack::{LiveStack, Step};
 
 use std::collections::HashMap;
 
-use crate::model::{Action, BlockState, NONE, Snapshot};
+use crate::model::{Action, BlockState, DeviceId, NONE, Snapshot, StrId};
 
 /// Where an element comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -118,6 +118,10 @@ pub struct Elements {
     pub free_event: Vec<u32>,
     pub block: Vec<u32>,
     pub slot: Vec<u32>,
+    /// Elements that an `annotate` event labelled, ascending, and the text of each (the last
+    /// label wins).
+    pub annotated: Vec<u32>,
+    pub annotation: Vec<StrId>,
 }
 
 impl Elements {
@@ -145,6 +149,8 @@ impl Elements {
             free_event: &self.free_event,
             block: &self.block,
             slot: &self.slot,
+            annotated: &self.annotated,
+            annotation: &self.annotation,
         }
     }
 }
@@ -161,9 +167,16 @@ pub struct ElementsRef<'a> {
     pub free_event: &'a [u32],
     pub block: &'a [u32],
     pub slot: &'a [u32],
+    pub annotated: &'a [u32],
+    pub annotation: &'a [StrId],
 }
 
 impl ElementsRef<'_> {
+    /// The `annotate` text of an element, if one labelled it.
+    pub fn annotation_of(&self, id: u32) -> Option<StrId> {
+        self.annotated.binary_search(&id).ok().and_then(|j| self.annotation.get(j).copied())
+    }
+
     pub fn len(&self) -> usize {
         self.addr.len()
     }
@@ -191,7 +204,7 @@ impl ElementsRef<'_> {
 /// The whole timeline of one device.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
-    pub device: u32,
+    pub device: DeviceId,
     pub elements: Elements,
     /// Element id of each action.
     pub actions: Vec<u32>,
@@ -209,7 +222,7 @@ pub struct Layout {
 /// A borrowed layout: what every consumer of a timeline reads.
 #[derive(Debug, Clone, Copy)]
 pub struct LayoutRef<'a> {
-    pub device: u32,
+    pub device: DeviceId,
     pub elements: ElementsRef<'a>,
     pub actions: &'a [u32],
     pub initial: &'a [u32],
@@ -221,12 +234,18 @@ pub struct LayoutRef<'a> {
 
 impl Layout {
     /// Computes the layout of `device`.
-    pub fn build(snap: &Snapshot, device: u32) -> Layout {
+    ///
+    /// `annotate` events label the element live at their address; one that finds nothing live
+    /// waits at that address for the element the rest of the walk reveals there (a free_only
+    /// freed later, or a ghost at the end) and is dropped by a new alloc at the address.
+    pub fn build(snap: &Snapshot, device: DeviceId) -> Layout {
         let ev = &snap.events;
         let mut els = Elements::default();
         let mut actions = Vec::new();
         let mut initially = Vec::new();
         let mut addr_to: HashMap<u64, u32> = HashMap::new();
+        let mut labels: HashMap<u32, StrId> = HashMap::new();
+        let mut waiting: HashMap<u64, StrId> = HashMap::new();
 
         for e in snap.trace(device) {
             let action = ev.action[e];
@@ -235,16 +254,30 @@ impl Layout {
                 let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
                 els.start[id as usize] = actions.len() as u32;
                 addr_to.insert(addr, id);
+                waiting.remove(&addr);
                 actions.push(id);
             } else if action.ends_allocation() {
                 let id = addr_to.remove(&addr).unwrap_or_else(|| {
                     let id = els.push(addr, size, Origin::FreeOnly, NONE, e32, NONE);
                     initially.push(id);
+                    if let Some(text) = waiting.remove(&addr) {
+                        labels.insert(id, text);
+                    }
                     id
                 });
                 els.end[id as usize] = actions.len() as u32;
                 els.free_event[id as usize] = e32;
                 actions.push(id);
+            } else if action == Action::Annotate {
+                let text = ev.user_metadata.get(e32);
+                match addr_to.get(&addr) {
+                    Some(&id) => {
+                        labels.insert(id, text);
+                    }
+                    None => {
+                        waiting.insert(addr, text);
+                    }
+                }
             }
         }
 
@@ -252,10 +285,17 @@ impl Layout {
             for (i, b) in snap.segment_blocks(seg).iter().enumerate() {
                 if b.state == BlockState::ActiveAllocated && !addr_to.contains_key(&b.address) {
                     let block = seg.blocks.start + i as u32;
-                    initially.push(els.push(b.address, b.requested_size, Origin::Ghost, NONE, NONE, block));
+                    let id = els.push(b.address, b.requested_size, Origin::Ghost, NONE, NONE, block);
+                    if let Some(&text) = waiting.get(&b.address) {
+                        labels.insert(id, text);
+                    }
+                    initially.push(id);
                 }
             }
         }
+        let mut labels: Vec<(u32, StrId)> = labels.into_iter().filter(|&(_, t)| t != NONE).collect();
+        labels.sort_unstable();
+        (els.annotated, els.annotation) = labels.into_iter().unzip();
 
         initially.reverse();
         if actions.is_empty()

@@ -26,14 +26,14 @@ fn snap(events: &[(&str, u64, u64)], ghosts: &[(u64, u64)]) -> Snapshot {
                 address: Some(addr),
                 size: Some(size),
                 requested_size: Some(size),
-                state: BlockState::ActiveAllocated,
+                state: Some(BlockState::ActiveAllocated),
                 ..BlockRow::default()
             })
             .collect();
-        b.push_segment(&seg, &blocks).unwrap();
+        b.push_segment(&seg, &blocks, false).unwrap();
     }
     let n = events.len() as u32;
-    b.finish(vec![TraceList::Range(0, n)], false).unwrap()
+    b.finish(vec![TraceList::Range(0, n)], None, false).unwrap()
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn alloc_free_moves_elements_above_down() {
         &[("alloc", 1, 10), ("alloc", 2, 20), ("alloc", 3, 30), ("free_requested", 1, 10), ("free_completed", 1, 10)],
         &[],
     );
-    let l = Layout::build(&s, 0);
+    let l = Layout::build(&s, DeviceId(0));
     assert_eq!(l.actions, vec![0, 1, 2, 0]);
     assert_eq!(l.totals, vec![10, 30, 60, 50]);
     assert_eq!((l.peak_bytes, l.peak_action), (60, Some(2)));
@@ -54,7 +54,7 @@ fn alloc_free_moves_elements_above_down() {
 #[test]
 fn free_only_sits_above_ghosts_first_freed_on_top() {
     let s = snap(&[("free_completed", 7, 5), ("alloc", 1, 10), ("free_completed", 8, 3)], &[(100, 40), (200, 50)]);
-    let l = Layout::build(&s, 0);
+    let l = Layout::build(&s, DeviceId(0));
     let origins: Vec<_> = l.elements.origin.iter().map(|&o| Origin::from_u8(o)).collect();
     assert_eq!(origins, [Origin::FreeOnly, Origin::Alloc, Origin::FreeOnly, Origin::Ghost, Origin::Ghost]);
     // Bottom to top: ghosts in reverse segment order, then free_only in reverse trace order.
@@ -68,14 +68,14 @@ fn free_only_sits_above_ghosts_first_freed_on_top() {
 #[test]
 fn pending_free_is_still_live_until_completed() {
     let s = snap(&[("alloc", 1, 10), ("free_requested", 1, 10), ("alloc", 2, 5), ("free_completed", 1, 10)], &[]);
-    let l = Layout::build(&s, 0);
+    let l = Layout::build(&s, DeviceId(0));
     assert_eq!(l.totals, vec![10, 15, 5]);
 }
 
 #[test]
 fn no_actions_makes_top_initial_element_action_zero() {
     let s = snap(&[], &[(100, 40), (200, 50)]);
-    let l = Layout::build(&s, 0);
+    let l = Layout::build(&s, DeviceId(0));
     // initial (bottom→top) would be [1, 0]; 0 becomes action 0.
     assert_eq!(l.actions, vec![0]);
     assert_eq!(l.initial, vec![1]);
@@ -93,7 +93,7 @@ fn checkpoints_rebuild_the_stack_at_every_action() {
         }
     }
     let s = snap(&events, &[(1, 5), (2, 6)]);
-    let l = Layout::build(&s, 0);
+    let l = Layout::build(&s, DeviceId(0));
     // Every 64 actions, to get several checkpoints out of this small trace.
     let cps = Checkpoints::build_every(l.view(), 64);
     assert!(cps.starts.len() > 5);

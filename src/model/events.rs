@@ -17,11 +17,14 @@ pub enum Action {
     SegmentUnmap,
     Snapshot,
     Oom,
-    Unknown,
+    Unknown = 10,
+    /// `torch.cuda.memory._annotate_tensor`: attaches `user_metadata` to the allocation at
+    /// `addr`. Not a layout action.
+    Annotate = 11,
 }
 
 impl Action {
-    pub const KNOWN: [Action; 10] = [
+    pub const KNOWN: [Action; 11] = [
         Action::Alloc,
         Action::FreeRequested,
         Action::FreeCompleted,
@@ -32,6 +35,7 @@ impl Action {
         Action::SegmentUnmap,
         Action::Snapshot,
         Action::Oom,
+        Action::Annotate,
     ];
 
     pub fn from_name(name: &[u8]) -> Action {
@@ -46,13 +50,14 @@ impl Action {
             b"segment_unmap" => Action::SegmentUnmap,
             b"snapshot" => Action::Snapshot,
             b"oom" => Action::Oom,
+            b"annotate" => Action::Annotate,
             _ => Action::Unknown,
         }
     }
 
-    /// The inverse of `action as u8` (archives store actions as these codes).
+    /// The inverse of `action as u8` (archives store actions as these codes; 10 is unknown).
     pub fn from_code(code: u8) -> Action {
-        Action::KNOWN.get(code as usize).copied().unwrap_or(Action::Unknown)
+        Action::KNOWN.into_iter().find(|a| *a as u8 == code).unwrap_or(Action::Unknown)
     }
 
     pub fn name(self) -> &'static str {
@@ -67,6 +72,7 @@ impl Action {
             Action::SegmentUnmap => "segment_unmap",
             Action::Snapshot => "snapshot",
             Action::Oom => "oom",
+            Action::Annotate => "annotate",
             Action::Unknown => "unknown",
         }
     }
@@ -100,6 +106,10 @@ pub struct Events {
     pub stream: Runs<u64>,
     pub compile_context: Runs<StrId>,
     pub user_metadata: Runs<StrId>,
+    /// `internal_metadata` (written by torch only where non-empty).
+    pub internal_metadata: Runs<StrId>,
+    /// `category` of re-exported snapshots (MemoryViz-style JSON), [`NONE`] when absent.
+    pub category: Runs<StrId>,
     /// `(event, name)` of every event whose action is [`Action::Unknown`].
     pub other_action: Vec<(u32, StrId)>,
     /// `(event, bytes)`: free memory reported by `oom` events.
@@ -122,6 +132,8 @@ pub struct EventRow {
     pub stack: StackId,
     pub compile_context: StrId,
     pub user_metadata: StrId,
+    pub internal_metadata: StrId,
+    pub category: StrId,
     pub device_free: Option<u64>,
     pub forward_stack: StackId,
     pub pool_id: Option<(i64, i64)>,
@@ -139,6 +151,8 @@ impl Default for EventRow {
             stack: NONE,
             compile_context: NONE,
             user_metadata: NONE,
+            internal_metadata: NONE,
+            category: NONE,
             device_free: None,
             forward_stack: NONE,
             pool_id: None,
@@ -165,6 +179,8 @@ impl Events {
         self.stream.push(id, row.stream);
         self.compile_context.push(id, row.compile_context);
         self.user_metadata.push(id, row.user_metadata);
+        self.internal_metadata.push(id, row.internal_metadata);
+        self.category.push(id, row.category);
         if row.action == Action::Unknown {
             self.other_action.push((id, row.other_action));
         }
@@ -193,6 +209,8 @@ impl Events {
             stack: self.stack[i],
             compile_context: self.compile_context.get(id),
             user_metadata: self.user_metadata.get(id),
+            internal_metadata: self.internal_metadata.get(id),
+            category: self.category.get(id),
             device_free: sparse_get(&self.device_free, id),
             forward_stack: sparse_get(&self.forward_stack, id).unwrap_or(NONE),
             pool_id: sparse_get(&self.pool_id, id),
@@ -210,6 +228,8 @@ impl Events {
         self.stream.set(id, row.stream);
         self.compile_context.set(id, row.compile_context);
         self.user_metadata.set(id, row.user_metadata);
+        self.internal_metadata.set(id, row.internal_metadata);
+        self.category.set(id, row.category);
         sparse_set(&mut self.other_action, id, (row.action == Action::Unknown).then_some(row.other_action));
         sparse_set(&mut self.device_free, id, row.device_free);
         sparse_set(&mut self.forward_stack, id, (row.forward_stack != NONE).then_some(row.forward_stack));

@@ -5,12 +5,54 @@ use std::collections::HashMap;
 use super::fxhash::FxBuildHasher;
 use super::{FrameId, NONE, StackId, StrId};
 
-/// One Python or C++ frame, as `{name, filename, line}`.
+/// One Python or C++ frame, as `{name, filename, line}`; `name` / `filename` are [`NONE`] when
+/// the snapshot had no string there (shown as `??`), `line` is [`super::NO_LINE`] when it had no
+/// usable number (shown as `?`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub name: StrId,
     pub filename: StrId,
     pub line: i64,
+    pub fx: FxInfo,
+}
+
+/// The FX graph node behind a compiled frame (`_dump_snapshot(augment_with_fx_traces=True)`):
+/// `fx_node_op`, `fx_node_name`, `fx_node_target`, `fx_original_trace`, `fx_node_info`, each a
+/// string id or [`NONE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FxInfo {
+    pub node_op: StrId,
+    pub node_name: StrId,
+    pub node_target: StrId,
+    pub original_trace: StrId,
+    pub node_info: StrId,
+}
+
+impl FxInfo {
+    pub const NONE: FxInfo =
+        FxInfo { node_op: NONE, node_name: NONE, node_target: NONE, original_trace: NONE, node_info: NONE };
+
+    pub fn is_none(&self) -> bool {
+        *self == FxInfo::NONE
+    }
+
+    pub fn to_array(self) -> [StrId; 5] {
+        [self.node_op, self.node_name, self.node_target, self.original_trace, self.node_info]
+    }
+
+    pub fn from_array(a: [StrId; 5]) -> FxInfo {
+        FxInfo { node_op: a[0], node_name: a[1], node_target: a[2], original_trace: a[3], node_info: a[4] }
+    }
+
+    /// Labels of [`Self::to_array`]'s entries, as the snapshot names them.
+    pub const KEYS: [&'static str; 5] =
+        ["fx_node_op", "fx_node_name", "fx_node_target", "fx_original_trace", "fx_node_info"];
+}
+
+impl Default for FxInfo {
+    fn default() -> Self {
+        FxInfo::NONE
+    }
 }
 
 /// Distinct strings, each stored once. Id order is first-seen order.
@@ -112,10 +154,14 @@ pub struct FrameInterner {
 }
 
 impl FrameInterner {
-    pub fn intern(&mut self, frames: &mut Vec<Frame>, frame: Frame) -> FrameId {
-        *self.index.entry(frame).or_insert_with(|| {
+    /// The id of `frame`, and whether it is new.
+    pub fn intern(&mut self, frames: &mut Vec<Frame>, frame: Frame) -> (FrameId, bool) {
+        let mut new = false;
+        let id = *self.index.entry(frame).or_insert_with(|| {
+            new = true;
             frames.push(frame);
             (frames.len() - 1) as FrameId
-        })
+        });
+        (id, new)
     }
 }

@@ -20,8 +20,13 @@ mod events;
 mod fxhash;
 mod intern;
 
+mod device;
+mod tolerated;
+
+pub use device::DeviceId;
 pub use events::{Action, EventRow, Events, Runs};
-pub use intern::{Frame, FrameInterner, Stacks, Strings};
+pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};
+pub use tolerated::{Oddity, Tolerated};
 
 /// Index into [`Strings`].
 pub type StrId = u32;
@@ -34,6 +39,8 @@ pub type StackId = u32;
 pub const NONE: u32 = u32::MAX;
 /// Marks an event without `time_us`.
 pub const NO_TIME: i64 = i64::MIN;
+/// Marks a frame whose `line` was missing, negative or out of range (shown as `?`).
+pub const NO_LINE: i64 = i64::MIN;
 
 /// One whole snapshot, every device.
 #[derive(Debug, Default, Clone)]
@@ -44,6 +51,8 @@ pub struct Snapshot {
     pub events: Events,
     /// Index = device ordinal in `device_traces`; each entry is a range of `events`.
     pub traces: Vec<std::ops::Range<u32>>,
+    /// `host_traces` (pinned host memory): the events of the [`DeviceId::HOST`] device.
+    pub host_trace: std::ops::Range<u32>,
     pub segments: Vec<Segment>,
     pub blocks: Vec<Block>,
     pub annotations: Vec<Annotation>,
@@ -53,12 +62,14 @@ pub struct Snapshot {
     pub legacy: bool,
     /// Keys we do not interpret, by context (`"event.foo"`), with how often they appeared.
     pub unknown_keys: std::collections::BTreeMap<String, u64>,
+    /// Descriptive values that were odd and read anyway (the reading policy), by kind.
+    pub tolerated: Tolerated,
 }
 
 /// A CUDA caching-allocator segment at dump time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Segment {
-    pub device: u32,
+    pub device: DeviceId,
     pub address: u64,
     pub total_size: u64,
     pub allocated_size: u64,
@@ -69,6 +80,8 @@ pub struct Segment {
     pub pool_id: Option<(i64, i64)>,
     pub is_expandable: bool,
     pub stack: StackId,
+    /// `forward_frames` of the segment, or [`NONE`].
+    pub forward_stack: StackId,
     /// Range of `Snapshot::blocks`.
     pub blocks: std::ops::Range<u32>,
 }
@@ -81,6 +94,8 @@ pub struct Block {
     pub requested_size: u64,
     pub state: BlockState,
     pub stack: StackId,
+    /// `forward_frames` of the block, or [`NONE`].
+    pub forward_stack: StackId,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,10 +123,14 @@ pub enum Stage {
 }
 
 impl Snapshot {
-    /// Device ordinals that have trace events or segments, ascending (SPEC §3).
-    pub fn device_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> =
-            (0..self.traces.len() as u32).filter(|&d| !self.traces[d as usize].is_empty()).collect();
+    /// Devices that have trace events or segments, ascending; the host (pinned memory) last
+    /// (SPEC §3).
+    pub fn device_ids(&self) -> Vec<DeviceId> {
+        let mut ids: Vec<DeviceId> =
+            (0..self.traces.len() as u32).filter(|&d| !self.traces[d as usize].is_empty()).map(DeviceId).collect();
+        if !self.host_trace.is_empty() {
+            ids.push(DeviceId::HOST);
+        }
         ids.extend(self.segments.iter().map(|s| s.device));
         ids.sort_unstable();
         ids.dedup();
@@ -119,12 +138,13 @@ impl Snapshot {
     }
 
     /// The event range of one device (empty when the device has no trace).
-    pub fn trace(&self, device: u32) -> std::ops::Range<usize> {
-        self.traces.get(device as usize).map_or(0..0, |r| r.start as usize..r.end as usize)
+    pub fn trace(&self, device: DeviceId) -> std::ops::Range<usize> {
+        let r = if device == DeviceId::HOST { Some(&self.host_trace) } else { self.traces.get(device.0 as usize) };
+        r.map_or(0..0, |r| r.start as usize..r.end as usize)
     }
 
     /// Segments of one device, in snapshot order.
-    pub fn device_segments(&self, device: u32) -> impl Iterator<Item = &Segment> {
+    pub fn device_segments(&self, device: DeviceId) -> impl Iterator<Item = &Segment> {
         self.segments.iter().filter(move |s| s.device == device)
     }
 
@@ -141,8 +161,8 @@ impl Snapshot {
         self.strings.get(id)
     }
 
-    /// Total number of trace events over all devices.
+    /// Total number of trace events over all devices (the host included).
     pub fn event_count(&self) -> usize {
-        self.traces.iter().map(|r| (r.end - r.start) as usize).sum()
+        self.traces.iter().chain([&self.host_trace]).map(|r| (r.end - r.start) as usize).sum()
     }
 }

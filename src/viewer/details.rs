@@ -4,7 +4,9 @@
 use super::data::Session;
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
+use crate::analysis::timeline::{Attributes as _, ElementAttrs};
 use crate::analysis::{frames, units};
+use crate::archive::attrs::DeviceAttrs;
 use crate::layout::{BEFORE_TRACE, NEVER};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +27,11 @@ pub struct ElementInfo {
     pub stack: u32,
     /// Tensor shapes that account for the size (with `--model`).
     pub shapes: Vec<String>,
+    /// `(label, text)` of what the snapshot recorded besides the stack: stream, pool,
+    /// compile context, metadata, the `annotate` label.
+    pub attributes: Vec<(&'static str, String)>,
+    /// `forward_frames`: where the forward ran that this backward allocation belongs to.
+    pub forward_stack: u32,
 }
 
 impl ElementInfo {
@@ -47,6 +54,8 @@ impl ElementInfo {
         let stack = session.sites(device).get(id as usize).copied().unwrap_or(u32::MAX);
         let root = session.root();
         let alloc_time_us = start.and_then(time_of);
+        let device_attrs = DeviceAttrs { root, layout: l };
+        let attrs = device_attrs.attrs(id);
         let spans = session.named_spans(device);
         let annotation = alloc_time_us
             .map(|t| {
@@ -69,6 +78,8 @@ impl ElementInfo {
             annotation,
             stack,
             shapes: model.map(|m| m.explain(el.size, 3).into_iter().map(|f| f.text).collect()).unwrap_or_default(),
+            attributes: attribute_lines(&attrs),
+            forward_stack: attrs.forward_stack,
         })
     }
 
@@ -109,8 +120,34 @@ impl ElementInfo {
             v.push(("shape".into(), self.shapes.join("  |  ")));
         }
         v.push(("frame".into(), self.top_frame.clone().unwrap_or_else(|| "(no stack recorded)".into())));
+        v.extend(self.attributes.iter().map(|(k, t)| ((*k).to_owned(), t.clone())));
         v
     }
+}
+
+/// The attributes worth a line: what was recorded, without torch's placeholders ('N/A', '').
+fn attribute_lines(a: &ElementAttrs<'_>) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
+    match a.stream {
+        Some(0) => {}
+        Some(s) => v.push(("stream", format!("{s:#x}"))),
+        None => {}
+    }
+    if let Some((x, y)) = a.pool.filter(|&p| p != (0, 0)) {
+        v.push(("pool", format!("private pool ({x}, {y})")));
+    }
+    let texts = [
+        ("annotated", a.annotated),
+        ("metadata", a.user_metadata),
+        ("internal", a.internal_metadata),
+        ("compile context", a.compile_context),
+    ];
+    for (label, text) in texts {
+        if !text.is_empty() && text != "N/A" {
+            v.push((label, text.to_owned()));
+        }
+    }
+    v
 }
 
 /// The stack as text for the clipboard: every shown frame, full paths.

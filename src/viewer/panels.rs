@@ -7,19 +7,25 @@ use super::details::ElementInfo;
 use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::{frames, units};
+use crate::model::DeviceId;
+
+/// `cuda:0`, or `host` for pinned host memory.
+pub fn device_label(d: DeviceId) -> String {
+    if d.is_host() { "host (pinned)".to_owned() } else { format!("cuda:{}", d.0) }
+}
 
 pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOptions, answers_open: &mut bool) {
     ui.horizontal(|ui| {
         let root = t.session.root();
         ui.strong(root.source.name.as_str());
         ui.separator();
-        let devices: Vec<u32> = root.devices.iter().map(|d| d.device.to_native()).collect();
+        let devices: Vec<DeviceId> = root.devices.iter().map(|d| DeviceId(d.device.to_native())).collect();
         let mut chosen = t.device;
         egui::ComboBox::from_id_salt("device")
-            .selected_text(format!("cuda:{}", devices.get(t.device).copied().unwrap_or(0)))
+            .selected_text(devices.get(t.device).map_or_else(String::new, |&d| device_label(d)))
             .show_ui(ui, |ui| {
-                for (i, d) in devices.iter().enumerate() {
-                    ui.selectable_value(&mut chosen, i, format!("cuda:{d}"));
+                for (i, &d) in devices.iter().enumerate() {
+                    ui.selectable_value(&mut chosen, i, device_label(d));
                 }
             });
         if chosen != t.device {
@@ -109,18 +115,52 @@ pub fn bottom_bar_ui(
                     ui.ctx().copy_text(super::details::stack_text(&t.session, info.stack));
                 }
             });
-            let lines = frames::shown_lines(t.session.root(), info.stack, !*full_paths);
+            let root = t.session.root();
+            let lines = frames::shown_lines(root, info.stack, !*full_paths);
+            let forward = frames::shown_lines(root, info.forward_stack, !*full_paths);
+            let fx = fx_nodes(root, info.stack);
             egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
                 if lines.is_empty() {
                     ui.weak("(no stack recorded)");
                 }
                 let needle = filter.to_lowercase();
-                for l in lines.iter().filter(|l| needle.is_empty() || l.to_lowercase().contains(&needle)) {
+                let keep = |l: &&String| needle.is_empty() || l.to_lowercase().contains(&needle);
+                for l in lines.iter().filter(keep) {
                     ui.monospace(l);
+                }
+                if !forward.is_empty() {
+                    ui.separator();
+                    ui.strong("forward: where the forward pass of this backward allocation ran");
+                    for l in forward.iter().filter(keep) {
+                        ui.monospace(l);
+                    }
+                }
+                if !fx.is_empty() {
+                    ui.separator();
+                    ui.strong("fx nodes of the compiled frames");
+                    for (key, text) in &fx {
+                        ui.horizontal_top(|ui| {
+                            ui.weak(*key);
+                            ui.monospace(text.trim_end());
+                        });
+                    }
                 }
             });
         });
     });
+}
+
+/// Every fx key of the stack's compiled frames, frame by frame (innermost first).
+fn fx_nodes<'a>(root: &'a impl frames::FrameSource, stack: u32) -> Vec<(&'static str, &'a str)> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for &f in root.stack(stack) {
+        if !seen.contains(&f) {
+            seen.push(f);
+            out.extend(frames::fx_details(root, f));
+        }
+    }
+    out
 }
 
 /// Total memory over the whole trace (min/max per pixel) with a brush showing the view; click or

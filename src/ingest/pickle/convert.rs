@@ -12,7 +12,7 @@ use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
 use crate::ingest::builder::Builder;
 use crate::ingest::schema::{self, Field, FrameRow, Scalar};
-use crate::model::{Action, EventRow, NONE, StackId};
+use crate::model::{Action, EventRow, NONE, Oddity, StackId};
 
 /// Memo entries beyond `len + MEMO_SLACK` go to a sparse map, so a hostile `LONG_BINPUT 4e9`
 /// cannot allocate gigabytes.
@@ -166,18 +166,17 @@ impl State {
                 if items.chunks_exact(2).any(|kv| self.field(kv[0]).marks_event()) {
                     let mut row = EventRow::default();
                     self.apply_event(&mut row, items, at)?;
-                    schema::finish_event(&row).map_err(|source| PickleError::Schema { problem: source, offset: at })?;
+                    schema::finish_event(&row, &mut self.b.snap.tolerated)
+                        .map_err(|source| PickleError::Schema { problem: source, offset: at })?;
                     let id = self.b.push_event(&row);
                     self.settle(m, Val::Event(id));
                     *target = Val::Event(id);
                 } else if self.looks_like_frame(items) {
-                    let mut row = FrameRow::default();
+                    let mut row = FrameRow::new();
                     for kv in items.chunks_exact(2) {
                         let field = self.field(kv[0]);
                         let v = self.scalar(kv[1], field);
-                        if !schema::set_frame(&mut row, field, v)
-                            .map_err(|source| PickleError::Schema { problem: source, offset: at })?
-                        {
+                        if !schema::set_frame(&mut row, field, v) {
                             self.unknown_key(schema::CTX_FRAME, kv[0]);
                         }
                     }
@@ -220,7 +219,8 @@ impl State {
                 continue;
             }
             let v = self.scalar(kv[1], field);
-            let known = schema::set_event(row, field, v, self.b.strings())
+            let (strings, tol) = self.b.schema_ctx();
+            let known = schema::set_event(row, field, v, strings, tol)
                 .map_err(|source| PickleError::Schema { problem: source, offset: at })?;
             if !known {
                 self.unknown_key(schema::CTX_EVENT, kv[0]);
@@ -255,7 +255,7 @@ impl State {
         for kv in items.chunks_exact(2) {
             match self.field(kv[0]) {
                 Field::Name | Field::Filename => named = true,
-                Field::Line | Field::Unknown => {}
+                f if f.is_frame_key() || f == Field::Unknown => {}
                 _ => return false,
             }
         }
@@ -270,9 +270,13 @@ impl State {
         self.b.unknown_key(context, id);
     }
 
-    /// Reduces a value for the schema; frame lists and pairs are converted where `field` wants them.
+    /// Reduces a value for the schema; frame lists and pairs are converted where `field` wants
+    /// them, and anything but a string under a text field becomes its compact JSON.
     fn scalar(&mut self, v: Val, field: Field) -> Scalar {
         let v = self.resolve(v);
+        if field.is_text() && !matches!(v, Val::Str(_) | Val::None) {
+            return self.text_of(v);
+        }
         match v {
             Val::None => Scalar::None,
             Val::Bool(b) => Scalar::Bool(b),
@@ -290,8 +294,18 @@ impl State {
         }
     }
 
+    /// A value under a text field as compact JSON text (dicts and lists kept whole).
+    fn text_of(&mut self, v: Val) -> Scalar {
+        let text = match self.to_json(v, 0) {
+            Ok(j) => j.to_string(),
+            Err(_) => "<nested too deeply>".to_owned(),
+        };
+        Scalar::Text(self.b.intern_str(&text))
+    }
+
     /// Interns a frame list once; the arena slot (and so every memo reference) becomes the stack
-    /// and the item vector goes back to the pool.
+    /// and the item vector goes back to the pool. A tuple is read as the list; items that are not
+    /// frames are left out (both counted).
     fn stack_of(&mut self, i: u32) -> Scalar {
         match self.arena[i as usize] {
             Obj::Stack(s) => Scalar::Stack(s),
@@ -300,27 +314,30 @@ impl State {
                 self.pool.release(p);
                 Scalar::Stack(s)
             }
-            Obj::List(p) => {
+            Obj::List(p) | Obj::Tuple(p) => {
+                if matches!(self.arena[i as usize], Obj::Tuple(_)) {
+                    self.b.tolerate(Oddity::TupleAsList);
+                }
                 let mut frames = std::mem::take(&mut self.frame_buf);
                 frames.clear();
-                let all_frames = self.pool.get(p).iter().all(|&v| match self.resolve(v) {
-                    Val::Frame(f) => {
-                        frames.push(f);
-                        true
+                let mut not_frames = 0;
+                for j in 0..self.pool.get(p).len() {
+                    match self.resolve(self.pool.get(p)[j]) {
+                        Val::Frame(f) => frames.push(f),
+                        Val::Str(s) => {
+                            let text = self.b.strings().get(s).to_owned();
+                            frames.push(self.b.text_frame(&text));
+                        }
+                        _ => not_frames += 1,
                     }
-                    _ => false,
-                });
-                let scalar = if all_frames {
-                    let s = self.b.stack(&frames);
-                    self.last_stack = Some(s);
-                    self.arena[i as usize] = Obj::Stack(s);
-                    self.pool.release(p);
-                    Scalar::Stack(s)
-                } else {
-                    Scalar::Other("list of non-frames")
-                };
+                }
+                self.b.snap.tolerated.add_n(Oddity::NotAFrame, not_frames);
+                let s = self.b.stack(&frames);
+                self.last_stack = Some(s);
+                self.arena[i as usize] = Obj::Stack(s);
+                self.pool.release(p);
                 self.frame_buf = frames;
-                scalar
+                Scalar::Stack(s)
             }
             _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
         }

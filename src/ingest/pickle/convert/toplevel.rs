@@ -18,17 +18,18 @@ const MAX_SETTINGS_DEPTH: usize = 32;
 impl State {
     /// Interprets the value that STOP returned.
     pub fn finish(mut self, top: Val, end: u64) -> Result<Snapshot, PickleError> {
-        let (traces, legacy) = match self.resolve(top) {
+        let (traces, host, legacy) = match self.resolve(top) {
             Val::Obj(i) => match self.arena[i as usize] {
                 Obj::Dict(p) => {
                     let items = std::mem::take(self.pool.get_mut(p));
-                    (self.top_dict(&items).map_err(|e| e.at(end))?, false)
+                    let (traces, host) = self.top_dict(&items).map_err(|e| e.at(end))?;
+                    (traces, host, false)
                 }
                 Obj::List(p) => {
                     for v in std::mem::take(self.pool.get_mut(p)) {
-                        self.segment(v).map_err(|e| e.at(end))?;
+                        self.segment(v, false).map_err(|e| e.at(end))?;
                     }
-                    (Vec::new(), true)
+                    (Vec::new(), None, true)
                 }
                 Obj::Events(..) => {
                     return Err(
@@ -46,35 +47,48 @@ impl State {
                 return Err(NotASnapshot::TopLevel { found: other.type_name(&self.arena) }.into());
             }
         };
-        Ok(self.b.finish(traces, legacy)?)
+        Ok(self.b.finish(traces, host, legacy)?)
     }
 
-    fn top_dict(&mut self, items: &[Val]) -> Result<Vec<TraceList>, ShapeError> {
+    #[allow(clippy::type_complexity)]
+    fn top_dict(&mut self, items: &[Val]) -> Result<(Vec<TraceList>, Option<TraceList>), ShapeError> {
         let mut traces = Vec::new();
+        let mut host = None;
         let mut recognised = false;
         for kv in items.chunks_exact(2) {
             let (k, v) = (kv[0], kv[1]);
             match self.field(k) {
-                Field::Segments => {
-                    recognised = true;
-                    for item in self.list_items(v, "segments")? {
-                        self.segment(item)?;
+                Field::Segments | Field::HostSegments => {
+                    recognised |= self.field(k) == Field::Segments;
+                    let is_host = self.field(k) == Field::HostSegments;
+                    let key = if is_host { "host_segments" } else { "segments" };
+                    for item in self.list_items(v, key)? {
+                        self.segment(item, is_host)?;
                     }
                 }
                 Field::DeviceTraces => {
                     recognised = true;
                     for (d, item) in self.list_items(v, "device_traces")?.into_iter().enumerate() {
-                        traces.push(self.trace_list(item, d)?);
+                        traces.push(self.trace_list(item, &format!("device_traces[{d}]"))?);
                     }
                 }
-                Field::ExternalAnnotations => {
+                Field::HostTraces => host = Some(self.trace_list(v, "host_traces")?),
+                Field::ExternalAnnotations | Field::Annotations => {
+                    let derived = self.field(k) == Field::Annotations;
                     for item in self.list_items(v, "external_annotations")? {
+                        // A re-export's `annotations` may hold derived text: skipped.
+                        if derived
+                            && !matches!(self.resolve(item), Val::Obj(i) if matches!(self.arena[i as usize], Obj::Dict(_)))
+                        {
+                            continue;
+                        }
                         let pairs = self.dict_pairs(item, "external_annotations[]")?;
                         let mut row = AnnotationRow::default();
                         for (k, v) in pairs {
                             let field = self.field(k);
                             let s = self.scalar(v, field);
-                            if !schema::set_annotation(&mut row, field, s, self.b.strings())? {
+                            let (strings, tol) = self.b.schema_ctx();
+                            if !schema::set_annotation(&mut row, field, s, strings, tol)? {
                                 self.unknown_key(schema::CTX_ANNOTATION, k);
                             }
                         }
@@ -85,6 +99,7 @@ impl State {
                     let json = self.to_json(v, 0)?;
                     self.b.set_allocator_settings(json);
                 }
+                Field::Derived => {}
                 _ => self.unknown_key(schema::CTX_SNAPSHOT, k),
             }
         }
@@ -93,14 +108,19 @@ impl State {
                 what: "a dict without `segments` or `device_traces`".into(),
             }));
         }
-        Ok(traces)
+        Ok((traces, host))
     }
 
-    fn list_items(&self, v: Val, key: &str) -> Result<Vec<Val>, ShapeError> {
+    /// The items of a list the schema nests (a tuple is read as the list, and counted).
+    fn list_items(&mut self, v: Val, key: &str) -> Result<Vec<Val>, ShapeError> {
         let bad = |found: &str| ShapeError::shape(format!("`{key}` is a {found}, expected a list"));
         match self.resolve(v) {
             Val::Obj(i) => match self.arena[i as usize] {
-                Obj::List(p) | Obj::Tuple(p) => Ok(self.pool.get(p).to_vec()),
+                Obj::List(p) => Ok(self.pool.get(p).to_vec()),
+                Obj::Tuple(p) => {
+                    self.b.tolerate(crate::model::Oddity::TupleAsList);
+                    Ok(self.pool.get(p).to_vec())
+                }
                 Obj::Events(k) => {
                     let (a, b) = self.event_ranges[k as usize];
                     Ok((a..b).map(Val::Event).collect())
@@ -123,37 +143,39 @@ impl State {
         }
     }
 
-    fn trace_list(&self, v: Val, device: usize) -> Result<TraceList, ShapeError> {
-        let bad = |found: &str| {
-            ShapeError::shape(format!("`device_traces[{device}]` is a {found}, expected a list of trace events"))
-        };
+    fn trace_list(&mut self, v: Val, key: &str) -> Result<TraceList, ShapeError> {
+        let bad = |found: &str| ShapeError::shape(format!("`{key}` is a {found}, expected a list of trace events"));
         match self.resolve(v) {
             Val::Obj(i) => match self.arena[i as usize] {
                 Obj::Events(k) => {
                     let (a, b) = self.event_ranges[k as usize];
                     Ok(TraceList::Range(a, b))
                 }
-                Obj::List(p) if self.pool.get(p).is_empty() => Ok(TraceList::Range(0, 0)),
-                Obj::List(p) => self
-                    .pool
-                    .get(p)
-                    .iter()
-                    .map(|&v| match self.resolve(v) {
-                        Val::Event(e) => Ok(e),
-                        other => Err(ShapeError::shape(format!(
-                            "`device_traces[{device}]` holds a {}, expected trace events (dicts with `action`)",
-                            other.type_name(&self.arena)
-                        ))),
-                    })
-                    .collect::<Result<_, _>>()
-                    .map(TraceList::Ids),
+                Obj::List(p) | Obj::Tuple(p) if self.pool.get(p).is_empty() => Ok(TraceList::Range(0, 0)),
+                Obj::List(p) | Obj::Tuple(p) => {
+                    if matches!(self.arena[i as usize], Obj::Tuple(_)) {
+                        self.b.tolerate(crate::model::Oddity::TupleAsList);
+                    }
+                    self.pool
+                        .get(p)
+                        .iter()
+                        .map(|&v| match self.resolve(v) {
+                            Val::Event(e) => Ok(e),
+                            other => Err(ShapeError::shape(format!(
+                                "`{key}` holds a {}, expected trace events (dicts with `action`)",
+                                other.type_name(&self.arena)
+                            ))),
+                        })
+                        .collect::<Result<_, _>>()
+                        .map(TraceList::Ids)
+                }
                 _ => Err(bad(v.type_name(&self.arena))),
             },
             other => Err(bad(other.type_name(&self.arena))),
         }
     }
 
-    fn segment(&mut self, v: Val) -> Result<(), ShapeError> {
+    fn segment(&mut self, v: Val, host: bool) -> Result<(), ShapeError> {
         let pairs = self.dict_pairs(v, "segments")?;
         let mut row = SegmentRow::default();
         let mut blocks = Vec::new();
@@ -166,11 +188,11 @@ impl State {
                 continue;
             }
             let s = self.scalar(v, field);
-            if !schema::set_segment(&mut row, field, s)? {
+            if !schema::set_segment(&mut row, field, s, &mut self.b.snap.tolerated)? {
                 self.unknown_key(schema::CTX_SEGMENT, k);
             }
         }
-        Ok(self.b.push_segment(&row, &blocks)?)
+        Ok(self.b.push_segment(&row, &blocks, host)?)
     }
 
     fn block(&mut self, v: Val) -> Result<BlockRow, ShapeError> {
@@ -178,7 +200,8 @@ impl State {
         for (k, v) in self.dict_pairs(v, "blocks")? {
             let field = self.field(k);
             let s = self.scalar(v, field);
-            if !schema::set_block(&mut row, field, s, self.b.strings())? {
+            let (strings, tol) = self.b.schema_ctx();
+            if !schema::set_block(&mut row, field, s, strings, tol)? {
                 self.unknown_key(schema::CTX_BLOCK, k);
             }
         }
@@ -186,7 +209,7 @@ impl State {
     }
 
     /// `allocator_settings` is free-form: keep it as JSON.
-    fn to_json(&self, v: Val, depth: usize) -> Result<serde_json::Value, ShapeError> {
+    pub(super) fn to_json(&self, v: Val, depth: usize) -> Result<serde_json::Value, ShapeError> {
         use serde_json::Value as J;
         if depth > MAX_SETTINGS_DEPTH {
             return Err(ShapeError::shape("`allocator_settings` is nested too deeply".into()));
@@ -225,7 +248,7 @@ impl State {
 }
 
 /// Problems found while interpreting the finished top level.
-enum ShapeError {
+pub(super) enum ShapeError {
     Schema(schema::SchemaError),
     Shape(NotASnapshot),
 }

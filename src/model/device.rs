@@ -1,0 +1,67 @@
+//! Which device a trace or segment belongs to: a CUDA ordinal, or the host (pinned memory).
+
+use std::fmt;
+
+/// A device of the snapshot: `DeviceId(n)` is CUDA device `n` (its position in
+/// `device_traces`); [`DeviceId::HOST`] is pinned host memory (`host_segments` /
+/// `host_traces`). Ordered so that the host sorts after every CUDA device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct DeviceId(pub u32);
+
+impl DeviceId {
+    /// Pinned host memory. Stored on disk as this value (`u32::MAX - 1`).
+    pub const HOST: DeviceId = DeviceId(u32::MAX - 1);
+
+    pub fn is_host(self) -> bool {
+        self == DeviceId::HOST
+    }
+
+    /// Parses a `--device` value: an ordinal or `host`.
+    pub fn parse(s: &str) -> Result<DeviceId, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("host") {
+            return Ok(DeviceId::HOST);
+        }
+        let digits = s.strip_prefix("cuda:").unwrap_or(s);
+        match digits.parse::<u32>() {
+            Ok(n) if n < DeviceId::HOST.0 => Ok(DeviceId(n)),
+            _ => Err(format!("`{s}` is not a device: give its ordinal (0, 1, …) or `host`")),
+        }
+    }
+}
+
+impl fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_host() { f.write_str("host") } else { write!(f, "{}", self.0) }
+    }
+}
+
+/// JSON: the ordinal as a number, the host as `"host"`.
+impl serde::Serialize for DeviceId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_host() { s.serialize_str("host") } else { s.serialize_u32(self.0) }
+    }
+}
+
+impl std::str::FromStr for DeviceId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        DeviceId::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DeviceId;
+
+    #[test]
+    fn parse_and_show() {
+        assert_eq!(DeviceId::parse("1"), Ok(DeviceId(1)));
+        assert_eq!(DeviceId::parse("cuda:2"), Ok(DeviceId(2)));
+        assert_eq!(DeviceId::parse("HOST"), Ok(DeviceId::HOST));
+        assert!(DeviceId::parse("foo").is_err());
+        assert_eq!(DeviceId::HOST.to_string(), "host");
+        assert_eq!(serde_json::to_string(&[DeviceId(3), DeviceId::HOST]).unwrap(), r#"[3,"host"]"#);
+        assert!(DeviceId(7) < DeviceId::HOST);
+    }
+}
