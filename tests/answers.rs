@@ -436,3 +436,56 @@ fn answers_agree_from_snapshot_archive_and_cache() {
     names.sort();
     assert_eq!(names, ["gpt2_small.memviz", "gpt2_small.pickle", "tmp"]);
 }
+
+/// `--group-by stream | pool | compile_context | metadata` read what the 2026 schema records;
+/// the host (pinned memory) is a device like any other.
+#[test]
+fn group_by_the_recorded_attributes_and_the_host_device() {
+    let snap = data("synth/annotate_meta.pickle");
+    let groups = |by: &str| -> Vec<(String, u64)> {
+        let v = json_of([
+            "at".as_ref(),
+            snap.as_os_str(),
+            "--json".as_ref(),
+            "--action".as_ref(),
+            "13".as_ref(),
+            "--group-by".as_ref(),
+            by.as_ref(),
+        ]);
+        let d = &v["devices"][0];
+        check_groups(by, d);
+        d["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| (g["label"].as_str().unwrap().to_owned(), g["bytes"].as_u64().unwrap()))
+            .collect()
+    };
+    const MIB: u64 = 1 << 20;
+    let meta = groups("metadata");
+    assert!(meta.contains(&("kv cache layer 3 (seq 0..127)".into(), 2 * MIB)), "the last annotate label: {meta:?}");
+    assert!(meta.contains(&("weights loaded before recording".into(), 2_000_000)), "a ghost's label: {meta:?}");
+    assert!(meta.contains(&("step=2".into(), MIB)), "user_metadata: {meta:?}");
+    assert!(!meta.iter().any(|(l, _)| l == "scratch for layer 3" || l == "stale pointer"), "{meta:?}");
+    let streams = groups("stream");
+    assert_eq!(streams.len(), 2, "{streams:?}");
+    assert!(streams.iter().any(|(l, _)| l == "stream 0 (default)"), "{streams:?}");
+    let pools = groups("pool");
+    assert!(pools.contains(&("pool (1, 3)".into(), MIB)), "{pools:?}");
+    let cc = groups("compile_context");
+    assert!(cc.contains(&("inductor kernel triton_poi_fused_0".into(), MIB)), "{cc:?}");
+    assert_eq!(groups("site"), groups("stack"), "site is the same grouping as stack");
+
+    let host = data("synth/host_memory.pickle");
+    let v = json_of([
+        "at".as_ref(),
+        host.as_os_str(),
+        "--json".as_ref(),
+        "--peak".as_ref(),
+        "--device".as_ref(),
+        "host".as_ref(),
+    ]);
+    let golden = json_file(&data("synth/host_memory.host.layout.json"));
+    assert_eq!(v["devices"][0]["device"], "host");
+    assert_eq!(v["devices"][0]["total_bytes"], golden["devices"][0]["peak_bytes"]);
+}

@@ -151,6 +151,24 @@ fn cache_is_written_reused_and_rebuilt_when_stale() {
     assert!(Archive::open_verified(&beside).is_ok());
 }
 
+/// A cached archive of an older format version still opens, but a snapshot's cache is rebuilt
+/// in the current one (the old one lacks what this build shows).
+#[test]
+fn an_older_version_cache_is_rebuilt() {
+    let dir = tempdir();
+    let snap = copy_into(dir.path(), "gpt2_small.pickle");
+    let v1 = data("golden/gpt2_small.v1.memviz");
+    let old = Archive::open(&v1).unwrap();
+    let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(old.header().source.mtime_ns as u64);
+    std::fs::File::options().write(true).open(&snap).unwrap().set_modified(mtime).unwrap();
+    let beside = dir.path().join("gpt2_small.memviz");
+    std::fs::copy(&v1, &beside).unwrap();
+    assert_eq!(Archive::open(&beside).unwrap().header().source, memviz::archive::write::stamp(&snap).unwrap());
+    let out = memviz_cached(&dir.path().join("c"), ["stats".as_ref(), snap.as_os_str()]);
+    assert!(out.status.success());
+    assert_eq!(Archive::open(&beside).unwrap().format_version(), memviz_format::FORMAT_VERSION);
+}
+
 #[test]
 fn export_from_cached_archive_equals_golden() {
     let dir = tempdir();

@@ -224,3 +224,38 @@ fn open_reports_bad_files_before_any_window() {
     let err = assert_bad_input(&memviz(["open".as_ref(), truncated.as_os_str()]), &truncated);
     assert!(err.contains("re-run `memviz index`"), "{err}");
 }
+
+/// The tooltip and bottom bar show what the 2026 schema records about an allocation: the
+/// annotate label, metadata, pool, compile context, the forward frames and fx nodes.
+#[test]
+fn details_show_metadata_forward_frames_and_fx() {
+    use memviz::analysis::frames;
+    use memviz::viewer::details::ElementInfo;
+    let dir = tempdir();
+    let archive = dir.path().join("annotate_meta.memviz");
+    memviz_ok(["index".as_ref(), data("synth/annotate_meta.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+    let session = memviz::archive::Session::open(&archive).unwrap();
+    let l = session.layout(0);
+    let find = |addr: u64| (0..l.elements.len() as u32).find(|&i| l.elements.addr[i as usize] == addr).unwrap();
+    let info = |addr: u64| ElementInfo::gather(&session, 0, find(addr), None, &Default::default()).unwrap().lines(None);
+    let has = |lines: &[(String, String)], k: &str, v: &str| lines.iter().any(|(a, b)| a == k && b == v);
+    let kv = info(0x7f3a_4040_0000);
+    assert!(has(&kv, "annotated", "kv cache layer 3 (seq 0..127)"), "{kv:?}");
+    let backward_id = find(0x7f3a_4080_0000);
+    let backward = ElementInfo::gather(&session, 0, backward_id, None, &Default::default()).unwrap();
+    let lines = backward.lines(None);
+    assert!(has(&lines, "metadata", "step=1"), "{lines:?}");
+    assert!(has(&lines, "internal", "autograd: AddmmBackward0"), "{lines:?}");
+    assert!(!lines.iter().any(|(k, _)| k == "pool"), "the default pool (0, 0) is not shown: {lines:?}");
+    let forward = frames::shown_lines(session.root(), backward.forward_stack, true);
+    assert_eq!(
+        forward,
+        ["train (train.py:59)", "forward (model.py:41)"],
+        "forward_frames, parsed from traceback lines"
+    );
+    let compiled = info(0x7f3a_a000_0000);
+    assert!(has(&compiled, "compile context", "inductor kernel triton_poi_fused_0"), "{compiled:?}");
+    assert!(has(&compiled, "pool", "private pool (1, 3)"), "{compiled:?}");
+    let frame = compiled.iter().find(|(k, _)| k == "frame").unwrap();
+    assert!(frame.1.ends_with("[fx addmm_1: call_function aten.addmm.default]"), "{frame:?}");
+}

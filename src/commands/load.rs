@@ -124,11 +124,13 @@ fn from_archive(a: &Archive) -> anyhow::Result<Loaded> {
     })
 }
 
-/// The first candidate archive that opens, validates, and matches the snapshot's stamp.
+/// The first candidate archive that opens, validates, matches the snapshot's stamp and is of
+/// this build's format version (an older one lacks what a rebuild would show: it is replaced).
 pub fn find_cache(snapshot: &Path, stamp: &SourceStamp) -> Option<Archive> {
     candidates(snapshot, stamp).into_iter().find_map(|p| {
         let a = Archive::open(&p).ok()?;
-        (a.header().source == *stamp && a.verify().is_ok()).then_some(a)
+        let current = a.format_version() == memviz_format::FORMAT_VERSION;
+        (current && a.header().source == *stamp && a.verify().is_ok()).then_some(a)
     })
 }
 

@@ -5,15 +5,19 @@ use crate::ingest::builder::{Builder, TraceList};
 use crate::ingest::schema::{BlockRow, SegmentRow};
 use crate::model::{EventRow, Snapshot};
 
+/// `events`: `(action, addr, size)`; `"annotate:TEXT"` is an `annotate` event labelling `addr`.
 fn snap(events: &[(&str, u64, u64)], ghosts: &[(u64, u64)]) -> Snapshot {
     let mut b = Builder::default();
     for &(action, addr, size) in events {
+        let (action, text) = action.split_once(':').unwrap_or((action, ""));
         let name = b.intern_str(action);
+        let user_metadata = if text.is_empty() { NONE } else { b.intern_str(text) };
         let row = EventRow {
             action: Action::from_name(action.as_bytes()),
             other_action: name,
             addr: Some(addr),
             size: Some(size),
+            user_metadata,
             ..EventRow::default()
         };
         b.push_event(&row);
@@ -49,6 +53,40 @@ fn alloc_free_moves_elements_above_down() {
     let mut r = l.view().replay();
     while r.step().is_some() {}
     assert_eq!(r.with_offsets().collect::<Vec<_>>(), vec![(1, 0), (2, 20)]);
+}
+
+#[test]
+fn annotate_labels_the_live_element_and_is_not_an_action() {
+    let s = snap(
+        &[
+            ("alloc", 1, 10),
+            ("annotate:kv", 1, 0),
+            ("annotate:kv v2", 1, 0), // the last label wins
+            ("free_completed", 1, 10),
+            ("alloc", 1, 4),          // a new alloc at the address does not inherit it
+            ("annotate:early", 7, 0), // nothing live at 7 yet: waits for the free_only there
+            ("free_completed", 7, 3),
+            ("annotate:weights", 100, 0), // the ghost at 100
+            ("annotate:stale", 5, 0),     // never anything at 5: dropped
+            ("annotate:gone", 9, 0),      // dropped by the alloc at 9
+            ("alloc", 9, 2),
+        ],
+        &[(100, 40)],
+    );
+    let l = Layout::build(&s, DeviceId(0));
+    assert_eq!(l.actions.len(), 5, "annotate events are not actions");
+    let text = |id: u32| l.view().elements.annotation_of(id).map(|t| s.str(t).to_owned());
+    let by_addr = |addr: u64, origin: Origin| {
+        (0..l.elements.addr.len() as u32)
+            .find(|&i| l.elements.addr[i as usize] == addr && Origin::from_u8(l.elements.origin[i as usize]) == origin)
+            .unwrap()
+    };
+    assert_eq!(text(0), Some("kv v2".into()));
+    assert_eq!(text(1), None, "re-allocated at the same address");
+    assert_eq!(text(by_addr(7, Origin::FreeOnly)), Some("early".into()));
+    assert_eq!(text(by_addr(100, Origin::Ghost)), Some("weights".into()));
+    assert_eq!(text(by_addr(9, Origin::Alloc)), None);
+    assert_eq!(l.elements.annotated.len(), 3);
 }
 
 #[test]
