@@ -146,13 +146,14 @@ pub struct ExportArgs {
 pub struct AtArgs {
     /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
     pub input: PathBuf,
-    /// Right after this action (-1: before the first action).
-    #[arg(long, allow_negative_numbers = true, value_name = "K")]
-    pub action: Option<i64>,
-    /// At this time since the trace start (the last action at or before it): µs, or with a
-    /// unit: 250ms, 1.5s, 2min.
-    #[arg(long, value_name = "T", value_parser = parse_time_us)]
-    pub time: Option<i64>,
+    /// Right after this action (-1: before the first action; `last`: after the last; commas
+    /// as printed are fine: 1,077).
+    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = parse_action)]
+    pub action: Option<ActionArg>,
+    /// At this time since the snapshot's start (the last action at or before it), as printed:
+    /// µs, or with a unit: 250ms, 686.2 ms, 1.5s, 2min.
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    pub time: Option<TimeArg>,
     /// At each device's peak.
     #[arg(long)]
     pub peak: bool,
@@ -236,7 +237,8 @@ pub struct ActionRange {
 pub struct StepsArgs {
     /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
     pub input: PathBuf,
-    /// Spans whose name contains this text, e.g. "## step".
+    /// Spans whose name matches: a substring (e.g. "## step"), or a whole name with `*`
+    /// wildcards, as --annotation-filter.
     #[arg(long, value_name = "PATTERN")]
     pub annotation: String,
     #[command(flatten)]
@@ -252,13 +254,47 @@ pub struct DiffArgs {
     /// Exit 3 when B's peak exceeds A's by more than this many percent (default: never).
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub threshold: Option<f64>,
+    /// B's device to compare with A's `--device` (default: the same ordinal).
+    #[arg(long, value_name = "D")]
+    pub device_b: Option<crate::model::DeviceId>,
     #[command(flatten)]
     pub common: AnswerArgs,
 }
 
-/// `1200` (µs), `300us`, `250ms`, `1.5s`, `2min` → µs.
-pub fn parse_time_us(s: &str) -> Result<i64, String> {
+/// `--action`: an index as printed, or `last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionArg {
+    Index(i64),
+    Last,
+}
+
+/// `1077`, `1,077`, `1_077`, `-1`, `last`. Indices too large for any trace saturate, so the
+/// command says "out of range" rather than the parser "not an index".
+pub fn parse_action(s: &str) -> Result<ActionArg, String> {
     let t = s.trim();
+    if t.eq_ignore_ascii_case("last") {
+        return Ok(ActionArg::Last);
+    }
+    let digits = t.replace([',', '_'], "");
+    let (neg, body) = digits.strip_prefix('-').map_or((false, digits.as_str()), |b| (true, b));
+    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("expected an action index (e.g. 1,077, -1 or last), got `{s}`"));
+    }
+    let v = body.parse::<i64>().unwrap_or(i64::MAX);
+    Ok(ActionArg::Index(if neg { -v } else { v }))
+}
+
+/// `--time`: µs since the snapshot's start, and half the unit of its last digit, so that a
+/// time pasted as printed (`686.2 ms`) selects the action printed with it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeArg {
+    pub us: i64,
+    pub half_step_us: i64,
+}
+
+/// `1200` (µs), `300us`, `250ms`, `686.2 ms`, `1.5s`, `2min`, `1,200us`.
+pub fn parse_time(s: &str) -> Result<TimeArg, String> {
+    let t = s.trim().replace([',', '_'], "");
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let scale = match unit.trim() {
@@ -273,7 +309,9 @@ pub fn parse_time_us(s: &str) -> Result<i64, String> {
     if !us.is_finite() || us > i64::MAX as f64 / 2.0 {
         return Err(format!("time `{s}` is too large"));
     }
-    Ok(us as i64)
+    let decimals = num.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let half_step_us = (0.5 * scale / 10f64.powi(decimals)).floor() as i64;
+    Ok(TimeArg { us: us as i64, half_step_us })
 }
 
 /// `A..B`, `..B`, `A..`, `..`.
@@ -285,7 +323,11 @@ pub fn parse_range(s: &str) -> Result<ActionRange, String> {
         if v.is_empty() {
             return Ok(None);
         }
-        v.replace(['_', ','], "").parse::<u32>().map(Some).map_err(|_| format!("`{v}` is not an action index"))
+        match parse_action(v)? {
+            ActionArg::Index(i) if i >= 0 => Ok(Some(u32::try_from(i).unwrap_or(u32::MAX))),
+            ActionArg::Index(_) => Err(format!("`{v}`: a range starts at action 0")),
+            ActionArg::Last => Err(format!("`{v}`: leave the end open (`A..`) to run to the last action")),
+        }
     };
     Ok(ActionRange { start: end(a)?, end: end(b)? })
 }
@@ -319,13 +361,24 @@ mod tests {
 
     #[test]
     fn times_and_ranges_parse() {
-        assert_eq!(parse_time_us("1200"), Ok(1200));
-        assert_eq!(parse_time_us("250ms"), Ok(250_000));
-        assert_eq!(parse_time_us("1.5s"), Ok(1_500_000));
-        assert_eq!(parse_time_us("2min"), Ok(120_000_000));
-        assert_eq!(parse_time_us("40 µs"), Ok(40));
-        assert!(parse_time_us("5 parsecs").is_err());
-        assert!(parse_time_us("-5").is_err());
+        let us = |s: &str| parse_time(s).map(|t| t.us);
+        assert_eq!(us("1200"), Ok(1200));
+        assert_eq!(us("250ms"), Ok(250_000));
+        assert_eq!(us("1.5s"), Ok(1_500_000));
+        assert_eq!(us("2min"), Ok(120_000_000));
+        assert_eq!(us("40 µs"), Ok(40));
+        assert_eq!(parse_time("686.2 ms"), Ok(TimeArg { us: 686_200, half_step_us: 50 }));
+        assert_eq!(parse_time("3.20 s"), Ok(TimeArg { us: 3_200_000, half_step_us: 5_000 }));
+        assert_eq!(parse_time("850 µs").unwrap().half_step_us, 0);
+        assert!(parse_time("5 parsecs").is_err());
+        assert!(parse_time("-5").is_err());
+        assert_eq!(parse_action("1,077"), Ok(ActionArg::Index(1077)));
+        assert_eq!(parse_action("-1"), Ok(ActionArg::Index(-1)));
+        assert_eq!(parse_action("LAST"), Ok(ActionArg::Last));
+        assert_eq!(parse_action("99999999999999999999999"), Ok(ActionArg::Index(i64::MAX)));
+        assert!(parse_action("1.5").is_err());
+        assert_eq!(parse_range("1,000..2,000"), Ok(ActionRange { start: Some(1000), end: Some(2000) }));
+        assert_eq!(parse_range("0..99999999999"), Ok(ActionRange { start: Some(0), end: Some(u32::MAX) }));
         assert_eq!(parse_range("10..20"), Ok(ActionRange { start: Some(10), end: Some(20) }));
         assert_eq!(parse_range("..20"), Ok(ActionRange { start: None, end: Some(20) }));
         assert_eq!(parse_range("1,000.."), Ok(ActionRange { start: Some(1000), end: None }));

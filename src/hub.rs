@@ -24,9 +24,11 @@ pub fn model_dims(spec: &str, vocab: Option<u64>, quantized: bool) -> anyhow::Re
 
 fn load_config(spec: &str) -> anyhow::Result<serde_json::Value> {
     let local = Path::new(spec);
-    if local.exists() {
+    if local.exists() || looks_like_path(spec) {
+        // A path never goes to the network, so a typo cannot send a local path to a remote host.
         let file = if local.is_dir() { local.join("config.json") } else { local.to_owned() };
-        let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| anyhow!("--model {}: cannot read it: {e}", file.display()))?;
         return serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", file.display()));
     }
     if !is_model_id(spec) {
@@ -56,6 +58,12 @@ fn load_config(spec: &str) -> anyhow::Result<serde_json::Value> {
         }
     }
     Ok(value)
+}
+
+/// A local file, whether or not it exists: ends in `.json`, starts like a path (`/`, `.`, `~`),
+/// has more than one `/` or a `\\`. (`org/name`, one slash, is a hub id.)
+fn looks_like_path(s: &str) -> bool {
+    s.ends_with(".json") || s.starts_with(['/', '.', '~']) || s.matches('/').count() > 1 || s.contains('\\')
 }
 
 /// `gpt2`, `org/name`, `org/name-v1.5`: letters, digits and `-_.` with at most one `/`.
@@ -139,6 +147,18 @@ fn origin(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_never_fetched() {
+        for p in ["missing.json", "some/dir/config.json", "./m", "/abs/m", "~/m", "a\\b"] {
+            assert!(looks_like_path(p), "{p}");
+        }
+        for id in ["gpt2", "openai-community/gpt2", "org/name-v1.5"] {
+            assert!(!looks_like_path(id), "{id}");
+        }
+        let err = load_config("definitely/not/here/config.json").unwrap_err().to_string();
+        assert!(err.contains("cannot read it") && !err.contains("fetch"), "{err}");
+    }
 
     #[test]
     fn ids_and_hosts() {

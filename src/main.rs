@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         Err(err) => {
             let msg = format!("{err:#}").replace('\n', " ");
             eprintln!("error: {msg}");
-            ExitCode::from(1)
+            ExitCode::from(if memviz::commands::is_usage_error(&err) { 2 } else { 1 })
         }
     }
 }

@@ -10,24 +10,60 @@ use anyhow::Context as _;
 /// over `path` only once complete, so a failure or a kill never leaves a partial file.
 pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let tmp = temp_path(path);
+    // Errors name the file asked for, never the temporary one beside it.
     let result = (|| {
-        let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let file = File::create(&tmp)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
         fill(&mut w)?;
         let file = w.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
-        fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+        fs::rename(&tmp, path)?;
+        anyhow::Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.with_context(|| format!("writing {}", path.display()))
+    result.with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `dir/.name.tmp-PID` beside the target, so the rename stays on one file system.
 pub fn temp_path(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// A command asked to write over one of its own inputs (`index run.pickle -o run.pickle`):
+/// refused before any work, as a usage error.
+#[derive(Debug, thiserror::Error)]
+#[error("{output}: that is the input {input}; refusing to overwrite it (give another -o)")]
+pub struct WouldOverwriteInput {
+    pub output: String,
+    pub input: String,
+}
+
+/// Refuses an output path that is (or resolves, through links, to) one of `inputs`.
+pub fn refuse_overwriting(output: &Path, inputs: &[&Path]) -> Result<(), WouldOverwriteInput> {
+    match inputs.iter().find(|input| same_file(output, input)) {
+        Some(input) => {
+            Err(WouldOverwriteInput { output: output.display().to_string(), input: input.display().to_string() })
+        }
+        None => Ok(()),
+    }
+}
+
+/// True when both paths exist and name one file (symlinks and hard links followed).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (fs::metadata(a), fs::metadata(b)) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        ma.dev() == mb.dev() && ma.ino() == mb.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (ma, mb);
+        matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    }
 }
 
 /// Writes to `path` atomically, or to standard output when `path` is `None`.

@@ -1,29 +1,15 @@
 //! The `.memviz` archive: determinism, atomicity, corruption, stale caches, equality with the
 //! snapshot, tiles, and the golden archive of each format version.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use memviz::archive::{Archive, restore};
 
 use crate::support::*;
 
-fn copy_into(dir: &Path, rel: &str) -> PathBuf {
-    let src = data(rel);
-    let dst = dir.join(src.file_name().unwrap());
-    std::fs::copy(&src, &dst).unwrap();
-    dst
-}
-
 fn index(input: &Path, out: &Path) {
     memviz_ok(["index".as_ref(), input.as_os_str(), "-o".as_ref(), out.as_os_str()]);
-}
-
-fn answers(input: &Path) -> (Vec<u8>, Vec<u8>) {
-    (
-        memviz_ok(["stats".as_ref(), "--json".as_ref(), input.as_os_str()]),
-        memviz_ok(["export".as_ref(), "layout".as_ref(), input.as_os_str()]),
-    )
 }
 
 #[test]

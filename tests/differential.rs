@@ -18,12 +18,6 @@ fn extract(pickle: &Path, json: &Path) {
     assert!(status.success(), "extract_snapshot.py failed on {}", pickle.display());
 }
 
-fn answers(input: &Path) -> (Vec<u8>, Vec<u8>) {
-    let stats = memviz_ok(["stats".as_ref(), "--json".as_ref(), input.as_os_str()]);
-    let layout = memviz_ok(["export".as_ref(), "layout".as_ref(), input.as_os_str()]);
-    (stats, layout)
-}
-
 #[test]
 fn pickle_and_reference_json_give_identical_answers() {
     let dir = tempdir();

@@ -137,3 +137,31 @@ pub fn golden_covering(elements: &[serde_json::Value], k: i64, byte: u64) -> u32
     }
     u32::MAX
 }
+
+/// What a snapshot and its archive (or its JSON, or a compressed copy) must answer alike:
+/// `stats --json` without the keys that name the input itself (`input`, `format`), and
+/// `export layout`.
+pub fn answers(input: &Path) -> (serde_json::Value, Vec<u8>) {
+    let mut stats: serde_json::Value =
+        serde_json::from_slice(&memviz_ok(["stats".as_ref(), "--json".as_ref(), input.as_os_str()])).unwrap();
+    let obj = stats.as_object_mut().unwrap();
+    assert!(obj.remove("input").is_some() && obj.remove("format").is_some(), "stats --json names its input");
+    (stats, memviz_ok(["export".as_ref(), "layout".as_ref(), input.as_os_str()]))
+}
+
+/// Copies fixture `rel` into `dir` (same file name) and returns the copy's path.
+pub fn copy_into(dir: &Path, rel: &str) -> PathBuf {
+    let src = data(rel);
+    let dst = dir.join(src.file_name().unwrap());
+    std::fs::copy(&src, &dst).unwrap();
+    dst
+}
+
+/// Runs memviz (no cache) with `stdin` as its standard input.
+pub fn memviz_stdin<I, S>(stdin: std::process::Stdio, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_memviz")).arg("--no-cache").args(args).stdin(stdin).output().expect("run memviz")
+}

@@ -10,6 +10,7 @@ mod bad_input;
 mod differential;
 mod golden;
 mod model;
+mod real_use;
 mod stats;
 mod tolerance;
 mod viewer;

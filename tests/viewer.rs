@@ -259,3 +259,25 @@ fn details_show_metadata_forward_frames_and_fx() {
     let frame = compiled.iter().find(|(k, _)| k == "frame").unwrap();
     assert!(frame.1.ends_with("[fx addmm_1: call_function aten.addmm.default]"), "{frame:?}");
 }
+
+/// The viewer counts time from the snapshot's start like the command line, and its top bar
+/// wraps in a narrow window instead of clipping its controls.
+#[test]
+fn viewer_time_base_and_narrow_top_bar() {
+    let archive = golden_archive();
+    let session = memviz::archive::Session::open(&archive).unwrap();
+    let l = session.layout(0);
+    let peak = l.peak_action.unwrap();
+    let id = l.actions[peak as usize];
+    session.action_times(0);
+    let info = memviz::viewer::details::ElementInfo::gather(&session, 0, id, None, &Default::default()).unwrap();
+    let lines = info.lines(session.time_base_us());
+    let allocated = &lines.iter().find(|(k, _)| k == "allocated").unwrap().1;
+    assert_eq!(allocated, "action 1,077, +686.2 ms", "the same time `memviz at --action 1,077` prints");
+
+    let (_, wide) = open(&archive, 1600, 600);
+    let (_, narrow) = open(&archive, 800, 600);
+    let (w, n) = (wide.timeline().unwrap().plot_rect, narrow.timeline().unwrap().plot_rect);
+    assert!(n.top() > w.top(), "the top bar takes a second row at 800 px ({} vs {})", n.top(), w.top());
+    assert!(n.right() <= 800.0);
+}

@@ -73,13 +73,12 @@ pub fn render_text(out: &mut String, s: &LiveSet, top: usize) {
     if !s.annotation.is_empty() {
         let _ = writeln!(out, "  during    {}", s.annotation.join(" › "));
     }
+    let exact = if s.total_bytes < 1000 { String::new() } else { format!(" ({} B)", units::thousands(s.total_bytes)) };
     let _ = writeln!(
         out,
-        "  live      {} ({} B) in {} allocation{}; the peak is {}",
+        "  live      {}{exact} in {}; the peak is {}",
         units::bytes(s.total_bytes),
-        units::thousands(s.total_bytes),
-        units::thousands(s.count),
-        if s.count == 1 { "" } else { "s" },
+        units::count(s.count, "allocation", "allocations"),
         units::bytes(s.peak_bytes)
     );
     if !s.groups.is_empty() {

@@ -14,7 +14,7 @@ use super::frames::FrameSource;
 use super::groups::{self, Group, GroupBy, SiteNames};
 use super::timeline::{Timeline, bucket_bounds, bucket_label, size_bucket};
 use super::units;
-use crate::layout::NEVER;
+use crate::layout::{NEVER, Origin};
 
 /// Bytes and a count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -62,6 +62,10 @@ pub struct RangeReport {
     pub churn: Flow,
     /// Allocated and freed inside the range.
     pub transient: Flow,
+    /// Live before the trace but drawn as an action (a snapshot without actions shows its top
+    /// ghost as action 0): neither allocated here nor a leak. `allocated + revealed - freed`
+    /// is the change of the total.
+    pub revealed: Flow,
     /// Highest total inside the range and its (first) action; `None` for an empty range.
     pub peak_bytes: u64,
     pub peak_action: Option<u32>,
@@ -77,13 +81,15 @@ pub struct RangeReport {
 pub fn range<F: FrameSource>(t: &Timeline<'_>, frames: &F, start: u32, end: u32) -> RangeReport {
     let l = t.layout;
     let (els_start, els_end, sizes) = (l.elements.start, l.elements.end, l.elements.size);
-    let (mut allocated, mut freed, mut transient, mut still_live) =
-        (Flow::default(), Flow::default(), Flow::default(), Flow::default());
+    let (mut allocated, mut freed, mut transient, mut still_live, mut revealed) =
+        (Flow::default(), Flow::default(), Flow::default(), Flow::default(), Flow::default());
     let mut buckets = [Flow::default(); 65];
     let mut live_ids = Vec::new();
     for (k, &id) in (start..end).zip(&l.actions[start as usize..end as usize]) {
         let (i, size) = (id as usize, sizes[id as usize]);
-        if els_start[i] == k {
+        if els_start[i] == k && Origin::from_u8(l.elements.origin[i]) != Origin::Alloc {
+            revealed.add(size);
+        } else if els_start[i] == k {
             allocated.add(size);
             buckets[size_bucket(size) as usize].add(size);
             if els_end[i] == NEVER || els_end[i] >= end {
@@ -123,9 +129,10 @@ pub fn range<F: FrameSource>(t: &Timeline<'_>, frames: &F, start: u32, end: u32)
         total_after: l.total_after(last),
         allocated,
         freed,
-        net_bytes: allocated.bytes as i64 - freed.bytes as i64,
+        net_bytes: (allocated.bytes + revealed.bytes) as i64 - freed.bytes as i64,
         churn: Flow { bytes: allocated.bytes + freed.bytes, count: allocated.count + freed.count },
         transient,
+        revealed,
         peak_bytes,
         peak_action,
         still_live,
@@ -139,17 +146,22 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     let row = |out: &mut String, label: &str, value: String| {
         let _ = writeln!(out, "  {label:<14}{value}");
     };
-    let flow = |f: Flow| format!("{:>10} in {} allocations", units::bytes(f.bytes), units::thousands(f.count));
+    let flow =
+        |f: Flow| format!("{:>10} in {}", units::bytes(f.bytes), units::count(f.count, "allocation", "allocations"));
     let mut span = format!("actions {}..{}", r.start, r.end);
     let n = r.end - r.start;
-    let _ = write!(span, " ({} action{}", units::thousands(u64::from(n)), if n == 1 { "" } else { "s" });
+    let _ = write!(span, " ({}", units::count(u64::from(n), "action", "actions"));
     if let (Some(a), Some(b)) = (r.start_time_us, r.end_time_us) {
         let _ = write!(span, ", {} → {} into the trace", units::duration_us(a), units::duration_us(b));
     }
     span.push(')');
     let _ = writeln!(out, "device {} — {span}", r.device);
     row(out, "allocated", flow(r.allocated));
-    row(out, "freed", format!("{:>10} in {} frees", units::bytes(r.freed.bytes), units::thousands(r.freed.count)));
+    row(
+        out,
+        "freed",
+        format!("{:>10} in {}", units::bytes(r.freed.bytes), units::count(r.freed.count, "free", "frees")),
+    );
     row(
         out,
         "net",
@@ -160,8 +172,15 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
             units::bytes(r.total_after)
         ),
     );
-    row(out, "churn", format!("{:>10} in {} actions", units::bytes(r.churn.bytes), units::thousands(r.churn.count)));
+    row(
+        out,
+        "churn",
+        format!("{:>10} in {}", units::bytes(r.churn.bytes), units::count(r.churn.count, "action", "actions")),
+    );
     row(out, "transient", format!("{} (allocated and freed inside)", flow(r.transient)));
+    if r.revealed.count > 0 {
+        row(out, "shown", format!("{} live before the trace (drawn as the one action)", flow(r.revealed)));
+    }
     if let Some(k) = r.peak_action {
         row(out, "peak", format!("{:>10} at action {}", units::bytes(r.peak_bytes), units::thousands(u64::from(k))));
     }
@@ -173,7 +192,8 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     if !r.histogram.is_empty() {
         let _ = writeln!(out, "  allocation sizes:");
         let width = r.histogram.iter().map(|b| b.label.chars().count()).max().unwrap_or(0);
-        for b in &r.histogram {
+        let shown = if r.histogram.len() == top + 1 { r.histogram.len() } else { top };
+        for b in r.histogram.iter().take(shown) {
             let _ = writeln!(
                 out,
                 "    {:<width$}  {:>9}  {:>10}",
@@ -181,6 +201,10 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
                 units::thousands(b.count),
                 units::bytes(b.bytes)
             );
+        }
+        if r.histogram.len() > shown {
+            let rest = (r.histogram.len() - shown) as u64;
+            let _ = writeln!(out, "    … {} (--top, or --json for all)", units::count(rest, "more size", "more sizes"));
         }
     }
 }

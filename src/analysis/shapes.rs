@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use super::frames::FrameSource;
+
 use serde::Serialize;
 
 /// Allocator rounding tolerated between a tensor's bytes and the block that holds it.
@@ -40,14 +42,32 @@ impl ModelDims {
         quantized: bool,
     ) -> Result<ModelDims, String> {
         let cfg = config.get("text_config").filter(|t| t.is_object()).unwrap_or(config);
-        let first = |keys: &[&str]| keys.iter().find_map(|k| cfg.get(*k).and_then(serde_json::Value::as_u64));
-        let h = first(&["hidden_size", "n_embd", "d_model", "dim"])
+        // The first of `keys` present; a present one that is not a positive integer is an error
+        // (`null` counts as absent: configs write `"n_inner": null` for the default).
+        let first = |keys: &[&str]| -> Result<Option<u64>, String> {
+            for k in keys {
+                match cfg.get(*k) {
+                    None | Some(serde_json::Value::Null) => continue,
+                    Some(v) => {
+                        return match v.as_u64() {
+                            Some(n) if n > 0 => Ok(Some(n)),
+                            _ => Err(format!("config.json: `{k}` is {v}, expected a positive integer")),
+                        };
+                    }
+                }
+            }
+            Ok(None)
+        };
+        let h = first(&["hidden_size", "n_embd", "d_model", "dim"])?
             .ok_or("config.json has no hidden_size / n_embd / d_model")?;
-        let i = first(&["intermediate_size", "n_inner", "ffn_dim", "d_ff", "hidden_dim"]).unwrap_or(4 * h);
-        let v = vocab_override.or_else(|| first(&["vocab_size", "n_vocab", "padded_vocab_size"]));
-        let heads = first(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"]);
-        let kv_heads = first(&["num_key_value_heads"]);
-        let ctx = first(&["max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"]);
+        let i = first(&["intermediate_size", "n_inner", "ffn_dim", "d_ff", "hidden_dim"])?.unwrap_or(4 * h);
+        let v = match vocab_override {
+            Some(v) => Some(v),
+            None => first(&["vocab_size", "n_vocab", "padded_vocab_size"])?,
+        };
+        let heads = first(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"])?;
+        let kv_heads = first(&["num_key_value_heads"])?;
+        let ctx = first(&["max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"])?;
         let mut dims = vec![("h".to_owned(), h), ("i".to_owned(), i)];
         if let Some(v) = v {
             dims.push(("v".into(), v));
@@ -120,11 +140,42 @@ impl ModelDims {
 
 /// Candidate dimensions guessed from the most frequent allocation sizes, when no model is given:
 /// square `h×h` and `h×4h` matrices vote for `h`, then `h×i` and `h×v` shapes for `i` and `v`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Candidates {
     pub h: Option<u64>,
     pub i: Option<u64>,
     pub v: Option<u64>,
+}
+
+/// Frames of convolution and batch-norm code (torch.nn, torch.nn.functional, torchvision).
+const CONV_FILES: [&str; 3] = ["conv.py", "batchnorm.py", "torchvision/ops/"];
+const CONV_NAMES: [&str; 6] = ["conv1d", "conv2d", "conv3d", "_conv_forward", "batch_norm", "conv_transpose2d"];
+
+/// True when at least a quarter of the allocations (`sites`: one stack id per allocation) were
+/// made in convolution or batch-norm code. A convnet's activation sizes are k·h² by coincidence
+/// (32×128×28×28 fp32 = 1792² × 4 B), so transformer candidates mean nothing there.
+pub fn is_convnet(src: &impl FrameSource, sites: impl Iterator<Item = u32>) -> bool {
+    let mut verdict: HashMap<u32, bool> = HashMap::new();
+    let (mut conv, mut total) = (0u64, 0u64);
+    for site in sites {
+        let hit = *verdict.entry(site).or_insert_with(|| {
+            src.stack(site).iter().any(|&f| {
+                let (name, file) = (src.name(f), src.file(f));
+                CONV_NAMES.contains(&name) || CONV_FILES.iter().any(|c| file.ends_with(c) || file.contains(c))
+            })
+        });
+        conv += u64::from(hit);
+        total += 1;
+    }
+    total > 0 && conv * 4 >= total
+}
+
+/// h / i / v from the allocations `(size, site)` made in the trace; nothing for a convnet.
+pub fn infer_allocations(src: &impl FrameSource, allocations: &[(u64, u32)]) -> Candidates {
+    if is_convnet(src, allocations.iter().map(|a| a.1)) {
+        return Candidates::default();
+    }
+    infer(allocations.iter().map(|a| a.0))
 }
 
 pub fn infer(sizes: impl Iterator<Item = u64>) -> Candidates {
@@ -171,6 +222,14 @@ pub fn infer(sizes: impl Iterator<Item = u64>) -> Candidates {
     }
     let best =
         |votes: HashMap<u64, u64>| votes.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(d, _)| d);
+    // A transformer holds vectors of exactly h elements (norm weights and biases, projection
+    // biases, with their gradients and optimizer states): a candidate with none is not its h.
+    let block = |bytes: u64| bytes.div_ceil(512) * 512;
+    let vectors = |h: u64| -> u64 {
+        let of = |dtype: u64| common.iter().filter(|&&(s, _)| s == block(h * dtype)).map(|&(_, n)| n).sum::<u64>();
+        of(4) + of(2)
+    };
+    hv.retain(|&h, _| vectors(h) >= 2);
     let h = best(hv);
     let (mut iv, mut vv) = (HashMap::new(), HashMap::new());
     if let Some(h) = h {

@@ -22,8 +22,16 @@ pub struct StatsOptions {
     pub model: Option<ModelDims>,
 }
 
+/// Every `*_us` time in `stats` counts from the snapshot's start (the earliest timed event
+/// over all devices, `start_epoch_us`); `*_epoch_us` are the recorded µs since the Unix epoch.
 #[derive(Debug, Serialize)]
 pub struct Stats {
+    /// The input as given on the command line (set by the command).
+    pub input: String,
+    /// What was read: `pickle protocol 4, gzip`, or `archive of run.pickle (…)`.
+    pub format: String,
+    /// The snapshot's earliest timed event, µs since the Unix epoch.
+    pub start_epoch_us: Option<i64>,
     /// `--model`'s dimensions (`h=… i=… v=…`), when given.
     pub model: Option<String>,
     /// Without `--model`: h / i / v guessed from the most frequent allocation sizes.
@@ -46,6 +54,8 @@ pub struct DeviceStats {
     pub elements: OriginCounts,
     pub first_time_us: Option<i64>,
     pub last_time_us: Option<i64>,
+    pub first_time_epoch_us: Option<i64>,
+    pub last_time_epoch_us: Option<i64>,
     pub peak: Peak,
     pub top_at_peak: Vec<LiveAlloc>,
     pub reserved: Reserved,
@@ -67,6 +77,7 @@ pub struct Peak {
     /// First action at the peak; `None`: the state before the first action.
     pub action: Option<u32>,
     pub time_us: Option<i64>,
+    pub time_epoch_us: Option<i64>,
     /// Annotation spans open at the peak, outermost first.
     pub annotation: Vec<String>,
 }
@@ -87,6 +98,7 @@ pub struct Reserved {
     /// Highest reserved (segment) memory over the trace.
     pub peak_bytes: u64,
     pub peak_time_us: Option<i64>,
+    pub peak_time_epoch_us: Option<i64>,
     /// Reserved at the dump: the sum of the segments' sizes.
     pub final_bytes: u64,
     pub segments: usize,
@@ -96,6 +108,7 @@ pub struct Reserved {
 pub struct Oom {
     pub event: u32,
     pub time_us: Option<i64>,
+    pub time_epoch_us: Option<i64>,
     pub requested_bytes: u64,
     pub device_free_bytes: Option<u64>,
     pub stream: u64,
@@ -121,14 +134,23 @@ fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {
 
 pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOptions) -> Stats {
     let spans = annotations::spans_filtered(snap, &options.annotations);
-    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans, options.model.as_ref())).collect();
+    let base = snap.start_time_us();
+    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans, options.model.as_ref(), base)).collect();
     let shape_candidates = options.model.is_none().then(|| {
-        let sizes = layouts.iter().flat_map(|l| {
-            (0..l.elements.len()).filter(move |&i| l.elements.origin[i] == 0).map(move |i| l.elements.size[i])
-        });
-        shapes::infer(sizes)
+        let allocations: Vec<(u64, u32)> = layouts
+            .iter()
+            .flat_map(|&l| {
+                (0..l.elements.len() as u32)
+                    .filter(move |&i| l.elements.origin[i as usize] == 0)
+                    .map(move |i| (l.elements.size[i as usize], element_stack(snap, l, i)))
+            })
+            .collect();
+        shapes::infer_allocations(snap, &allocations)
     });
     Stats {
+        input: String::new(),
+        format: String::new(),
+        start_epoch_us: base,
         model: options.model.as_ref().map(ModelDims::summary),
         shape_candidates,
         devices,
@@ -143,7 +165,9 @@ fn device_stats(
     layout: LayoutRef<'_>,
     spans: &[annotations::Span],
     model: Option<&ModelDims>,
+    base: Option<i64>,
 ) -> DeviceStats {
+    let since = |t: Option<i64>| Some(t? - base?);
     let ev = &snap.events;
     let trace = snap.trace(layout.device);
     let mut by_action: BTreeMap<String, u64> = BTreeMap::new();
@@ -158,7 +182,8 @@ fn device_stats(
         if ev.action[e] == Action::Oom {
             ooms.push(Oom {
                 event: e as u32,
-                time_us: time(ev.time_us[e]),
+                time_us: since(time(ev.time_us[e])),
+                time_epoch_us: time(ev.time_us[e]),
                 requested_bytes: ev.size[e],
                 device_free_bytes: ev.device_free_of(e as u32),
                 stream: ev.stream.get(e as u32),
@@ -217,13 +242,22 @@ fn device_stats(
         actions: layout.actions.len(),
         trace_truncated: elements.free_only > 0,
         elements,
-        first_time_us: first,
-        last_time_us: last,
-        peak: Peak { bytes: layout.peak_bytes, action: layout.peak_action, time_us: peak_time, annotation },
+        first_time_us: since(first),
+        last_time_us: since(last),
+        first_time_epoch_us: first,
+        last_time_epoch_us: last,
+        peak: Peak {
+            bytes: layout.peak_bytes,
+            action: layout.peak_action,
+            time_us: since(peak_time),
+            time_epoch_us: peak_time,
+            annotation,
+        },
         top_at_peak,
         reserved: Reserved {
             peak_bytes: reserved_peak,
-            peak_time_us: reserved_peak_time,
+            peak_time_us: since(reserved_peak_time),
+            peak_time_epoch_us: reserved_peak_time,
             final_bytes: reserved.final_bytes,
             segments: snap.device_segments(layout.device).count(),
         },
@@ -293,8 +327,8 @@ fn render_device(out: &mut String, d: &DeviceStats) {
         }
         None => peak.push_str(" before the first action"),
     }
-    if let (Some(t), Some(t0)) = (d.peak.time_us, d.first_time_us) {
-        let _ = write!(peak, ", {} into the trace", units::duration_us(t - t0));
+    if let Some(t) = d.peak.time_us {
+        let _ = write!(peak, ", {} into the trace", units::duration_us(t));
     }
     row(out, "peak", peak);
     if !d.peak.annotation.is_empty() {
@@ -305,19 +339,22 @@ fn render_device(out: &mut String, d: &DeviceStats) {
         out,
         "reserved peak",
         format!(
-            "{} (at the dump: {} in {} segments)",
+            "{} (at the dump: {} in {})",
             units::bytes(r.peak_bytes),
             units::bytes(r.final_bytes),
-            r.segments
+            units::count(r.segments as u64, "segment", "segments")
         ),
     );
     row(
         out,
         "trace",
-        if d.trace_truncated {
+        if d.events == 0 {
+            "none recorded: segments only (what was live at the dump)".into()
+        } else if d.trace_truncated {
             format!(
-                "truncated: {} frees without their alloc (ring buffer wrapped or recording started late)",
-                units::thousands(e.free_only)
+                "truncated: {} without {} alloc (ring buffer wrapped or recording started late)",
+                units::count(e.free_only, "free", "frees"),
+                if e.free_only == 1 { "its" } else { "their" }
             )
         } else {
             "complete: every free has its alloc".into()

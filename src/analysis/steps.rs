@@ -1,6 +1,14 @@
 //! `memviz steps --annotation PATTERN`: one row per matching annotation span (a training step,
 //! say) — its actions, its peak, its net growth — and a one-line verdict on steady growth.
 //!
+//! Steps are the spans of one *family*: the same name with its numbers taken out (`## step 3 ##`
+//! and `## step 4 ##` are one family; `Optimizer.step#AdamW.step`, nested inside them, another).
+//! A pattern (a substring, or a whole name with `*`, as `--annotation-filter`) that matches
+//! several families gives one report per family, each judged on its own, and within a family a
+//! span that starts before the previous one ended is not a step of its own. Spans that ended
+//! before the trace's first event (a truncated ring buffer) are listed as "before the trace" and
+//! left out of the verdict.
+//!
 //! A span covers the actions whose time `t` has `start ≤ t < end`, found by binary search over
 //! the action times. Net growth is the total after the span's last action minus the total before
 //! its first; *retained* is what the next step starts with minus what this one started with.
@@ -16,7 +24,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::timeline::Timeline;
+use super::annotations::{family, glob_match};
+use super::timeline::{NamedSpan, Timeline};
 use super::units;
 
 /// Consecutive growing steps that make a verdict of steady growth.
@@ -44,6 +53,8 @@ pub struct Step {
     pub net_bytes: i64,
     /// The next step's `total_start` minus this one's (`null` for the last step).
     pub retained_bytes: Option<i64>,
+    /// It ended before the trace's first event: nothing of it was recorded (not judged).
+    pub before_trace: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -64,18 +75,52 @@ pub struct Verdict {
 pub struct StepsReport {
     pub device: crate::model::DeviceId,
     pub pattern: String,
+    /// The span family these steps belong to (`## step # ##`).
+    pub family: String,
+    /// Every family the pattern matched on this device (this one among them).
+    pub families: Vec<String>,
     pub steps: Vec<Step>,
     pub verdict: Verdict,
 }
 
-/// The spans whose name contains `pattern`, in start order.
-pub fn steps(t: &Timeline<'_>, pattern: &str) -> StepsReport {
+/// The spans matching `pattern`, one report per span family, families in order of their first
+/// span; steps in start order.
+pub fn steps(t: &Timeline<'_>, pattern: &str) -> Vec<StepsReport> {
+    let matching: Vec<&NamedSpan<'_>> =
+        t.spans.iter().filter(|s| !s.is_point() && glob_match(pattern, s.name)).collect();
+    let mut families: Vec<String> = Vec::new();
+    for s in &matching {
+        let f = family(s.name);
+        if !families.contains(&f) {
+            families.push(f);
+        }
+    }
+    families
+        .iter()
+        .map(|f| {
+            let mut spans: Vec<&NamedSpan<'_>> = Vec::new();
+            for &s in matching.iter().filter(|s| family(s.name) == *f) {
+                let overlaps = spans.last().is_some_and(|p| p.end_us.is_none_or(|e| e > s.start_us));
+                if !overlaps {
+                    spans.push(s);
+                }
+            }
+            family_report(t, pattern, f, &families, &spans)
+        })
+        .collect()
+}
+
+fn family_report(
+    t: &Timeline<'_>,
+    pattern: &str,
+    family: &str,
+    families: &[String],
+    spans: &[&NamedSpan<'_>],
+) -> StepsReport {
     let l = t.layout;
     let n = t.actions();
-    let steps: Vec<Step> = t
-        .spans
+    let steps: Vec<Step> = spans
         .iter()
-        .filter(|s| !s.is_point() && s.name.contains(pattern))
         .map(|s| {
             let a0 = t.actions_before(s.start_us);
             let a1 = s.end_us.map_or(n, |e| t.actions_before(e)).max(a0);
@@ -87,7 +132,7 @@ pub fn steps(t: &Timeline<'_>, pattern: &str) -> StepsReport {
                     (peak_bytes, peak_action) = (total, Some(k));
                 }
             }
-            let since = |us: i64| t.trace_start_us.map(|s0| us - s0);
+            let since = |us: i64| t.time_base_us.map(|s0| us - s0);
             Step {
                 name: s.name.to_owned(),
                 start_us: since(s.start_us),
@@ -100,18 +145,28 @@ pub fn steps(t: &Timeline<'_>, pattern: &str) -> StepsReport {
                 peak_action,
                 net_bytes: total_end as i64 - total_start as i64,
                 retained_bytes: None,
+                before_trace: t.trace_start_us.is_some_and(|t0| s.end_us.is_some_and(|e| e <= t0)),
             }
         })
         .collect();
     let mut steps = steps;
-    for i in 1..steps.len() {
-        steps[i - 1].retained_bytes = Some(steps[i].total_start as i64 - steps[i - 1].total_start as i64);
+    let judged: Vec<usize> = (0..steps.len()).filter(|&i| !steps[i].before_trace).collect();
+    for w in judged.windows(2) {
+        steps[w[0]].retained_bytes = Some(steps[w[1]].total_start as i64 - steps[w[0]].total_start as i64);
     }
-    let verdict = verdict(&steps, l.peak_bytes);
-    StepsReport { device: l.device, pattern: pattern.to_owned(), steps, verdict }
+    let in_trace: Vec<&Step> = steps.iter().filter(|s| !s.before_trace).collect();
+    let verdict = verdict(&in_trace, l.peak_bytes);
+    StepsReport {
+        device: l.device,
+        pattern: pattern.to_owned(),
+        family: family.to_owned(),
+        families: families.to_vec(),
+        steps,
+        verdict,
+    }
 }
 
-fn verdict(steps: &[Step], peak_bytes: u64) -> Verdict {
+fn verdict(steps: &[&Step], peak_bytes: u64) -> Verdict {
     let (mut best, mut best_from, mut run) = (0usize, None, 0usize);
     for (i, s) in steps.iter().enumerate() {
         run = if s.retained_bytes.is_some_and(|r| r > 0) { run + 1 } else { 0 };
@@ -129,7 +184,7 @@ fn verdict(steps: &[Step], peak_bytes: u64) -> Verdict {
     let steady = best >= GROWTH_RUN || trending;
     let per_step = units::signed_bytes(slope.round() as i128);
     let text = if steps.len() < GROWTH_RUN {
-        format!("not enough steps to judge a trend ({} matching span{})", steps.len(), plural(steps.len()))
+        format!("not enough steps to judge a trend ({} span{} in the trace)", steps.len(), plural(steps.len()))
     } else if best >= GROWTH_RUN {
         let from = best_from.unwrap_or(0);
         let grown: i64 = steps[from..from + best].iter().filter_map(|s| s.retained_bytes).sum();
@@ -191,16 +246,25 @@ fn fit(y: &[f64]) -> (f64, Option<f64>) {
     (slope, r2)
 }
 
-/// The aligned text report of one device.
-pub fn render_text(out: &mut String, r: &StepsReport) {
+/// The aligned text report of one device and family: at most `top` rows, then a count of the rest.
+pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
     let _ = writeln!(
         out,
-        "device {} — {} span{} matching \"{}\"",
+        "device {} — {} span{} of \"{}\" matching \"{}\"",
         r.device,
         r.steps.len(),
         plural(r.steps.len()),
+        r.family,
         r.pattern
     );
+    if r.families.len() > 1 && r.families.first() == Some(&r.family) {
+        let _ = writeln!(
+            out,
+            "  the pattern matches {} span families ({}); each is judged on its own",
+            r.families.len(),
+            r.families.iter().map(|f| format!("\"{f}\"")).collect::<Vec<_>>().join(", ")
+        );
+    }
     if !r.steps.is_empty() {
         let width = r.steps.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(4);
         let _ = writeln!(
@@ -208,7 +272,8 @@ pub fn render_text(out: &mut String, r: &StepsReport) {
             "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}",
             "span", "actions", "start", "duration", "peak", "net growth", "retained"
         );
-        for s in &r.steps {
+        let top = if r.steps.len() == top + 1 { r.steps.len() } else { top };
+        for s in r.steps.iter().take(top) {
             let duration = match (s.start_us, s.end_us) {
                 (Some(a), Some(b)) => units::duration_us(b - a),
                 _ => "—".into(),
@@ -222,7 +287,19 @@ pub fn render_text(out: &mut String, r: &StepsReport) {
                 duration,
                 units::bytes(s.peak_bytes),
                 units::signed_bytes(i128::from(s.net_bytes)),
-                s.retained_bytes.map_or("—".into(), |r| units::signed_bytes(i128::from(r))),
+                match (s.before_trace, s.retained_bytes) {
+                    (true, _) => "before the trace".into(),
+                    (false, r) => r.map_or("—".into(), |r| units::signed_bytes(i128::from(r))),
+                },
+            );
+        }
+        if r.steps.len() > top {
+            let rest = r.steps.len() - top;
+            let _ = writeln!(
+                out,
+                "    … {} more span{} (--top, or --json for all)",
+                units::thousands(rest as u64),
+                plural(rest)
             );
         }
     }
@@ -255,7 +332,12 @@ mod tests {
             peak_action: None,
             net_bytes: total_end as i64 - total_start as i64,
             retained_bytes: None,
+            before_trace: false,
         }
+    }
+
+    fn verdict(steps: &[Step], peak: u64) -> Verdict {
+        super::verdict(&steps.iter().collect::<Vec<_>>(), peak)
     }
 
     #[test]

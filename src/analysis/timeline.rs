@@ -97,8 +97,11 @@ pub struct Timeline<'a> {
     /// The device's annotation spans, sorted by start.
     pub spans: &'a [NamedSpan<'a>],
     pub times: &'a dyn ActionTimes,
-    /// Time of the trace's first event: "into the trace" counts from here.
+    /// Time of this device's first timed event (spans that ended before it were not recorded).
     pub trace_start_us: Option<i64>,
+    /// The snapshot's earliest timed event over all devices: every printed time, and `--time`,
+    /// counts from here.
+    pub time_base_us: Option<i64>,
     pub attrs: &'a dyn Attributes,
 }
 
@@ -117,9 +120,9 @@ impl<'a> Timeline<'a> {
         u32::try_from(k).ok().and_then(|k| self.times.time_us(k))
     }
 
-    /// µs from the trace start to action `k`.
+    /// µs from the snapshot's start ([`Self::time_base_us`]) to action `k`.
     pub fn since_start(&self, k: i64) -> Option<i64> {
-        Some(self.time_of(k)? - self.trace_start_us?)
+        Some(self.time_of(k)? - self.time_base_us?)
     }
 
     /// The number of actions whose time is at or before `t`: the actions are in trace order,
@@ -300,7 +303,8 @@ mod tests {
             sites: &[],
             spans: &[],
             times: &times,
-            trace_start_us: Some(90),
+            trace_start_us: Some(95),
+            time_base_us: Some(90),
             attrs: &(),
         };
         assert_eq!(t.actions_until(99), 0);

@@ -71,6 +71,7 @@ impl Tiny {
             spans: &self.spans,
             times: &self.times,
             trace_start_us: Some(100),
+            time_base_us: Some(100),
             attrs: &(),
         }
     }

@@ -1,14 +1,15 @@
 //! Human-readable numbers: bytes (B/KiB/MiB/GiB), durations (µs/ms/s), thousands separators.
 
-/// `1536` → `"1.5 KiB"`; exact below 1 KiB.
+/// `1536` → `"1.5 KiB"`; exact below 1000 B; never more than three digits before the point
+/// (1012 MiB is `0.99 GiB`).
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
+    if n < 1000 {
         return format!("{n} B");
     }
     let mut v = n as f64 / 1024.0;
     let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
+    while v >= 999.5 && unit + 1 < UNITS.len() {
         v /= 1024.0;
         unit += 1;
     }
@@ -26,6 +27,11 @@ pub fn bytes(n: u64) -> String {
 pub fn signed_bytes(n: i128) -> String {
     let sign = if n < 0 { "-" } else { "+" };
     format!("{sign}{}", bytes(n.unsigned_abs().min(u64::MAX as u128) as u64))
+}
+
+/// `"1 allocation"`, `"1,234 allocations"`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
 /// `1234567` → `"1,234,567"`.
@@ -63,7 +69,12 @@ mod tests {
     #[test]
     fn formats() {
         assert_eq!(bytes(0), "0 B");
-        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(999), "999 B");
+        assert_eq!(bytes(1023), "1.00 KiB");
+        assert_eq!(bytes(1012 << 20), "0.99 GiB");
+        assert_eq!(bytes(999 << 20), "999 MiB");
+        assert_eq!(count(1, "free", "frees"), "1 free");
+        assert_eq!(count(1234, "free", "frees"), "1,234 frees");
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(bytes(268_037_640), "256 MiB");
         assert_eq!(bytes(3 << 30), "3.00 GiB");

@@ -57,11 +57,14 @@ pub fn map(file: &File) -> std::io::Result<Mmap> {
     unsafe { Mmap::map(file) }
 }
 
-/// True when the file starts with the archive magic.
+/// True when `path` is a regular file that starts with the archive magic. Anything else (a
+/// pipe, standard input) is not looked into: its bytes can be read only once.
 pub fn is_archive(path: &Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 8];
-    File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == MAGIC
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok()
+        && head == MAGIC
 }
 
 impl Archive {

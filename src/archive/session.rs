@@ -25,6 +25,8 @@ pub struct Session {
     time_chunks: Vec<Vec<OnceLock<Vec<i64>>>>,
     /// Per device: the first action of each chunk of `action_time_us`, and the number of actions.
     chunk_starts: Vec<Vec<u64>>,
+    /// The earliest timed event over every device, once found.
+    time_base: OnceLock<Option<i64>>,
 }
 
 impl Session {
@@ -54,7 +56,14 @@ impl Session {
             action_times: (0..n).map(|_| OnceLock::new()).collect(),
             time_chunks,
             chunk_starts,
+            time_base: OnceLock::new(),
         }
+    }
+
+    /// The time every printed time counts from: the earliest timed event of the snapshot, over
+    /// all devices (µs since the Unix epoch). One instant has one time on every device.
+    pub fn time_base_us(&self) -> Option<i64> {
+        *self.time_base.get_or_init(|| (0..self.devices()).filter_map(|d| self.trace_start_us(d)).min())
     }
 
     pub fn root(&self) -> &ArchivedRoot {
@@ -215,6 +224,7 @@ pub struct DeviceData<'s> {
     pub spans: Vec<NamedSpan<'s>>,
     times: DeviceTimes<'s>,
     trace_start_us: Option<i64>,
+    time_base_us: Option<i64>,
     attrs: super::attrs::DeviceAttrs<'s>,
 }
 
@@ -223,7 +233,15 @@ impl<'s> DeviceData<'s> {
         let mut spans = session.named_spans(d);
         spans.sort_by_key(|s| s.start_us);
         let attrs = super::attrs::DeviceAttrs { root: session.root(), layout: session.layout(d) };
-        DeviceData { session, d, spans, times: session.times(d), trace_start_us: session.trace_start_us(d), attrs }
+        DeviceData {
+            session,
+            d,
+            spans,
+            times: session.times(d),
+            trace_start_us: session.trace_start_us(d),
+            time_base_us: session.time_base_us(),
+            attrs,
+        }
     }
 
     pub fn timeline(&self) -> Timeline<'_> {
@@ -234,6 +252,7 @@ impl<'s> DeviceData<'s> {
             spans: &self.spans,
             times: &self.times,
             trace_start_us: self.trace_start_us,
+            time_base_us: self.time_base_us,
             attrs: &self.attrs,
         }
     }

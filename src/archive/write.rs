@@ -17,13 +17,14 @@ use crate::output::temp_path;
 pub fn write(root: &Root, path: &Path, source: SourceStamp) -> anyhow::Result<u64> {
     let tmp = temp_path(path);
     let result = write_to(root, &tmp, source).and_then(|size| {
-        fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+        fs::rename(&tmp, path)?;
         Ok(size)
     });
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.with_context(|| format!("writing {}", path.display()))
+    // The error names the archive asked for, never the temporary file beside it.
+    result.with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn write_to(root: &Root, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64> {

@@ -13,9 +13,10 @@ use serde::Serialize;
 
 use super::index::progress_bar;
 use super::load::open_session;
+use crate::analysis::timeline::Timeline;
 use crate::analysis::{diff, live, range, steps, units};
 use crate::archive::{self, Archive, DeviceData, Session};
-use crate::cli::{AnswerArgs, AtArgs, DiffArgs, RangeArgs, StepsArgs};
+use crate::cli::{ActionArg, AtArgs, DiffArgs, RangeArgs, StepsArgs, TimeArg};
 use crate::model::DeviceId;
 
 /// `memviz diff` found B's peak above A's by more than the threshold: exit code 3.
@@ -95,31 +96,70 @@ fn print<T: Serialize>(input: &Path, json: bool, reports: &[T], text: impl Fn(&m
 pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
     let session = open_input(input, cache)?;
+    let chosen = devices(&session, args.common.device, input)?;
+    if let Some(ActionArg::Index(k)) = args.action {
+        check_action_exists(&session, &chosen, k, input)?;
+    }
     let mut reports = Vec::new();
-    for d in devices(&session, args.common.device, input)? {
+    for d in chosen {
         let data = DeviceData::new(&session, d);
         let t = data.timeline();
         let (n, device) = (i64::from(t.actions()), t.layout.device);
-        let k = if let Some(k) = args.action {
-            if !(-1..n).contains(&k) {
-                bail!(
-                    "{}: action {k} is out of range: device {device} has actions -1..={} (-1: before the first action)",
-                    input.display(),
-                    n - 1
-                );
-            }
-            k
-        } else if let Some(us) = args.time {
-            let Some(start) = t.trace_start_us else {
-                bail!("{}: device {device} recorded no times (time_us); use --action", input.display());
-            };
-            i64::from(t.actions_until(start.saturating_add(us))) - 1
-        } else {
-            t.layout.peak_action.map_or(-1, i64::from)
+        let k = match (args.action, args.time) {
+            (Some(ActionArg::Index(k)), _) => k,
+            (Some(ActionArg::Last), _) => n - 1,
+            (None, Some(time)) => action_at_time(&t, time, input)?,
+            (None, None) => t.layout.peak_action.map_or(-1, i64::from),
         };
+        debug_assert!((-1..n).contains(&k), "device {device}: action {k}");
         reports.push(live::at(&t, session.root(), k, args.group_by.into()));
     }
     print(input, args.common.json, &reports, |out, r| live::render_text(out, r, args.common.top))
+}
+
+/// `--action K` must exist on every device answered. One that exists only on another device
+/// says which `--device` has it.
+fn check_action_exists(s: &Session, chosen: &[usize], k: i64, input: &Path) -> anyhow::Result<()> {
+    let actions = |d: usize| i64::from(s.layout(d).actions.len() as u32);
+    let label = |d: usize| DeviceId(s.device(d).device.to_native());
+    let Some(&missing) = chosen.iter().find(|&&d| !(-1..actions(d)).contains(&k)) else { return Ok(()) };
+    let elsewhere: Vec<String> = (0..s.devices())
+        .filter(|&d| d != missing && (-1..actions(d)).contains(&k))
+        .map(|d| format!("--device {}", label(d)))
+        .collect();
+    let hint = if elsewhere.is_empty() { String::new() } else { format!("; it exists with {}", elsewhere.join(", ")) };
+    bail!(
+        "{}: action {} is out of range on device {} (-1..{}: -1 is before the first action){hint}",
+        input.display(),
+        thousands_signed(k),
+        label(missing),
+        units::thousands(actions(missing) as u64)
+    )
+}
+
+fn thousands_signed(k: i64) -> String {
+    if k < 0 { format!("-{}", units::thousands(k.unsigned_abs())) } else { units::thousands(k as u64) }
+}
+
+/// The last action at or before `--time` (counted from the snapshot's start, as printed).
+fn action_at_time(t: &Timeline<'_>, time: TimeArg, input: &Path) -> anyhow::Result<i64> {
+    let device = t.layout.device;
+    let Some(base) = t.time_base_us else {
+        bail!("{}: device {device} recorded no times (time_us); use --action", input.display());
+    };
+    let n = t.actions();
+    let last = (0..n).rev().find_map(|k| t.since_start(i64::from(k)));
+    if let Some(end) = last
+        && time.us - time.half_step_us > end
+    {
+        bail!(
+            "{}: {} is past the end of device {device}'s trace (its last action is at {})",
+            input.display(),
+            units::duration_us(time.us),
+            units::duration_us(end)
+        );
+    }
+    Ok(i64::from(t.actions_until(base.saturating_add(time.us + time.half_step_us))) - 1)
 }
 
 pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
@@ -133,8 +173,11 @@ pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
         let (a, b) = (args.range.start.unwrap_or(0), args.range.end.unwrap_or(n));
         if a > b || b > n {
             bail!(
-                "{}: actions {a}..{b} are out of range: device {} has actions 0..{n} (A..B runs from A to before B, A ≤ B)",
+                "{}: actions {}..{} are out of range (0..{} on device {}; A..B runs from A to before B, A ≤ B)",
                 input.display(),
+                units::thousands(a.into()),
+                units::thousands(b.into()),
+                units::thousands(n.into()),
                 t.layout.device
             );
         }
@@ -151,7 +194,7 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
     for d in devices(&session, args.common.device, input)? {
         let data = DeviceData::new(&session, d);
         names.extend(data.spans.iter().map(|s| s.name.to_owned()));
-        reports.push(steps::steps(&data.timeline(), &args.annotation));
+        reports.extend(steps::steps(&data.timeline(), &args.annotation));
     }
     if reports.iter().all(|r| r.steps.is_empty()) {
         let mut seen: Vec<String> = names.into_iter().take(12).map(|n| format!("\"{n}\"")).collect();
@@ -160,7 +203,7 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
         }
         bail!("{}: no annotation span matches \"{}\" (spans: {})", input.display(), args.annotation, seen.join(", "));
     }
-    print(input, args.common.json, &reports, steps::render_text)
+    print(input, args.common.json, &reports, |out, r| steps::render_text(out, r, args.common.top))
 }
 
 /// `memviz diff`'s JSON.
@@ -172,18 +215,26 @@ struct DiffOutput<'a> {
     /// True when some device's peak grew more than the threshold (exit code 3).
     regressed: bool,
     devices: &'a [diff::DiffReport],
+    /// Devices of A (of B) that nothing was compared with.
+    unmatched_a: Vec<DeviceId>,
+    unmatched_b: Vec<DeviceId>,
 }
 
 pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
     let (sa, sb) = (open_input(&args.a, cache)?, open_input(&args.b, cache)?);
-    let pairs = diff_pairs(&sa, &sb, &args.common, &args.a, &args.b)?;
+    let pairs = diff_pairs(&sa, &sb, args)?;
     let mut reports = Vec::new();
-    for (da, db) in pairs {
+    for &(da, db) in &pairs {
         let (xa, xb) = (DeviceData::new(&sa, da), DeviceData::new(&sb, db));
         let side_a = diff::Side { name: args.a.display().to_string(), timeline: xa.timeline(), frames: sa.root() };
         let side_b = diff::Side { name: args.b.display().to_string(), timeline: xb.timeline(), frames: sb.root() };
         reports.push(diff::diff(&side_a, &side_b));
     }
+    let label = |s: &Session, d: usize| DeviceId(s.device(d).device.to_native());
+    let unmatched_a: Vec<DeviceId> =
+        (0..sa.devices()).filter(|d| !pairs.iter().any(|p| p.0 == *d)).map(|d| label(&sa, d)).collect();
+    let unmatched_b: Vec<DeviceId> =
+        (0..sb.devices()).filter(|d| !pairs.iter().any(|p| p.1 == *d)).map(|d| label(&sb, d)).collect();
     let grew = args.threshold.and_then(|limit| {
         reports.iter().find_map(|r| {
             let pct = r.peak_delta_pct.unwrap_or(if r.b.peak_bytes > 0 { f64::INFINITY } else { 0.0 });
@@ -204,6 +255,8 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
                 threshold_pct: args.threshold,
                 regressed: grew.is_some(),
                 devices: &reports,
+                unmatched_a: unmatched_a.clone(),
+                unmatched_b: unmatched_b.clone(),
             };
             serde_json::to_writer_pretty(&mut *w, &doc)?;
             writeln!(w)?;
@@ -212,6 +265,14 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
             for r in &reports {
                 out.push('\n');
                 diff::render_text(&mut out, r, args.common.top);
+            }
+            for (side, list, other) in [("A", &unmatched_a, "B"), ("B", &unmatched_b, "A")] {
+                for d in list {
+                    let _ = writeln!(
+                        out,
+                        "\n{side}'s device {d}: not compared ({other} has no device {d}; pick a pair with --device and --device-b)"
+                    );
+                }
             }
             if let Some(limit) = args.threshold {
                 let verdict = if grew.is_some() { "over" } else { "within" };
@@ -227,17 +288,15 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
     }
 }
 
-/// Which device of A is compared with which of B: the one asked for, else every ordinal both
-/// have, else (one device each) those two.
-fn diff_pairs(
-    sa: &Session,
-    sb: &Session,
-    common: &AnswerArgs,
-    a: &Path,
-    b: &Path,
-) -> anyhow::Result<Vec<(usize, usize)>> {
-    if let Some(want) = common.device {
-        return Ok(vec![(devices(sa, Some(want), a)?[0], devices(sb, Some(want), b)?[0])]);
+/// Which device of A is compared with which of B: the pair asked for (`--device` for A,
+/// `--device-b` for B, which defaults to `--device`), else every ordinal both have, else (one
+/// device each) those two. Devices left out are listed as unmatched by the caller.
+fn diff_pairs(sa: &Session, sb: &Session, args: &DiffArgs) -> anyhow::Result<Vec<(usize, usize)>> {
+    let (a, b) = (args.a.as_path(), args.b.as_path());
+    if args.common.device.is_some() || args.device_b.is_some() {
+        let want_a = args.common.device.or(args.device_b);
+        let want_b = args.device_b.or(args.common.device);
+        return Ok(vec![(devices(sa, want_a, a)?[0], devices(sb, want_b, b)?[0])]);
     }
     let ordinal = |s: &Session, d: usize| s.device(d).device.to_native();
     let pairs: Vec<(usize, usize)> = (0..sa.devices())
@@ -246,6 +305,10 @@ fn diff_pairs(
     match (pairs.is_empty(), sa.devices(), sb.devices()) {
         (false, _, _) => Ok(pairs),
         (true, 1, 1) => Ok(vec![(0, 0)]),
-        _ => bail!("{} and {} have no device in common; pick one with --device", a.display(), b.display()),
+        _ => bail!(
+            "{} and {} have no device in common; pick a pair with --device and --device-b",
+            a.display(),
+            b.display()
+        ),
     }
 }

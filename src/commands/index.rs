@@ -34,8 +34,20 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
     if archive::is_archive(input) {
         bail!("{}: already a .memviz archive", input.display());
     }
-    let out = output.map_or_else(|| archive::default_path(input), Path::to_path_buf);
-    let stamp = archive::write::stamp(input).with_context(context)?;
+    let streamed = ingest::is_stream(input);
+    let out = match output {
+        Some(o) => o.to_path_buf(),
+        None if streamed => {
+            return Err(crate::commands::UsageError(format!(
+                "{}: not a regular file (standard input or a pipe): give the archive's path with -o",
+                input.display()
+            ))
+            .into());
+        }
+        None => archive::default_path(input),
+    };
+    crate::output::refuse_overwriting(&out, &[input])?;
+    let stamp = if streamed { SourceStamp::default() } else { archive::write::stamp(input).with_context(context)? };
     let bar = progress_bar(stamp.size);
     let message = |msg: &'static str| {
         bar.set_style(stage_style());

@@ -43,11 +43,19 @@ pub struct PendingCache {
 pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
     let context = || path.display().to_string();
     if archive::is_archive(path) {
-        return from_archive(&Archive::open_verified(path).with_context(context)?).with_context(context);
+        return from_archive(&Archive::open_verified(path).with_context(context)?, false).with_context(context);
+    }
+    if ingest::is_stream(path) {
+        // Standard input or a pipe: read once, and no cache (nothing to stamp it by, nowhere
+        // beside it to put one).
+        let (snapshot, source) = ingest::read_path(path).with_context(context)?;
+        let layouts = lay_out(&snapshot);
+        let (described, file_bytes) = (source.to_string(), source.decoded_bytes);
+        return Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None });
     }
     let stamp = archive::write::stamp(path).with_context(context)?;
     if use_cache && let Some(a) = find_cache(path, &stamp) {
-        return from_archive(&a).with_context(context);
+        return from_archive(&a, true).with_context(context);
     }
     let (snapshot, source) = ingest::read_path(path).with_context(context)?;
     let layouts = lay_out(&snapshot);
@@ -75,7 +83,11 @@ pub fn archive_for(snapshot: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Pa
 /// An open archive of `snapshot`: the cached one (built on first use), or — without the cache —
 /// one built in the temp folder, mapped, and removed at once (the mapping stays valid).
 pub fn open_session(snapshot: &Path, cache: bool, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
-    if cache { open_cached(snapshot, progress) } else { open_temporary(snapshot, progress) }
+    if cache && !ingest::is_stream(snapshot) {
+        open_cached(snapshot, progress)
+    } else {
+        open_temporary(snapshot, progress)
+    }
 }
 
 fn open_cached(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
@@ -87,7 +99,11 @@ fn open_cached(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
 fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session> {
     let context = || path.display().to_string();
     static BUILT: AtomicU32 = AtomicU32::new(0);
-    let stamp = archive::write::stamp(path).with_context(context)?;
+    let stamp = if ingest::is_stream(path) {
+        SourceStamp::default()
+    } else {
+        archive::write::stamp(path).with_context(context)?
+    };
     let tmp = std::env::temp_dir().join(format!(
         ".memviz-{}-{}-{}",
         std::process::id(),
@@ -110,18 +126,19 @@ pub fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn from_archive(a: &Archive) -> anyhow::Result<Loaded> {
+/// The model of an archive: one given as the input (described as an archive), or the cache of
+/// the snapshot given (described as that snapshot: its format and size).
+fn from_archive(a: &Archive, cache_of_input: bool) -> anyhow::Result<Loaded> {
     let root = a.root();
     let snapshot =
         restore::snapshot(root).map_err(|e| anyhow::anyhow!("{e}; re-run `memviz index` on the snapshot"))?;
     let layouts = root.devices.iter().map(restore::layout).collect();
-    Ok(Loaded {
-        snapshot,
-        layouts,
-        described: format!("archive of {} ({})", root.source.name, root.source.format),
-        file_bytes: a.file_len(),
-        pending_cache: None,
-    })
+    let (described, file_bytes) = if cache_of_input {
+        (root.source.format.as_str().to_owned(), root.source.file_bytes.to_native())
+    } else {
+        (format!("archive of {} ({})", root.source.name, root.source.format), a.file_len())
+    };
+    Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None })
 }
 
 /// The first candidate archive that opens, validates, matches the snapshot's stamp and is of

@@ -39,6 +39,10 @@ fn model_options(m: &crate::cli::ModelArgs) -> anyhow::Result<(AnnotationFilter,
     let filter = AnnotationFilter { all: m.all_annotations, pattern: m.annotation_filter.clone() };
     let model = match &m.model {
         Some(spec) => Some(crate::hub::model_dims(spec, m.vocab_size, m.quantized)?),
+        None if m.vocab_size.is_some() || m.quantized => {
+            let flag = if m.vocab_size.is_some() { "--vocab-size" } else { "--quantized" };
+            return Err(UsageError(format!("{flag} refines --model's shapes: give --model ID|PATH too")).into());
+        }
         None => None,
     };
     Ok((filter, model))
@@ -49,13 +53,18 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
     std::fs::File::open(input).map_err(|e| anyhow::anyhow!("{}: cannot read the file: {e}", input.display()))?;
     if crate::archive::is_archive(input) {
-        crate::archive::Archive::open(input).map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+        // A window checks the checksum in the background and says so in the window; a
+        // screenshot or bench has no window to say it in, so it checks first.
+        let headless = args.screenshot.is_some() || args.bench;
+        let opened =
+            if headless { crate::archive::Archive::open_verified(input) } else { crate::archive::Archive::open(input) };
+        opened.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
     }
     let (annotations, model) = model_options(&args.model)?;
     let gpu = match &args.gpu {
         None => None,
         Some(name) => Some(crate::viewer::axis::gpu_capacity(name).ok_or_else(|| {
-            anyhow::anyhow!("unknown GPU `{name}` for --gpu (known: {})", crate::viewer::axis::GPU_NAMES)
+            UsageError(format!("unknown GPU `{name}` for --gpu (known: {})", crate::viewer::axis::GPU_NAMES))
         })?),
     };
     crate::viewer::open(&crate::viewer::OpenArgs {
@@ -72,6 +81,23 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             no_cache: !cache,
         },
     })
+}
+
+fn refuse_overwriting_input(args: &ExportArgs) -> anyhow::Result<()> {
+    if let Some(out) = &args.output {
+        crate::output::refuse_overwriting(out, &[&args.input])?;
+    }
+    Ok(())
+}
+
+/// A command line that asks for something it must not, or cannot be done as given: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// True when `err` is a usage error (exit code 2).
+pub fn is_usage_error(err: &anyhow::Error) -> bool {
+    err.is::<crate::output::WouldOverwriteInput>() || err.is::<UsageError>()
 }
 
 /// True when `err` is a closed standard output (`memviz ... | head`): not a failure.
@@ -115,19 +141,20 @@ pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
     let (annotations, model) = model_options(&args.model)?;
     let loaded = load(&args.input, cache)?;
     let views = select(&loaded, None, &args.input)?;
-    let s = stats::compute(&loaded.snapshot, &views, &stats::StatsOptions { annotations, model });
+    let mut s = stats::compute(&loaded.snapshot, &views, &stats::StatsOptions { annotations, model });
+    s.input = args.input.display().to_string();
+    s.format = loaded.described.clone();
     crate::output::write_to(None, |w| {
         if args.json {
             serde_json::to_writer_pretty(&mut *w, &s)?;
             writeln!(w)?;
         } else {
             let title = format!(
-                "{} — {}, {} bytes, {} device{}",
+                "{} — {}, {} bytes, {}",
                 args.input.display(),
                 loaded.described,
                 crate::analysis::units::thousands(loaded.file_bytes),
-                s.devices.len(),
-                if s.devices.len() == 1 { "" } else { "s" }
+                crate::analysis::units::count(s.devices.len() as u64, "device", "devices")
             );
             w.write_all(stats::render_text(&s, &title).as_bytes())?;
         }
@@ -138,6 +165,7 @@ pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
 }
 
 pub fn export_layout(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+    refuse_overwriting_input(args)?;
     let loaded = load(&args.input, cache)?;
     let views = select(&loaded, args.device, &args.input)?;
     let doc = export::LayoutExport { devices: views.into_iter().map(export::device_layout).collect() };
@@ -151,6 +179,7 @@ pub fn export_layout(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
 }
 
 pub fn export_sampled(args: &ExportArgs, every: usize, cache: bool) -> anyhow::Result<()> {
+    refuse_overwriting_input(args)?;
     let loaded = load(&args.input, cache)?;
     let views = select(&loaded, args.device, &args.input)?;
     let doc =

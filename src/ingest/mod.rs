@@ -1,8 +1,10 @@
 //! Reading snapshots: file → (decompress) → pickle or JSON → [`Snapshot`].
 //!
 //! Compression and format are detected from the bytes, never from the file name:
-//! gzip `1f 8b`, zstd `28 b5 2f fd`, pickle protocol ≥ 2 `80 NN`, JSON `{` / `[`.
-//! Everything streams: the file is read once through a small window.
+//! gzip `1f 8b`, zstd `28 b5 2f fd`, xz `fd 37 7a 58 5a 00`, bzip2 `42 5a 68`, lz4 frame
+//! `04 22 4d 18`; pickle `80 NN` (or a protocol 0/1 opcode), JSON `{` / `[`. Other compressors
+//! are named in the error. Everything streams: the input is read once, front to back, so
+//! standard input (`-`) and pipes work like files.
 
 pub mod builder;
 pub mod json;
@@ -22,7 +24,34 @@ pub enum Compression {
     None,
     Gzip,
     Zstd,
+    Xz,
+    Bzip2,
+    Lz4,
 }
+
+impl Compression {
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Xz => "xz",
+            Compression::Bzip2 => "bzip2",
+            Compression::Lz4 => "lz4",
+        }
+    }
+}
+
+/// Compressed formats memviz does not read, by their magic bytes (offset 0).
+const UNSUPPORTED: [(&[u8], &str); 7] = [
+    (&[0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c], "7-Zip (a 7z archive)"),
+    (b"PK\x03\x04", "zip (a zip archive)"),
+    (b"LZIP", "lzip"),
+    (&[0x1f, 0x9d], "compress (.Z)"),
+    (&[0x1f, 0xa0], "compress (LZH)"),
+    (&[0xff, 0x06, 0x00, 0x00, 0x73, 0x4e, 0x61, 0x50, 0x70, 0x59], "snappy (framed)"),
+    (&[0x5d, 0x00, 0x00], "lzma (legacy .lzma)"),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -49,8 +78,7 @@ impl fmt::Display for SourceInfo {
         }
         match self.compression {
             Compression::None => Ok(()),
-            Compression::Gzip => write!(f, ", gzip"),
-            Compression::Zstd => write!(f, ", zstd"),
+            c => write!(f, ", {}", c.name()),
         }
     }
 }
@@ -70,6 +98,20 @@ pub enum IngestError {
     /// An error inside compressed input: its offsets count decompressed bytes.
     #[error("{inner} (in the {kind}-decompressed data)")]
     Compressed { kind: &'static str, inner: Box<IngestError> },
+    #[error("compressed with {0}, which memviz does not read (decompress it first)")]
+    UnsupportedCompression(&'static str),
+    #[error("this is a .memviz archive, which is mapped rather than streamed: give its path instead")]
+    ArchiveStream,
+}
+
+/// `-`: read the snapshot from standard input.
+pub const STDIN: &str = "-";
+
+/// True for an input that can be read only once, front to back: standard input (`-`), a pipe or
+/// FIFO, a character device (`/dev/stdin`). Such inputs are never stamped, cached or sniffed
+/// twice: reading them is the only look.
+pub fn is_stream(path: &Path) -> bool {
+    path.as_os_str() == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
 /// Reads a snapshot file of any supported kind.
@@ -79,8 +121,12 @@ pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
 
 /// [`read_path`], calling `progress` with the number of file bytes read so far.
 pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapshot, SourceInfo), IngestError> {
+    if path.as_os_str() == STDIN {
+        return read(Progress { inner: io::stdin().lock(), n: 0, report: progress }, 0);
+    }
     let file = File::open(path).map_err(IngestError::Open)?;
-    let file_bytes = file.metadata().map_err(IngestError::Open)?.len();
+    let meta = file.metadata().map_err(IngestError::Open)?;
+    let file_bytes = if meta.is_file() { meta.len() } else { 0 };
     read(Progress { inner: file, n: 0, report: progress }, file_bytes)
 }
 
@@ -107,6 +153,12 @@ pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo
     if head.is_empty() {
         return Err(IngestError::Empty);
     }
+    if head.starts_with(&memviz_format::MAGIC) {
+        return Err(IngestError::ArchiveStream);
+    }
+    if let Some((_, name)) = UNSUPPORTED.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return Err(IngestError::UnsupportedCompression(name));
+    }
     let (compression, inner): (Compression, Box<dyn Read>) = if head.starts_with(&[0x1f, 0x8b]) {
         let gz = flate2::read::MultiGzDecoder::new(raw);
         (Compression::Gzip, Box::new(Named { inner: gz, what: "gzip stream" }))
@@ -114,6 +166,16 @@ pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo
         let zs = zstd::stream::read::Decoder::with_buffer(raw)
             .map_err(|error| IngestError::Decompress { what: "zstd stream", error })?;
         (Compression::Zstd, Box::new(Named { inner: zs, what: "zstd stream" }))
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        // Concatenated .xz streams (`xz -T` output, `cat a.xz b.xz`) decode as one.
+        let xz = liblzma::bufread::XzDecoder::new_multi_decoder(raw);
+        (Compression::Xz, Box::new(Named { inner: xz, what: "xz stream" }))
+    } else if head.starts_with(b"BZh") {
+        let bz = bzip2::bufread::MultiBzDecoder::new(raw);
+        (Compression::Bzip2, Box::new(Named { inner: bz, what: "bzip2 stream" }))
+    } else if head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
+        let lz = lz4_flex::frame::FrameDecoder::new(raw);
+        (Compression::Lz4, Box::new(Named { inner: lz, what: "lz4 stream" }))
     } else {
         (Compression::None, Box::new(raw))
     };
@@ -135,8 +197,7 @@ pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo
     };
     let (snap, format) = decoded.map_err(|inner| match compression {
         Compression::None => inner,
-        Compression::Gzip => IngestError::Compressed { kind: "gzip", inner: Box::new(inner) },
-        Compression::Zstd => IngestError::Compressed { kind: "zstd", inner: Box::new(inner) },
+        c => IngestError::Compressed { kind: c.name(), inner: Box::new(inner) },
     })?;
     drop(peek);
     let info = SourceInfo { compression, format, file_bytes, decoded_bytes: counted.n };

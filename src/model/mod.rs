@@ -161,6 +161,12 @@ impl Snapshot {
         self.strings.get(id)
     }
 
+    /// The earliest `time_us` of any event (µs since the Unix epoch): what every printed time
+    /// counts from.
+    pub fn start_time_us(&self) -> Option<i64> {
+        self.events.time_us.iter().copied().filter(|&t| t != NO_TIME).min()
+    }
+
     /// Total number of trace events over all devices (the host included).
     pub fn event_count(&self) -> usize {
         self.traces.iter().chain([&self.host_trace]).map(|r| (r.end - r.start) as usize).sum()

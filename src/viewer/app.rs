@@ -236,7 +236,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
         && let Some(info) =
             ElementInfo::gather(&t.session, t.device, hit.element, options.model.as_ref(), &options.annotations)
     {
-        let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
+        let start = t.session.time_base_us();
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
     }
 }

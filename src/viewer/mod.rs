@@ -136,7 +136,25 @@ fn round(ms: f64) -> f64 {
     (ms * 10.0).round() / 10.0
 }
 
+/// What to say when there is no screen to open a window on.
+pub const NO_DISPLAY: &str = "no display found: use --screenshot, or open the .memviz on a machine with a display";
+
+/// On Linux and the BSDs a window needs an X11 or Wayland display; say so before winit does
+/// (its error quotes a path inside the cargo registry).
+fn has_display() -> bool {
+    if cfg!(any(target_os = "linux", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd")) {
+        ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+    } else {
+        true
+    }
+}
+
 fn window(args: &OpenArgs) -> anyhow::Result<()> {
+    if !has_display() {
+        anyhow::bail!("{}: {NO_DISPLAY}", args.path.display());
+    }
     let title = format!("memviz — {}", args.path.display());
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
@@ -162,7 +180,14 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
             Ok(Box::new(WindowApp { app, exit_after }))
         }),
     )
-    .map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))
+    .map_err(|e| {
+        let text = e.to_string();
+        if text.to_lowercase().contains("display") || text.contains("XOpenDisplay") || text.contains("wayland") {
+            anyhow::anyhow!("{}: {NO_DISPLAY}", args.path.display())
+        } else {
+            anyhow::anyhow!("{}: cannot open a window: {}", args.path.display(), text.lines().next().unwrap_or(""))
+        }
+    })
 }
 
 struct WindowApp {

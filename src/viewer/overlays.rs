@@ -34,20 +34,22 @@ impl Timeline {
                 theme::AXIS_TEXT,
             );
         }
-        let t0 = self.x_extent().0;
+        // Wall-time labels count from the snapshot's start, as every printed time does.
+        let t0 = self.session.time_base_us().map_or(self.x_extent().0, |t| t as f64);
+        let axis_name = if self.time_axis { "wall time" } else { "action" };
+        let name = painter.layout_no_wrap(axis_name.to_owned(), font.clone(), theme::AXIS_TEXT);
+        let name_rect = egui::Align2::RIGHT_TOP.anchor_size(pos2(full.right() - 4.0, rect.bottom() + 3.0), name.size());
+        painter.galley(name_rect.min, name, theme::AXIS_TEXT);
         for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
             let x = v.screen_from_action(rect, t);
             let label = if self.time_axis { axis::time_label(t - t0) } else { axis::action_label(t) };
-            painter.text(pos2(x, rect.bottom() + 3.0), egui::Align2::CENTER_TOP, label, font.clone(), theme::AXIS_TEXT);
+            let galley = painter.layout_no_wrap(label, font.clone(), theme::AXIS_TEXT);
+            let at = egui::Align2::CENTER_TOP.anchor_size(pos2(x, rect.bottom() + 3.0), galley.size());
+            // A tick label that would run into the axis name is left out rather than overprinted.
+            if at.right() + 6.0 < name_rect.left() {
+                painter.galley(at.min, galley, theme::AXIS_TEXT);
+            }
         }
-        let axis_name = if self.time_axis { "wall time" } else { "action" };
-        painter.text(
-            pos2(full.right() - 4.0, rect.bottom() + 3.0),
-            egui::Align2::RIGHT_TOP,
-            axis_name,
-            font.clone(),
-            theme::AXIS_TEXT,
-        );
         if let Some((name, bytes)) = capacity {
             let y = v.screen_from_bytes(rect, bytes as f64);
             if rect.y_range().contains(y) {

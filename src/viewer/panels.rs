@@ -15,7 +15,8 @@ pub fn device_label(d: DeviceId) -> String {
 }
 
 pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOptions, answers_open: &mut bool) {
-    ui.horizontal(|ui| {
+    // Wraps onto a second row in a narrow window rather than clipping the controls.
+    ui.horizontal_wrapped(|ui| {
         let root = t.session.root();
         ui.strong(root.source.name.as_str());
         ui.separator();
@@ -98,7 +99,7 @@ pub fn bottom_bar_ui(
     else {
         return;
     };
-    let start = t.session.action_times_ready(t.device).and_then(|v| v.iter().copied().find(|&x| x != i64::MIN));
+    let start = t.session.time_base_us();
     ui.horizontal_top(|ui| {
         ui.vertical(|ui| {
             ui.set_width(360.0);

@@ -420,8 +420,12 @@ impl Timeline {
     pub fn shape_candidates(&mut self) -> Option<&str> {
         if self.candidates.as_ref().is_none_or(|(d, _)| *d != self.device) {
             let e = self.session.layout(self.device).elements;
-            let sizes = (0..e.len()).filter(|&i| e.origin[i] == 0).map(|i| e.size[i]);
-            let c = crate::analysis::shapes::infer(sizes);
+            let sites = self.session.sites(self.device);
+            let allocations: Vec<(u64, u32)> = (0..e.len())
+                .filter(|&i| e.origin[i] == 0)
+                .map(|i| (e.size[i], sites.get(i).copied().unwrap_or(u32::MAX)))
+                .collect();
+            let c = crate::analysis::shapes::infer_allocations(self.session.root(), &allocations);
             let parts: Vec<String> = [("h", c.h), ("i", c.i), ("v", c.v)]
                 .iter()
                 .filter_map(|(n, v)| v.map(|v| format!("{n}={v}")))

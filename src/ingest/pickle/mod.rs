@@ -67,7 +67,7 @@ pub enum PickleError {
 /// What the decoder saw besides the snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct PickleInfo {
-    /// The `PROTO` number (0 when the pickle had none, as protocol 0/1 pickles do).
+    /// The `PROTO` number; 1 for a pickle without one (see `decode`).
     pub protocol: u8,
     pub bytes: u64,
 }
@@ -78,6 +78,11 @@ pub fn decode<R: Read>(reader: R) -> Result<(Snapshot, PickleInfo), PickleError>
         Vm { inp: Input::new(reader), stack: Vec::with_capacity(1024), marks: Vec::new(), st: State::default() };
     let mut info = PickleInfo::default();
     let top = vm.run(&mut info)?;
+    if info.protocol == 0 {
+        // No PROTO: protocol 0 or 1. Protocol 0 writes its strings as text (STRING / UNICODE,
+        // refused above), so a snapshot that decoded without one is protocol 1.
+        info.protocol = 1;
+    }
     info.bytes = vm.inp.offset();
     let snap = vm.st.finish(top, info.bytes)?;
     Ok((snap, info))

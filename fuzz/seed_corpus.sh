@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Seed corpora for the fuzz targets, made from the bundled real fixtures, the synthetic ones and
+# the mutation corpus of tests/data/mutate.py (every real or synthetic pickle under each of its
+# twelve mutations), written to fuzz/corpus/<target>/ (ignored by git).
+#   bash fuzz/seed_corpus.sh && cd fuzz && cargo +nightly fuzz run pickle -- -max_len=1048576
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data=tests/data
+out=fuzz/corpus
+rm -rf "$out" && mkdir -p "$out"/{pickle,json,ingest} && tmp=$(mktemp -d)
+for f in "$data"/*.pickle "$data"/synth/*.pickle; do
+  cp "$f" "$out/pickle/"
+  python3 "$data/mutate.py" "$f" "$tmp" >/dev/null
+done
+cp "$tmp"/*.pickle "$out/pickle/"
+for f in "$data"/synth/*.pickle "$data"/fx_meta.pickle "$data"/oom_streams.pickle "$tmp"/fx_meta.*.pickle "$tmp"/annotate_meta.*.pickle; do
+  python3 extract_snapshot.py "$f" -o "$out/json/$(basename "$f" .pickle).json"
+done
+cp "$data"/synth/*.json "$data"/bad/*.json "$out/json/"
+cp "$out"/pickle/* "$out"/json/* "$out/ingest/"
+for f in annotate_meta host_memory two_devices; do
+  p="$data/synth/$f.pickle"
+  gzip -c "$p" >"$out/ingest/$f.pickle.gz"
+  xz -c "$p" >"$out/ingest/$f.pickle.xz"
+  bzip2 -c "$p" >"$out/ingest/$f.pickle.bz2"
+  command -v zstd >/dev/null && zstd -q -c "$p" >"$out/ingest/$f.pickle.zst"
+done
+rm -rf "$tmp"
+echo "seeds: $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/json" | wc -l) json, $(ls "$out/ingest" | wc -l) ingest"
