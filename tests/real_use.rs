@@ -347,7 +347,7 @@ fn numbers_paste_back_and_ranges_are_explained() {
     assert_eq!((r["devices"][0]["start"].clone(), r["devices"][0]["end"].clone()), (1000.into(), 2000.into()));
     for args in [["at", "--action", "99999999999999"], ["range", "0..99999999999", ""]] {
         let mut a: Vec<&std::ffi::OsStr> = vec![args[0].as_ref(), gpt.as_os_str()];
-        a.extend(args[1..].iter().filter(|x| !x.is_empty()).map(|x| std::ffi::OsStr::new(x)));
+        a.extend(args[1..].iter().filter(|x| !x.is_empty()).map(std::ffi::OsStr::new));
         let err = assert_bad_input(&memviz(&a), &gpt);
         assert!(err.contains("out of range") && !err.contains("not an action index"), "{err}");
     }

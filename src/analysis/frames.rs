@@ -176,7 +176,7 @@ pub fn fx_summary(src: &impl FrameSource, f: FrameId) -> Option<String> {
 }
 
 /// Every FX key of a frame with its text (`fx_original_trace` is multi-line), for detail panels.
-pub fn fx_details<'a>(src: &'a impl FrameSource, f: FrameId) -> Vec<(&'static str, &'a str)> {
+pub fn fx_details(src: &impl FrameSource, f: FrameId) -> Vec<(&'static str, &str)> {
     let fx = src.fx(f);
     FxInfo::KEYS.into_iter().zip(fx.to_array()).filter(|&(_, s)| s != NONE).map(|(k, s)| (k, src.text(s))).collect()
 }

@@ -444,7 +444,7 @@ pub fn set_frame(row: &mut FrameRow, field: Field, v: Scalar) -> bool {
                 Scalar::Int(i) if i < 0 => (NO_LINE, Some(Oddity::LineNegative)),
                 Scalar::Int(_) | Scalar::HugeInt => (NO_LINE, Some(Oddity::LineOutOfRange)),
                 Scalar::None => (NO_LINE, Some(Oddity::LineNone)),
-                Scalar::Float(f) if f >= 0.0 && f < 9.2e18 => (f as i64, Some(Oddity::LineNotInt)),
+                Scalar::Float(f) if (0.0..9.2e18).contains(&f) => (f as i64, Some(Oddity::LineNotInt)),
                 _ => (NO_LINE, Some(Oddity::LineNotInt)),
             };
             row.line = line;

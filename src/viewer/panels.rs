@@ -152,7 +152,7 @@ pub fn bottom_bar_ui(
 }
 
 /// Every fx key of the stack's compiled frames, frame by frame (innermost first).
-fn fx_nodes<'a>(root: &'a impl frames::FrameSource, stack: u32) -> Vec<(&'static str, &'a str)> {
+fn fx_nodes(root: &impl frames::FrameSource, stack: u32) -> Vec<(&'static str, &str)> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for &f in root.stack(stack) {
