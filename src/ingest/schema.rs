@@ -221,6 +221,12 @@ fn strict_str(context: &'static str, key: &'static str, v: Scalar) -> Result<Str
 
 // ---- tolerant: descriptive fields degrade and count ---------------------------------------
 
+/// A descriptive value of the wrong type: counted, and read as `default`.
+fn ignored<T>(tol: &mut Tolerated, default: T) -> T {
+    tol.add(Oddity::WrongTypeIgnored);
+    default
+}
+
 /// A descriptive integer (`stream`, a segment's summary sizes): anything else is ignored.
 fn lenient_u64(v: Scalar, tol: &mut Tolerated) -> Option<u64> {
     match v {
@@ -228,10 +234,7 @@ fn lenient_u64(v: Scalar, tol: &mut Tolerated) -> Option<u64> {
         Scalar::Int(i) if (i64::MIN as i128..=u64::MAX as i128).contains(&i) => Some(i as u64),
         Scalar::None => None,
         Scalar::Bool(b) => Some(b as u64),
-        _ => {
-            tol.add(Oddity::WrongTypeIgnored);
-            None
-        }
+        _ => ignored(tol, None),
     }
 }
 
@@ -267,10 +270,7 @@ fn text_of(v: Scalar, tol: &mut Tolerated) -> StrId {
             tol.add(Oddity::MetadataAsJson);
             s
         }
-        _ => {
-            tol.add(Oddity::WrongTypeIgnored);
-            NONE
-        }
+        _ => ignored(tol, NONE),
     }
 }
 
@@ -279,10 +279,7 @@ fn lenient_str(v: Scalar, tol: &mut Tolerated) -> StrId {
     match v {
         Scalar::Str(s) => s,
         Scalar::None => NONE,
-        _ => {
-            tol.add(Oddity::WrongTypeIgnored);
-            NONE
-        }
+        _ => ignored(tol, NONE),
     }
 }
 
@@ -290,10 +287,7 @@ fn stack_of(v: Scalar, tol: &mut Tolerated) -> StackId {
     match v {
         Scalar::Stack(s) => s,
         Scalar::None => NONE,
-        _ => {
-            tol.add(Oddity::WrongTypeIgnored);
-            NONE
-        }
+        _ => ignored(tol, NONE),
     }
 }
 
@@ -301,16 +295,10 @@ fn pair_of(v: Scalar, tol: &mut Tolerated) -> Option<(i64, i64)> {
     match v {
         Scalar::Pair(a, b) => match (i64::try_from(a), i64::try_from(b)) {
             (Ok(a), Ok(b)) => Some((a, b)),
-            _ => {
-                tol.add(Oddity::WrongTypeIgnored);
-                None
-            }
+            _ => ignored(tol, None),
         },
         Scalar::None => None,
-        _ => {
-            tol.add(Oddity::WrongTypeIgnored);
-            None
-        }
+        _ => ignored(tol, None),
     }
 }
 
@@ -536,10 +524,7 @@ pub fn set_segment(row: &mut SegmentRow, field: Field, v: Scalar, tol: &mut Tole
                 Scalar::Bool(b) => b,
                 Scalar::Int(i) => i != 0,
                 Scalar::None => false,
-                _ => {
-                    tol.add(Oddity::WrongTypeIgnored);
-                    false
-                }
+                _ => ignored(tol, false),
             }
         }
         Field::Frames => row.stack = stack_of(v, tol),
@@ -645,14 +630,8 @@ pub fn set_annotation(
         }
         Field::Device => {
             a.device = match v {
-                Scalar::Int(i) => i64::try_from(i).unwrap_or_else(|_| {
-                    tol.add(Oddity::WrongTypeIgnored);
-                    0
-                }),
-                _ => {
-                    tol.add(Oddity::WrongTypeIgnored);
-                    0
-                }
+                Scalar::Int(i) => i64::try_from(i).unwrap_or_else(|_| ignored(tol, 0)),
+                _ => ignored(tol, 0),
             }
         }
         Field::TimeUs => a.time_us = time_of(v, tol),
