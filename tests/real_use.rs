@@ -197,9 +197,16 @@ fn pipes_and_standard_input_are_read() {
     let out = memviz_stdin(Stdio::from(std::fs::File::open(&pickle).unwrap()), ["stats", "--json", "-"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(strip(&text(&out.stdout)), strip(&expected), "stats - reads standard input");
-    let out = memviz_stdin(Stdio::from(std::fs::File::open(&pickle).unwrap()), ["stats", "--json", "/dev/stdin"]);
+    // `/dev/stdin` redirected from a file, with the cache on: read, and no `/dev/stdin.memviz`.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .env("MEMVIZ_CACHE_DIR", dir.path().join("cache"))
+        .args(["stats", "--json", "/dev/stdin"])
+        .stdin(Stdio::from(std::fs::File::open(&pickle).unwrap()))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(strip(&text(&out.stdout)), strip(&expected));
+    assert!(!std::path::Path::new("/dev/stdin.memviz").exists(), "a cache was written into /dev");
     // A FIFO with a writer on the other end, read with the cache on: nothing is written beside it.
     let fifo = dir.path().join("snap.fifo");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());

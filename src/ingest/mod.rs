@@ -111,7 +111,10 @@ pub const STDIN: &str = "-";
 /// FIFO, a character device (`/dev/stdin`). Such inputs are never stamped, cached or sniffed
 /// twice: reading them is the only look.
 pub fn is_stream(path: &Path) -> bool {
-    path.as_os_str() == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+    // `/dev/stdin` or `/proc/self/fd/0` redirected from a file look like that file, but they
+    // are no place to stamp or cache anything beside.
+    let special = path.starts_with("/dev") || path.starts_with("/proc");
+    path.as_os_str() == STDIN || special || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
 /// Reads a snapshot file of any supported kind.
