@@ -24,7 +24,7 @@ fn hub() -> Hub {
     let port = listener.local_addr().unwrap().port();
     let requests = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&requests);
-    std::thread::spawn(move || {
+    let server = std::thread::Builder::new().name("test-hub".into()).spawn(move || {
         for stream in listener.incoming().take(16) {
             let Ok(mut stream) = stream else { continue };
             let mut head = String::new();
@@ -46,6 +46,7 @@ fn hub() -> Hub {
             );
         }
     });
+    server.expect("the test hub's thread starts");
     Hub { port, requests }
 }
 

@@ -212,10 +212,13 @@ fn pipes_and_standard_input_are_read() {
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let writer = {
         let (fifo, pickle) = (fifo.clone(), pickle.clone());
-        std::thread::spawn(move || {
-            let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-            w.write_all(&std::fs::read(&pickle).unwrap()).unwrap();
-        })
+        std::thread::Builder::new()
+            .name("fifo-writer".into())
+            .spawn(move || {
+                let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                w.write_all(&std::fs::read(&pickle).unwrap()).unwrap();
+            })
+            .unwrap()
     };
     let out = memviz_cached(&dir.path().join("cache"), ["stats".as_ref(), "--json".as_ref(), fifo.as_os_str()]);
     writer.join().unwrap();

@@ -281,3 +281,15 @@ fn viewer_time_base_and_narrow_top_bar() {
     assert!(n.top() > w.top(), "the top bar takes a second row at 800 px ({} vs {})", n.top(), w.top());
     assert!(n.right() <= 800.0);
 }
+
+/// The WGSL shader parses and validates with wgpu's own compiler (naga), whatever the GPU.
+#[test]
+fn the_shader_validates() {
+    let source = std::fs::read_to_string(repo().join("src/viewer/gpu/timeline.wgsl")).unwrap();
+    let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
+    validator.validate(&module).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    let entry_points: Vec<&str> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+    assert!(entry_points.len() >= 2, "a vertex and a fragment stage: {entry_points:?}");
+}

@@ -163,7 +163,7 @@ impl Session {
     /// On a named background thread: checks the checksum, then decompresses every device's action times.
     pub fn spawn_decompress(self: &Arc<Self>) {
         let s = Arc::clone(self);
-        let _ = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
+        let spawned = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
             // Opening only validated the structure (O(1) in the file size); the checksum reads
             // every byte, so it runs here, after the first frame.
             if s.archive.verify().is_err() {
@@ -174,6 +174,9 @@ impl Session {
                 s.action_times(d);
             }
         });
+        if let Err(e) = spawned {
+            eprintln!("warning: could not start the checksum thread ({e}): the archive's checksum is not checked");
+        }
     }
 
     pub fn minimap(&self, d: usize) -> Vec<(u64, &[u64], &[u64])> {

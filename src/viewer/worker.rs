@@ -51,7 +51,7 @@ impl Worker {
         let job_rx = Arc::new(Mutex::new(job_rx));
         for i in 0..THREADS {
             let (rx, tx, session, ctx) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(&session), ctx.clone());
-            let _ = std::thread::Builder::new().name(format!("memviz-tiles-{i}")).spawn(move || {
+            let spawned = std::thread::Builder::new().name(format!("memviz-tiles-{i}")).spawn(move || {
                 loop {
                     let job = match rx.lock() {
                         Ok(rx) => rx.recv(),
@@ -66,6 +66,10 @@ impl Worker {
                     }
                 }
             });
+            if let Err(e) = spawned {
+                // Fewer workers only make tiles arrive later; with none they never do.
+                eprintln!("warning: could not start tile worker {i}: {e}");
+            }
         }
         Worker { jobs, done, in_flight: HashSet::new() }
     }
