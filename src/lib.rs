@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod archive;
 pub mod cli;
 pub mod commands;
+pub mod derive;
 pub mod hub;
 pub mod ingest;
 pub mod layout;

@@ -9,6 +9,7 @@ mod archive;
 mod bad_input;
 mod differential;
 mod golden;
+mod layers;
 mod model;
 mod real_use;
 mod stats;

@@ -20,15 +20,15 @@ use serde::Serialize;
 
 use super::frames::{self, FrameSource};
 use super::groups::{SiteNames, clip};
-use super::timeline::Timeline;
 use super::units;
+use crate::derive::timeline::TimelineRef;
 use crate::layout::Origin;
 
 /// One input of a diff.
 pub struct Side<'a, 'f, F: FrameSource> {
     /// How the input is named in the report (its path).
     pub name: String,
-    pub timeline: Timeline<'a>,
+    pub timeline: TimelineRef<'a>,
     pub frames: &'f F,
 }
 

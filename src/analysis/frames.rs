@@ -1,6 +1,6 @@
 //! Stack-trace presentation: PyTorch's internal-frame filter, repeat elision, "the" frame.
 
-use crate::model::{FrameId, FxInfo, NO_LINE, NONE, Snapshot, StackId};
+use crate::model::{FrameId, FxInfo, NO_LINE, NONE, StackId};
 
 /// Function-name fragments PyTorch's MemoryViz hides (allocator and interpreter plumbing).
 const OMIT_FUNCTIONS: [&str; 8] = [
@@ -47,40 +47,7 @@ fn is_torch_file(file: &str) -> bool {
 /// C++ namespaces of PyTorch's dispatcher and allocator (with `stacks="all"`).
 const NATIVE_PREFIXES: [&str; 6] = ["c10::", "at::", "torch::", "std::", "void at::", "bool at::"];
 
-/// Where frames come from: the in-memory model or a mapped archive.
-pub trait FrameSource {
-    /// Frames of a stack, innermost first (empty for none).
-    fn stack(&self, stack: StackId) -> &[FrameId];
-    fn name(&self, f: FrameId) -> &str;
-    fn file(&self, f: FrameId) -> &str;
-    /// [`NO_LINE`] when the snapshot had no usable line.
-    fn line(&self, f: FrameId) -> i64;
-    /// The FX node behind a compiled frame (string ids; [`FxInfo::NONE`] for most frames).
-    fn fx(&self, f: FrameId) -> FxInfo;
-    /// An interned string (`""` for [`NONE`]).
-    fn text(&self, s: u32) -> &str;
-}
-
-impl FrameSource for Snapshot {
-    fn stack(&self, stack: StackId) -> &[FrameId] {
-        self.stacks.get(stack)
-    }
-    fn name(&self, f: FrameId) -> &str {
-        self.str(self.frames[f as usize].name)
-    }
-    fn file(&self, f: FrameId) -> &str {
-        self.str(self.frames[f as usize].filename)
-    }
-    fn line(&self, f: FrameId) -> i64 {
-        self.frames[f as usize].line
-    }
-    fn fx(&self, f: FrameId) -> FxInfo {
-        self.frames[f as usize].fx
-    }
-    fn text(&self, s: u32) -> &str {
-        self.str(s)
-    }
-}
+pub use crate::derive::frames::FrameSource;
 
 /// PyTorch's own filter: false for frames MemoryViz hides.
 pub fn is_shown(src: &impl FrameSource, f: FrameId) -> bool {

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::frames::{self, FrameSource};
-use super::timeline::{ElementAttrs, Innermost, Timeline, bucket_bounds, bucket_label, size_bucket};
 use super::units;
+use crate::derive::timeline::{ElementAttrs, Innermost, TimelineRef, bucket_bounds, bucket_label, size_bucket};
 use crate::layout::BEFORE_TRACE;
 
 /// What a table's rows are.
@@ -124,7 +124,7 @@ impl<'f, F: FrameSource> SiteNames<'f, F> {
 /// Groups elements `ids` of the timeline; rows sorted by bytes, largest first (by size: largest
 /// bucket first). Shares are of the rows' summed bytes.
 pub fn group<'a, F: FrameSource>(
-    t: &Timeline<'a>,
+    t: &TimelineRef<'a>,
     names: &mut SiteNames<'_, F>,
     ids: impl IntoIterator<Item = u32>,
     by: GroupBy,
@@ -292,7 +292,7 @@ fn attribute_label<'a>(by: GroupBy, a: &ElementAttrs<'a>) -> Cow<'a, str> {
     }
 }
 
-fn annotation_of<'a>(t: &Timeline<'a>, inner: &Innermost<'a>, id: u32) -> &'a str {
+fn annotation_of<'a>(t: &TimelineRef<'a>, inner: &Innermost<'a>, id: u32) -> &'a str {
     let start = t.layout.elements.start[id as usize];
     if start == BEFORE_TRACE {
         return BEFORE;

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::frames::FrameSource;
 use super::groups::{self, Group, GroupBy, SiteNames};
-use super::timeline::Timeline;
 use super::units;
+use crate::derive::timeline::TimelineRef;
 
 /// The live set right after one action.
 #[derive(Debug, Serialize)]
@@ -36,7 +36,7 @@ pub struct LiveSet {
 }
 
 /// The live set right after action `k` (−1 ..= actions − 1; the caller checks the range).
-pub fn at<F: FrameSource>(t: &Timeline<'_>, frames: &F, k: i64, by: GroupBy) -> LiveSet {
+pub fn at<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, k: i64, by: GroupBy) -> LiveSet {
     let l = t.layout;
     let stack = t.checkpoints.stack_after(l, k);
     let mut names = SiteNames::new(frames);
@@ -90,8 +90,8 @@ pub fn render_text(out: &mut String, s: &LiveSet, top: usize) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::analysis::timeline::NamedSpan;
     use crate::analysis::tiny::{Tiny, tiny};
+    use crate::derive::timeline::NamedSpan;
 
     const LINEAR: &[(&str, &str, i64)] =
         &[("linear", "/site-packages/torch/nn/functional.py", 10), ("train", "train.py", 5), ("main", "run.py", 1)];

@@ -1,6 +1,7 @@
 //! Answers computed from the model and its layouts — stats, exports, frame and annotation helpers —
-//! and from one device's [`timeline::Timeline`] read in place: the live set at an instant (`live`),
-//! a range of actions (`range`), annotated steps (`steps`), two traces compared (`diff`).
+//! and from one device's [`crate::derive::timeline::TimelineRef`] read in place: the live set at
+//! an instant (`live`), a range of actions (`range`), annotated steps (`steps`), two traces
+//! compared (`diff`).
 
 pub mod annotations;
 pub mod diff;
@@ -9,11 +10,9 @@ pub mod frames;
 pub mod groups;
 pub mod live;
 pub mod range;
-pub mod reserved;
 pub mod shapes;
 pub mod stats;
 pub mod steps;
-pub mod timeline;
 #[cfg(test)]
 mod tiny;
 pub mod units;

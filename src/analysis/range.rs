@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::frames::FrameSource;
 use super::groups::{self, Group, GroupBy, SiteNames};
-use super::timeline::{Timeline, bucket_bounds, bucket_label, size_bucket};
 use super::units;
+use crate::derive::timeline::{TimelineRef, bucket_bounds, bucket_label, size_bucket};
 use crate::layout::{NEVER, Origin};
 
 /// Bytes and a count.
@@ -78,7 +78,7 @@ pub struct RangeReport {
 }
 
 /// Analyses actions `start..end` (`start ≤ end ≤ actions`; the caller checks).
-pub fn range<F: FrameSource>(t: &Timeline<'_>, frames: &F, start: u32, end: u32) -> RangeReport {
+pub fn range<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, start: u32, end: u32) -> RangeReport {
     let l = t.layout;
     let (els_start, els_end, sizes) = (l.elements.start, l.elements.end, l.elements.size);
     let (mut allocated, mut freed, mut transient, mut still_live, mut revealed) =

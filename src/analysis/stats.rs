@@ -7,7 +7,9 @@ use serde::Serialize;
 
 use super::annotations::AnnotationFilter;
 use super::shapes::{self, Candidates, ModelDims};
-use super::{annotations, frames, reserved, units};
+use super::{annotations, frames, units};
+use crate::derive::reserved;
+use crate::derive::sites::element_stack;
 use crate::layout::{LayoutRef, Origin};
 use crate::model::{Action, NO_TIME, NONE, Snapshot, StackId};
 
@@ -117,15 +119,6 @@ pub struct Oom {
 
 fn time(t: i64) -> Option<i64> {
     (t != NO_TIME).then_some(t)
-}
-
-/// The stack that explains element `id` of `layout`.
-pub fn element_stack(snap: &Snapshot, layout: LayoutRef<'_>, id: u32) -> StackId {
-    let el = layout.element(id);
-    match el.origin {
-        Origin::Ghost => snap.blocks[el.block as usize].stack,
-        _ => snap.events.stack[el.event() as usize],
-    }
 }
 
 fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {

@@ -25,8 +25,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::annotations::{family, glob_match};
-use super::timeline::{NamedSpan, Timeline};
 use super::units;
+use crate::derive::timeline::{NamedSpan, TimelineRef};
 
 /// Consecutive growing steps that make a verdict of steady growth.
 pub const GROWTH_RUN: usize = 3;
@@ -85,7 +85,7 @@ pub struct StepsReport {
 
 /// The spans matching `pattern`, one report per span family, families in order of their first
 /// span; steps in start order.
-pub fn steps(t: &Timeline<'_>, pattern: &str) -> Vec<StepsReport> {
+pub fn steps(t: &TimelineRef<'_>, pattern: &str) -> Vec<StepsReport> {
     let matching: Vec<&NamedSpan<'_>> =
         t.spans.iter().filter(|s| !s.is_point() && glob_match(pattern, s.name)).collect();
     let mut families: Vec<String> = Vec::new();
@@ -111,7 +111,7 @@ pub fn steps(t: &Timeline<'_>, pattern: &str) -> Vec<StepsReport> {
 }
 
 fn family_report(
-    t: &Timeline<'_>,
+    t: &TimelineRef<'_>,
     pattern: &str,
     family: &str,
     families: &[String],

@@ -1,13 +1,13 @@
 //! Hand-made timelines for the answers' unit tests: a few events with sites, times and spans.
 
-use super::stats::element_stack;
-use super::timeline::{NamedSpan, Timeline};
+use crate::derive::sites::element_stack;
+use crate::derive::timeline::{NamedSpan, TimelineRef};
 use crate::ingest::builder::{Builder, TraceList};
 use crate::ingest::schema::FrameRow;
 use crate::layout::{Checkpoints, Layout};
 use crate::model::{Action, Annotation, EventRow, Snapshot, Stage};
 
-/// A snapshot of one device laid out, with everything a [`Timeline`] borrows.
+/// A snapshot of one device laid out, with everything a [`TimelineRef`] borrows.
 pub struct Tiny {
     pub snap: Snapshot,
     pub layout: Layout,
@@ -63,8 +63,8 @@ pub fn tiny(events: &[(&str, u64, u64, usize)], sites: &[&[(&str, &str, i64)]], 
 }
 
 impl Tiny {
-    pub fn timeline(&self) -> Timeline<'_> {
-        Timeline {
+    pub fn timeline(&self) -> TimelineRef<'_> {
+        TimelineRef {
             layout: self.layout.view(),
             checkpoints: self.checkpoints.view(),
             sites: &self.sites,

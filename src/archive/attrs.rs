@@ -8,7 +8,7 @@ use memviz_format::rkyv::vec::ArchivedVec;
 use memviz_format::schema::{ArchivedRoot, ArchivedSegment};
 
 use super::restore::str_at;
-use crate::analysis::timeline::{Attributes, ElementAttrs};
+use crate::derive::timeline::{Attributes, ElementAttrs};
 use crate::layout::{LayoutRef, Origin};
 use crate::model::NONE;
 

@@ -7,7 +7,7 @@ use memviz_format::schema::{self as f, Chunk};
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::analysis::{annotations, reserved, stats};
+use crate::derive::{reserved, sites, spans};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, Layout};
 use crate::lod::{self, minimap};
@@ -36,7 +36,7 @@ pub fn build_root(
     layouts: Vec<Layout>,
     stage: &dyn Fn(BuildStage),
 ) -> f::Root {
-    let spans = annotations::spans(&snap);
+    let spans = spans::spans(&snap);
     let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
     stage(BuildStage::Compress);
     let Snapshot {
@@ -146,7 +146,7 @@ struct FromEvents {
     stack: Vec<u32>,
 }
 
-fn event_derived(snap: &Snapshot, spans: &[annotations::Span], l: &Layout) -> FromEvents {
+fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEvents {
     let device = l.device;
     let view = l.view();
     let action_time_us = (0..l.actions.len() as u32)
@@ -155,7 +155,7 @@ fn event_derived(snap: &Snapshot, spans: &[annotations::Span], l: &Layout) -> Fr
             e => snap.events.time_us[e as usize],
         })
         .collect();
-    let stack = (0..view.elements.len() as u32).map(|id| stats::element_stack(snap, view, id)).collect();
+    let stack = (0..view.elements.len() as u32).map(|id| sites::element_stack(snap, view, id)).collect();
     let reserved = reserved::timeline(snap, device);
     let spans = spans
         .iter()

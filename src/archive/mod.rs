@@ -4,8 +4,10 @@
 
 pub mod attrs;
 pub mod build;
+pub mod cache;
 pub mod chunks;
 pub mod open;
+pub mod pipeline;
 pub mod restore;
 pub mod session;
 pub mod write;

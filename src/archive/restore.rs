@@ -213,7 +213,7 @@ fn events(t: &memviz_format::schema::ArchivedEventTable) -> Result<Events, Chunk
     Ok(ev)
 }
 
-impl crate::analysis::frames::FrameSource for ArchivedRoot {
+impl crate::derive::frames::FrameSource for ArchivedRoot {
     fn stack(&self, stack: u32) -> &[u32] {
         let offsets = u32s(&self.stacks.offsets);
         match (offsets.get(stack as usize), offsets.get(stack as usize + 1)) {

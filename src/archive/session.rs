@@ -9,7 +9,7 @@ use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
 use memviz_format::view::{i64s, u32s, u64s};
 
 use super::{Archive, ArchiveError, chunks, restore};
-use crate::analysis::timeline::{ActionTimes, NamedSpan, Timeline};
+use crate::derive::timeline::{ActionTimes, NamedSpan, TimelineRef};
 use crate::layout::{CheckpointsRef, LayoutRef};
 use crate::model::{DeviceId, NO_TIME};
 
@@ -220,7 +220,7 @@ impl ActionTimes for DeviceTimes<'_> {
     }
 }
 
-/// What a device's [`Timeline`] borrows that is not in the archive as is.
+/// What a device's [`TimelineRef`] borrows that is not in the archive as is.
 pub struct DeviceData<'s> {
     session: &'s Session,
     d: usize,
@@ -247,8 +247,8 @@ impl<'s> DeviceData<'s> {
         }
     }
 
-    pub fn timeline(&self) -> Timeline<'_> {
-        Timeline {
+    pub fn timeline(&self) -> TimelineRef<'_> {
+        TimelineRef {
             layout: self.session.layout(self.d),
             checkpoints: self.session.checkpoints(self.d),
             sites: self.session.sites(self.d),

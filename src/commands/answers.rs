@@ -12,11 +12,11 @@ use anyhow::{Context as _, bail};
 use serde::Serialize;
 
 use super::index::progress_bar;
-use super::load::open_session;
-use crate::analysis::timeline::Timeline;
 use crate::analysis::{diff, live, range, steps, units};
+use crate::archive::cache::open_session;
 use crate::archive::{self, Archive, DeviceData, Session};
 use crate::cli::{ActionArg, AtArgs, DiffArgs, RangeArgs, StepsArgs, TimeArg};
+use crate::derive::timeline::TimelineRef;
 use crate::model::DeviceId;
 
 /// `memviz diff` found B's peak above A's by more than the threshold: exit code 3.
@@ -142,7 +142,7 @@ fn thousands_signed(k: i64) -> String {
 }
 
 /// The last action at or before `--time` (counted from the snapshot's start, as printed).
-fn action_at_time(t: &Timeline<'_>, time: TimeArg, input: &Path) -> anyhow::Result<i64> {
+fn action_at_time(t: &TimelineRef<'_>, time: TimeArg, input: &Path) -> anyhow::Result<i64> {
     let device = t.layout.device;
     let Some(base) = t.time_base_us else {
         bail!("{}: device {device} recorded no times (time_us); use --action", input.display());

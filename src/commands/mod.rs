@@ -2,7 +2,6 @@
 
 mod answers;
 mod index;
-mod load;
 
 use std::time::Instant;
 
@@ -10,8 +9,10 @@ use anyhow::bail;
 use rayon::prelude::*;
 
 pub use answers::{PeakGrew, at_cmd, diff_cmd, open_input, range_cmd, steps_cmd};
-pub use index::{IndexSummary, build_archive, index, write_archive};
-pub use load::{Loaded, PendingCache, archive_for, cache_path, find_cache, lay_out, load, open_session};
+pub use index::index;
+
+use crate::archive::cache::{Loaded, load};
+use crate::archive::pipeline::write_archive;
 
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;

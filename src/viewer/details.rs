@@ -4,9 +4,9 @@
 use super::data::Session;
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
-use crate::analysis::timeline::{Attributes as _, ElementAttrs};
 use crate::analysis::{frames, units};
 use crate::archive::attrs::DeviceAttrs;
+use crate::derive::timeline::{Attributes as _, ElementAttrs};
 use crate::layout::{BEFORE_TRACE, NEVER};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +60,7 @@ impl ElementInfo {
         let annotation = alloc_time_us
             .map(|t| {
                 let kept = spans.iter().filter(|s| filter.keeps(s.name));
-                crate::analysis::timeline::open_at(kept, t).into_iter().map(str::to_owned).collect()
+                crate::derive::timeline::open_at(kept, t).into_iter().map(str::to_owned).collect()
             })
             .unwrap_or_default();
         Some(ElementInfo {

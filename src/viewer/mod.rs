@@ -72,7 +72,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     if crate::archive::is_archive(&args.path) {
         app.open_archive(&args.path, &ctx);
     } else {
-        let session = crate::commands::open_session(&args.path, !args.options.no_cache, &|_| {})?;
+        let session = crate::archive::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
         app.open_session(std::sync::Arc::new(session), &ctx);
     }
     if let app::Content::Failed(e) = &app.content {

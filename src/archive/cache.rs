@@ -13,7 +13,8 @@ use rayon::prelude::*;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::archive::{self, Archive, Session, restore};
+use super::{Archive, Session, restore};
+use crate::archive;
 use crate::ingest::{self, SourceInfo};
 use crate::layout::Layout;
 use crate::model::Snapshot;
@@ -76,7 +77,7 @@ pub fn archive_for(snapshot: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Pa
         return Ok(a.path);
     }
     let path = cache_path(snapshot, &stamp);
-    super::build_archive(snapshot, stamp, &path, progress, &|_| {})?;
+    super::pipeline::build_archive(snapshot, stamp, &path, progress, &|_| {})?;
     Ok(path)
 }
 
@@ -110,7 +111,7 @@ fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session
         BUILT.fetch_add(1, Ordering::Relaxed),
         archive::default_path(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
     ));
-    let built = super::build_archive(path, stamp, &tmp, progress, &|_| {}).map(drop);
+    let built = super::pipeline::build_archive(path, stamp, &tmp, progress, &|_| {}).map(drop);
     let opened = built.and_then(|()| Archive::open(&tmp).with_context(context));
     // Mapped (or failed): the file is no longer needed either way.
     let _ = std::fs::remove_file(&tmp);

@@ -89,7 +89,7 @@ impl Attributes for () {
 
 /// One device's timeline, borrowed.
 #[derive(Clone, Copy)]
-pub struct Timeline<'a> {
+pub struct TimelineRef<'a> {
     pub layout: LayoutRef<'a>,
     pub checkpoints: CheckpointsRef<'a>,
     /// Element id → stack id of its allocation site (`u32::MAX`: none recorded).
@@ -105,7 +105,7 @@ pub struct Timeline<'a> {
     pub attrs: &'a dyn Attributes,
 }
 
-impl<'a> Timeline<'a> {
+impl<'a> TimelineRef<'a> {
     pub fn actions(&self) -> u32 {
         self.layout.actions.len() as u32
     }
@@ -297,7 +297,7 @@ mod tests {
             peak_bytes: 0,
             peak_action: None,
         };
-        let t = Timeline {
+        let t = TimelineRef {
             layout: l,
             checkpoints: CheckpointsRef { every: 1, starts: &[0, 0], ids: &[] },
             sites: &[],

@@ -1,0 +1,15 @@
+//! Derivations written into the archive, and the read model the answers share — the layer
+//! between `layout` / `lod` and `archive`. Pure: no I/O, no rkyv, no egui.
+//!
+//! - `spans`: `record_function` START/END markers paired into spans.
+//! - `sites`: element → the stack that explains it (its allocation site).
+//! - `reserved`: reserved (segment) memory over time.
+//! - `frames`: [`frames::FrameSource`], stacks read the same way from the model or an archive.
+//! - `timeline`: [`timeline::TimelineRef`], one device's timeline as borrowed slices (from a
+//!   mapped archive or a hand-made layout), with its action times, spans and attributes.
+
+pub mod frames;
+pub mod reserved;
+pub mod sites;
+pub mod spans;
+pub mod timeline;
