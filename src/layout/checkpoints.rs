@@ -1,25 +1,77 @@
-//! Checkpoints of the live stack every K actions, so the whole stack with offsets at any action
-//! is rebuilt by replaying fewer than K actions from the nearest checkpoint.
+//! Checkpoints: a replayed state saved every K steps, so the state after any step is rebuilt by
+//! replaying fewer than K steps from the nearest one. One mechanism ([`Replay`], [`Checkpoints`])
+//! for any state; its user here is the live stack, every K actions.
 //!
-//! K balances two costs: storage (one copy of the live stack per checkpoint) and the replay a
-//! query needs (K steps, each a binary search plus, on a free, a memmove of the stack above).
+//! For the live stack K balances two costs: storage (one copy of the live stack per checkpoint)
+//! and the replay a query needs (K steps, each a binary search plus, on a free, a memmove of the
+//! stack above).
 
 use super::{LayoutRef, LiveStack};
 
-/// Live stacks before actions `0, K, 2K, ...`: stack `j` is `ids[starts[j]..starts[j + 1]]`.
+/// A state replayed step by step from a start, that can be saved as a flat run of words and
+/// resumed from one. The live stack is one ([`LiveStack`]: its element ids); the allocator's
+/// segment map is meant to be the next.
+pub trait Replay {
+    type Word: Copy;
+    /// Steps applied so far.
+    fn applied(&self) -> usize;
+    /// Applies the next step; `false` when there is none.
+    fn step(&mut self) -> bool;
+    /// Appends the state, flat, to `out`.
+    fn save(&self, out: &mut Vec<Self::Word>);
+}
+
+/// States before steps `0, K, 2K, ...`, each saved flat: state `j` is
+/// `ids[starts[j]..starts[j + 1]]`. For the live stack the words are element ids.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Checkpoints {
+pub struct Checkpoints<T = u32> {
     pub every: u32,
     pub starts: Vec<u32>,
-    pub ids: Vec<u32>,
+    pub ids: Vec<T>,
 }
 
 /// Borrowed checkpoints (from memory or a mapped archive).
 #[derive(Debug, Clone, Copy)]
-pub struct CheckpointsRef<'a> {
+pub struct CheckpointsRef<'a, T = u32> {
     pub every: u32,
     pub starts: &'a [u32],
-    pub ids: &'a [u32],
+    pub ids: &'a [T],
+}
+
+impl<T: Copy> Checkpoints<T> {
+    /// Replays `state` through `steps` steps, saving it every `every` steps (and at the start).
+    pub fn record<R: Replay<Word = T>>(mut state: R, steps: usize, every: u32) -> Checkpoints<T> {
+        let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
+        loop {
+            state.save(&mut cps.ids);
+            cps.starts.push(cps.ids.len() as u32);
+            let target = state.applied() + every as usize;
+            if target > steps {
+                break;
+            }
+            while state.applied() < target && state.step() {}
+        }
+        cps
+    }
+
+    pub fn view(&self) -> CheckpointsRef<'_, T> {
+        CheckpointsRef { every: self.every, starts: &self.starts, ids: &self.ids }
+    }
+}
+
+impl<'a, T: Copy> CheckpointsRef<'a, T> {
+    /// The state after `applied` steps: the nearest saved one before it, given to `resume` with
+    /// the steps it had applied, then replayed (fewer than `every` steps).
+    pub fn restore<R: Replay<Word = T>>(&self, applied: usize, resume: impl FnOnce(&'a [T], usize) -> R) -> R {
+        let j = (applied / self.every.max(1) as usize).min(self.starts.len().saturating_sub(2));
+        let words = match (self.starts.get(j), self.starts.get(j + 1)) {
+            (Some(&a), Some(&b)) if a <= b => self.ids.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        };
+        let mut state = resume(words, j * self.every as usize);
+        while state.applied() < applied && state.step() {}
+        state
+    }
 }
 
 /// Stored ids are capped near this many (32 MiB), whatever the trace.
@@ -39,7 +91,7 @@ pub fn checkpoint_every(actions: u64, live_sum: u64) -> u32 {
 }
 
 impl Checkpoints {
-    /// Replays the whole layout once, recording the stack every K actions.
+    /// The live stack's checkpoints: replays the whole layout once to size K, then records.
     pub fn build(layout: LayoutRef<'_>) -> Checkpoints {
         let live_sum = {
             let mut stack = layout.replay();
@@ -52,24 +104,9 @@ impl Checkpoints {
         Checkpoints::build_every(layout, checkpoint_every(layout.actions.len() as u64, live_sum))
     }
 
-    /// Records the stack every `every` actions.
+    /// Records the live stack every `every` actions.
     pub fn build_every(layout: LayoutRef<'_>, every: u32) -> Checkpoints {
-        let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
-        let mut stack = layout.replay();
-        loop {
-            cps.ids.extend_from_slice(&stack.ids);
-            cps.starts.push(cps.ids.len() as u32);
-            let target = stack.next_action + every as usize;
-            if target > layout.actions.len() {
-                break;
-            }
-            stack.advance_to(target);
-        }
-        cps
-    }
-
-    pub fn view(&self) -> CheckpointsRef<'_> {
-        CheckpointsRef { every: self.every, starts: &self.starts, ids: &self.ids }
+        Checkpoints::record(layout.replay(), layout.actions.len(), every)
     }
 }
 
@@ -77,11 +114,7 @@ impl CheckpointsRef<'_> {
     /// The live stack after `applied` actions (0 = the initial state).
     pub fn stack_at<'a>(&self, layout: LayoutRef<'a>, applied: usize) -> LiveStack<'a> {
         let applied = applied.min(layout.actions.len());
-        let j = (applied / self.every as usize).min(self.starts.len() - 2);
-        let ids = &self.ids[self.starts[j] as usize..self.starts[j + 1] as usize];
-        let mut stack = LiveStack::resume(layout, ids, j * self.every as usize);
-        stack.advance_to(applied);
-        stack
+        self.restore(applied, |ids, at| LiveStack::resume(layout, ids, at))
     }
 
     /// The live stack right after action `k` (`k = -1`: before the first action).
@@ -93,6 +126,46 @@ impl CheckpointsRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A counter that saves its value: the mechanism without a layout.
+    struct Count {
+        at: usize,
+        value: u64,
+        end: usize,
+    }
+
+    impl Replay for Count {
+        type Word = u64;
+        fn applied(&self) -> usize {
+            self.at
+        }
+        fn step(&mut self) -> bool {
+            if self.at == self.end {
+                return false;
+            }
+            self.at += 1;
+            self.value += self.at as u64;
+            true
+        }
+        fn save(&self, out: &mut Vec<u64>) {
+            out.push(self.value);
+        }
+    }
+
+    #[test]
+    fn any_state_is_rebuilt_from_the_nearest_checkpoint() {
+        let cps = Checkpoints::record(Count { at: 0, value: 0, end: 20 }, 20, 8);
+        assert_eq!((cps.starts.as_slice(), cps.ids.as_slice()), ([0, 1, 2, 3].as_slice(), [0, 36, 136].as_slice()));
+        for applied in 0..=20usize {
+            let mut resumed_from = usize::MAX;
+            let got = cps.view().restore(applied, |w, at| {
+                resumed_from = at;
+                Count { at, value: w[0], end: 20 }
+            });
+            assert_eq!((got.at, got.value), (applied, (applied * (applied + 1) / 2) as u64), "{applied}");
+            assert!(applied - resumed_from < 8, "replayed fewer than K steps");
+        }
+    }
 
     #[test]
     fn every_adapts_to_size() {

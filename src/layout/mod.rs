@@ -21,7 +21,7 @@
 mod checkpoints;
 mod stack;
 
-pub use checkpoints::{Checkpoints, CheckpointsRef, checkpoint_every};
+pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every};
 pub use stack::{LiveStack, Step};
 
 use std::collections::HashMap;

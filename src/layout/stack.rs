@@ -1,6 +1,7 @@
 //! Replaying a layout action by action while keeping the live stack in order.
 
 use super::LayoutRef;
+use super::checkpoints::Replay;
 
 /// The live stack at some point of the replay, bottom to top (sorted by slot).
 #[derive(Debug, Clone)]
@@ -76,5 +77,19 @@ impl<'a> LiveStack<'a> {
             off += self.layout.elements.size[id as usize];
             (id, here)
         })
+    }
+}
+
+/// The live stack as a checkpointed state: its words are the live element ids, bottom first.
+impl Replay for LiveStack<'_> {
+    type Word = u32;
+    fn applied(&self) -> usize {
+        self.next_action
+    }
+    fn step(&mut self) -> bool {
+        LiveStack::step(self).is_some()
+    }
+    fn save(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&self.ids);
     }
 }
