@@ -292,4 +292,12 @@ fn the_shader_validates() {
     validator.validate(&module).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
     let entry_points: Vec<&str> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
     assert!(entry_points.len() >= 2, "a vertex and a fragment stage: {entry_points:?}");
+    // The shader's texel sentinels are the ones the rasteriser writes.
+    let constant = |name: &str| {
+        let line = source.lines().find(|l| l.starts_with(&format!("const {name}: u32 = "))).unwrap();
+        let hex = line.split("0x").nth(1).unwrap().trim_end_matches(['u', ';']);
+        u32::from_str_radix(hex, 16).unwrap()
+    };
+    assert_eq!(constant("EMPTY"), memviz::lod::raster::EMPTY);
+    assert_eq!(constant("AGGREGATED"), memviz::lod::raster::AGGREGATED);
 }

@@ -14,5 +14,5 @@ pub mod shapes;
 pub mod stats;
 pub mod steps;
 #[cfg(test)]
-mod tiny;
+pub(crate) mod tiny;
 pub mod units;

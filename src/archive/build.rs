@@ -13,6 +13,10 @@ use crate::layout::{Checkpoints, Layout};
 use crate::lod::{self, minimap};
 use crate::model::{BlockState, Events, NO_TIME, NONE, Snapshot, Stage};
 
+// The texels lod writes are the texels FORMAT.md documents.
+const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
+const _: () = assert!(lod::raster::AGGREGATED == memviz_format::TEXEL_AGGREGATED);
+
 /// Tiles are precomputed for levels whose columns cover at least this many actions; finer
 /// views rasterise from checkpoints on the fly (the crossover measured in the README).
 pub const FINEST_TILE_ACTIONS: u64 = 256;

@@ -107,3 +107,42 @@ pub fn decode_column<T: Scalar>(chunks: &[rkyv::Archived<Chunk>]) -> Result<Vec<
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn archived(chunk: &Chunk) -> rkyv::util::AlignedVec {
+        rkyv::to_bytes::<rkyv::rancor::Error>(chunk).unwrap()
+    }
+
+    fn read<T>(bytes: &[u8], f: impl Fn(&rkyv::Archived<Chunk>) -> T) -> T {
+        f(rkyv::access::<rkyv::Archived<Chunk>, rkyv::rancor::Error>(bytes).unwrap())
+    }
+
+    #[test]
+    fn columns_round_trip_exactly() {
+        let u64s: Vec<u64> = (0..1000).map(|i| i * 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i)).collect();
+        let bytes = archived(&encode(&u64s));
+        assert_eq!(read(&bytes, |c| decode::<u64>(c).unwrap()), u64s);
+        let bytes = archived(&encode(&[7u8, 0, 255]));
+        assert_eq!(read(&bytes, |c| decode::<u8>(c).unwrap()), [7, 0, 255]);
+        // Times: deltas wrap, and "no time" (i64::MIN) survives between real times.
+        let times = [1_796_017_411_354_839i64, i64::MIN, 1_796_017_411_354_900, 5, i64::MAX];
+        let bytes = archived(&encode_deltas(&times));
+        assert_eq!(read(&bytes, |c| decode_deltas(c).unwrap()), times);
+        let empty = archived(&encode::<u32>(&[]));
+        assert_eq!(read(&empty, |c| decode::<u32>(c).unwrap()), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_chunk_that_does_not_hold_its_rows_is_an_error() {
+        let mut chunk = encode(&[1u32, 2, 3]);
+        chunk.rows = 4;
+        let bytes = archived(&chunk);
+        let err = read(&bytes, |c| decode::<u32>(c).unwrap_err().to_string());
+        assert!(err.starts_with("a compressed chunk is corrupted"), "{err}");
+        let garbage = archived(&Chunk { rows: 3, data: vec![1, 2, 3, 4, 5] });
+        assert!(read(&garbage, |c| decode::<u32>(c).is_err()));
+    }
+}

@@ -260,3 +260,38 @@ impl<'s> DeviceData<'s> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-off archive of a bundled snapshot, written to a temp file and mapped.
+    fn session_of(rel: &str) -> Session {
+        let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel);
+        let dir =
+            std::env::temp_dir().join(format!("memviz-session-test-{}-{}", std::process::id(), rel.replace('/', "_")));
+        let out = dir.with_extension("memviz");
+        let stamp = crate::archive::write::stamp(&snapshot).unwrap();
+        crate::archive::pipeline::build_archive(&snapshot, stamp, &out, &|_| {}, &|_| {}).unwrap();
+        let s = Session::from_archive(Archive::open(&out).unwrap());
+        let _ = std::fs::remove_file(&out);
+        s
+    }
+
+    #[test]
+    fn one_action_time_decompresses_one_chunk() {
+        let s = session_of("gpt2_small.pickle");
+        let n = s.layout(0).actions.len() as u32;
+        assert_eq!(s.time_chunks[0].len(), 1, "3,307 actions fit one chunk");
+        assert!(s.time_chunks[0][0].get().is_none());
+        let t = s.action_time(0, 1077).unwrap();
+        assert!(s.time_chunks[0][0].get().is_some(), "its chunk is cached");
+        assert!(s.action_times_ready(0).is_none(), "the whole column was not decompressed");
+        let all = s.action_times(0).to_vec();
+        assert_eq!(all[1077], t);
+        assert!((0..n).all(|k| s.action_time(0, k) == Some(all[k as usize]).filter(|&x| x != NO_TIME)));
+        assert_eq!(s.action_time(0, n), None, "past the end");
+        // The time base is the earliest event, at or before the first action.
+        assert!(s.time_base_us().unwrap() <= all[0]);
+    }
+}

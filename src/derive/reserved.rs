@@ -49,3 +49,41 @@ impl Reserved {
         best
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::builder::{Builder, TraceList};
+    use crate::ingest::schema::{BlockRow, SegmentRow};
+    use crate::model::{Action, DeviceId, EventRow};
+
+    #[test]
+    fn reserved_memory_follows_segment_events_back_from_the_dump() {
+        let mut b = Builder::default();
+        for (action, size, t) in
+            [("segment_alloc", 100, 10), ("alloc", 8, 15), ("segment_map", 50, 20), ("segment_free", 100, 30)]
+        {
+            let name = b.intern_str(action);
+            let row = EventRow {
+                action: Action::from_name(action.as_bytes()),
+                other_action: name,
+                addr: Some(1 << 20),
+                size: Some(size),
+                time_us: t,
+                ..EventRow::default()
+            };
+            b.push_event(&row);
+        }
+        // At the dump: 150 bytes in two segments (so 100 were reserved before the trace).
+        for (address, total) in [(0u64, 120u64), (4096, 30)] {
+            let seg = SegmentRow { address: Some(address), total_size: Some(total), ..SegmentRow::default() };
+            b.push_segment(&seg, &[BlockRow::default()].map(|r| BlockRow { size: Some(total), ..r }), false).unwrap();
+        }
+        let snap = b.finish(vec![TraceList::Range(0, 4)], None, false).unwrap();
+        let r = timeline(&snap, DeviceId(0));
+        assert_eq!(r, Reserved { initial: 100, points: vec![(10, 200), (20, 250), (30, 150)], final_bytes: 150 });
+        assert_eq!(r.peak(), (250, Some(20)));
+        // A device with no segment events: flat at what the dump holds.
+        assert_eq!(timeline(&snap, DeviceId(1)), Reserved { initial: 0, points: vec![], final_bytes: 0 });
+    }
+}

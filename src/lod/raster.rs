@@ -215,3 +215,72 @@ pub fn rasterize_columns(
     }
     Raster { columns, rows, texels }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::tiny::tiny;
+
+    /// A (100 B), B (200 B), C (300 B) allocated, then A freed: element ids 0, 1, 2.
+    fn abc() -> crate::analysis::tiny::Tiny {
+        let site: &[(&str, &str, i64)] = &[("f", "f.py", 1)];
+        tiny(
+            &[("alloc", 1, 100, 0), ("alloc", 2, 200, 0), ("alloc", 3, 300, 0), ("free_completed", 1, 100, 0)],
+            &[site],
+            &[],
+        )
+    }
+
+    fn column(r: &Raster, c: u32) -> Vec<u32> {
+        (0..r.rows).map(|row| r.texels[(row * r.columns + c) as usize]).collect()
+    }
+
+    #[test]
+    fn columns_show_the_stack_after_their_sample_action() {
+        let t = abc();
+        let (l, cps) = (t.layout.view(), t.checkpoints.view());
+        // Six rows over [0, 600): they stand for bytes 50, 150, …, 550.
+        let spec = RasterSpec { samples: &[0, 1, 2, 3], rows: 6, byte_lo: 0, byte_hi: 600, keep: None };
+        assert_eq!((0..6).map(|r| spec.row_byte(r)).collect::<Vec<_>>(), [50, 150, 250, 350, 450, 550]);
+        let r = rasterize(l, cps, spec);
+        const E: u32 = EMPTY;
+        assert_eq!(column(&r, 0), [0, E, E, E, E, E]);
+        assert_eq!(column(&r, 1), [0, 1, 1, E, E, E]);
+        assert_eq!(column(&r, 2), [0, 1, 1, 2, 2, 2]);
+        // A is freed: B and C drop by its 100 bytes.
+        assert_eq!(column(&r, 3), [1, 1, 2, 2, 2, E]);
+        // Columns may repeat or go back: each is rebuilt from the checkpoints.
+        let back = rasterize(l, cps, RasterSpec { samples: &[3, 3], ..spec });
+        assert_eq!((column(&back, 0), column(&back, 1)), (column(&r, 3), column(&r, 3)));
+    }
+
+    #[test]
+    fn the_summarized_band_sits_under_the_kept_elements() {
+        let t = abc();
+        let sizes = &t.layout.elements.size;
+        let keep = largest(sizes, 1);
+        assert_eq!(keep, [false, false, true]);
+        let spec = RasterSpec { samples: &[2], rows: 6, byte_lo: 0, byte_hi: 600, keep: Some(&keep) };
+        let r = rasterize(t.layout.view(), t.checkpoints.view(), spec);
+        assert_eq!(column(&r, 0), [AGGREGATED, AGGREGATED, AGGREGATED, 2, 2, 2]);
+    }
+
+    #[test]
+    fn screen_columns_outside_the_trace_stay_empty() {
+        let t = abc();
+        let totals = &t.layout.totals;
+        assert_eq!(totals, &[100, 300, 600, 500]);
+        assert_eq!(argmax(totals, 0, 4), 2);
+        assert_eq!(sample_actions(totals, None, 1), [1, 2]);
+        let samples = samples_for_ranges(totals, [(0, 2), (2, 4), (4, 6)].into_iter());
+        assert_eq!(samples, [Some(1), Some(2), None]);
+        let r = rasterize_columns(t.layout.view(), t.checkpoints.view(), &samples, 2, 0, 600, None);
+        // Two rows stand for bytes 150 and 450.
+        assert_eq!((column(&r, 0), column(&r, 1), column(&r, 2)), (vec![1, EMPTY], vec![1, 2], vec![EMPTY, EMPTY]));
+        let cols: Vec<(usize, usize)> = action_columns(0.0, 4.0, 2).collect();
+        assert_eq!(cols, [(0, 2), (2, 4)]);
+        let times = [10i64, 20, 30, 40];
+        let by_time: Vec<(usize, usize)> = time_columns(&times, 0.0, 40.0, 4).collect();
+        assert_eq!(by_time, [(0, 0), (0, 1), (1, 2), (2, 3)]);
+    }
+}

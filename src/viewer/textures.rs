@@ -88,3 +88,53 @@ impl Textures {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn tile(index: u32) -> TexData {
+        TexData { key: TexKey::Tile { device: 0, level: 8, index }, width: 1, height: 1, texels: Arc::new(vec![index]) }
+    }
+
+    #[test]
+    fn uploads_are_budgeted_per_frame() {
+        let mut t = Textures::default();
+        for i in 0..10 {
+            t.arrived(tile(i));
+        }
+        t.arrived(tile(3)); // arriving again replaces the waiting copy
+        assert_eq!(t.pending(), 10);
+        let first = t.begin_frame();
+        assert_eq!(first.uploads.len(), UPLOADS_PER_FRAME);
+        assert!(t.is_resident(&tile(0).key) && !t.is_resident(&tile(9).key) && t.is_known(&tile(9).key));
+        assert_eq!(t.begin_frame().uploads.len(), 10 - UPLOADS_PER_FRAME);
+        assert_eq!((t.pending(), t.uploaded), (0, 10));
+        assert_eq!(t.texels(&tile(7).key).map(|d| d.texels[0]), Some(7), "hover reads what the GPU got");
+    }
+
+    #[test]
+    fn the_least_recently_drawn_is_evicted_past_the_cap() {
+        let mut t = Textures::default();
+        for i in 0..MAX_TEXTURES as u32 {
+            t.arrived(tile(i));
+        }
+        while t.pending() > 0 {
+            assert!(t.begin_frame().evict.is_empty(), "nothing evicted under the cap");
+        }
+        // Every tile but 5 is drawn in the next frame; then one more arrives.
+        t.begin_frame();
+        for i in (0..MAX_TEXTURES as u32).filter(|&i| i != 5) {
+            t.touch(&tile(i).key);
+        }
+        t.arrived(tile(1000));
+        let frame = t.begin_frame();
+        assert_eq!(frame.evict, [tile(5).key]);
+        assert!(!t.is_resident(&tile(5).key) && t.is_resident(&tile(1000).key));
+        // Rasters of an old view go when asked, and the GPU is told at the next frame.
+        t.evict_where(|k| matches!(k, TexKey::Tile { index, .. } if *index < 3));
+        assert_eq!(t.begin_frame().evict.len(), 3);
+    }
+}

@@ -17,7 +17,9 @@ use super::textures::Textures;
 use super::theme;
 use super::view::View;
 use super::worker::{ViewSpec, Worker};
-use memviz_format::{TEXEL_EMPTY, TILE_H, TILE_W};
+use memviz_format::{TILE_H, TILE_W};
+
+use crate::lod::raster::{AGGREGATED, EMPTY};
 
 /// An element under the pointer (or pinned).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -260,7 +262,7 @@ impl Timeline {
         }
         let (x, byte) = self.view.data_from_screen(rect, p);
         let id = self.texel_at(x, byte)?;
-        (id != TEXEL_EMPTY && id < memviz_format::TEXEL_AGGREGATED).then_some(Hit { element: id, x, byte })
+        (id != EMPTY && id < AGGREGATED).then_some(Hit { element: id, x, byte })
     }
 
     fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
