@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seed corpora for the fuzz targets, made from the bundled real fixtures, the synthetic ones and
 # the mutation corpus of tests/data/mutate.py (every real or synthetic pickle under each of its
-# twelve mutations), written to fuzz/corpus/<target>/ (ignored by git).
+# twelve mutations) and the golden archives' bodies, written to fuzz/corpus/<target>/ (ignored
+# by git).
 #   bash fuzz/seed_corpus.sh && cd fuzz && cargo +nightly fuzz run pickle -- -max_len=1048576
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,7 @@ for f in annotate_meta host_memory two_devices; do
   bzip2 -c "$p" >"$out/ingest/$f.pickle.bz2"
   command -v zstd >/dev/null && zstd -q -c "$p" >"$out/ingest/$f.pickle.zst"
 done
+mkdir -p "$out/archive"
+for f in "$data"/golden/*.memviz; do tail -c +65 "$f" >"$out/archive/$(basename "$f").body"; done
 rm -rf "$tmp"
-echo "seeds: $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/json" | wc -l) json, $(ls "$out/ingest" | wc -l) ingest"
+echo "seeds: $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/json" | wc -l) json, $(ls "$out/ingest" | wc -l) ingest, $(ls "$out/archive" | wc -l) archive"

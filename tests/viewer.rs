@@ -83,7 +83,7 @@ fn colour_frame_shows_the_data_and_the_pinned_outline() {
     // Pin the element under the plot's centre bottom: a red outline appears.
     let p = egui::pos2(rect.center().x, rect.bottom() - 4.0);
     let hit = app.timeline().unwrap().pick(p).expect("an element at the bottom");
-    app.timeline_mut().unwrap().pinned = Some(hit);
+    app.timeline_mut().unwrap().selection.pinned = Some(hit);
     gpu.frame(&mut app, Vec::new());
     let rgba = gpu.read_rgba();
     let red = rgba.chunks_exact(4).filter(|c| c[0] > 220 && c[1] < 60 && c[2] < 60).count();
@@ -167,7 +167,7 @@ fn go_to_peak_pins_the_largest_live_allocation() {
     if let Some(out) = std::env::var_os("MEMVIZ_TEST_SHOT") {
         gpu.save_png(std::path::Path::new(&out)).unwrap();
     }
-    let pinned = app.timeline().unwrap().pinned.expect("pinned at the peak");
+    let pinned = app.timeline().unwrap().selection.pinned.expect("pinned at the peak");
     let golden = json_file(&data("gpt2_small.layout.json"));
     let g = &golden["devices"][0];
     let peak = g["totals"].as_array().unwrap().iter().position(|t| *t == g["peak_bytes"]).unwrap() as i64;
@@ -300,4 +300,108 @@ fn the_shader_validates() {
     };
     assert_eq!(constant("EMPTY"), memviz::lod::raster::EMPTY);
     assert_eq!(constant("AGGREGATED"), memviz::lod::raster::AGGREGATED);
+}
+
+/// Input through the offscreen path, as a user gives it: scroll zooms at the cursor, Shift+scroll
+/// zooms bytes, drag pans, Ctrl+drag selects and zooms to a range, double-click fits bytes, a
+/// click pins and a click on nothing unpins.
+#[test]
+fn input_drives_the_view_and_the_selection() {
+    use egui::{Event, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, TouchPhase, pos2, vec2};
+    let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
+    let rect = app.timeline().unwrap().plot_rect;
+    let view = |app: &ViewerApp| app.timeline().unwrap().view;
+    let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
+    let wheel = |p: egui::Pos2, dy: f32, modifiers: Modifiers| {
+        vec![
+            Event::PointerMoved(p),
+            Event::MouseWheel {
+                unit: MouseWheelUnit::Point,
+                delta: vec2(0.0, dy),
+                phase: TouchPhase::Move,
+                source: MouseWheelSource::Unknown,
+                modifiers,
+            },
+        ]
+    };
+    let button = |p: egui::Pos2, pressed: bool, modifiers: Modifiers| Event::PointerButton {
+        pos: p,
+        button: PointerButton::Primary,
+        pressed,
+        modifiers,
+    };
+    let settle = |gpu: &mut Offscreen, app: &mut ViewerApp| {
+        for _ in 0..8 {
+            gpu.frame(app, Vec::new());
+        }
+    };
+
+    // Scroll up at a quarter of the width: zoom in, and the action under the cursor stays put.
+    let before = view(&app);
+    let p = at(0.25, 0.5);
+    let under = before.data_from_screen(rect, p).0;
+    gpu.frame(&mut app, wheel(p, 120.0, Modifiers::NONE));
+    settle(&mut gpu, &mut app);
+    let zoomed = view(&app);
+    assert!(zoomed.x1 - zoomed.x0 < before.x1 - before.x0, "scroll zooms in: {before:?} → {zoomed:?}");
+    assert!((zoomed.data_from_screen(rect, p).0 - under).abs() < 1.0, "the action under the cursor stays");
+    assert_eq!((zoomed.y0, zoomed.y1), (before.y0, before.y1), "plain scroll leaves bytes alone");
+
+    // Shift+scroll zooms bytes instead.
+    gpu.frame(&mut app, wheel(p, 120.0, Modifiers::SHIFT));
+    settle(&mut gpu, &mut app);
+    let bytes = view(&app);
+    assert!(bytes.y1 - bytes.y0 < zoomed.y1 - zoomed.y0, "shift+scroll zooms bytes");
+    // A double-click fits bytes to what is visible again.
+    let q = at(0.5, 0.3);
+    gpu.frame(&mut app, vec![Event::PointerMoved(q)]);
+    for _ in 0..2 {
+        gpu.frame(&mut app, vec![button(q, true, Modifiers::NONE)]);
+        gpu.frame(&mut app, vec![button(q, false, Modifiers::NONE)]);
+    }
+    settle(&mut gpu, &mut app);
+    assert!(view(&app).y1 - view(&app).y0 > bytes.y1 - bytes.y0, "double-click fits bytes");
+
+    // Drag right by 100 px: the view moves left in actions by 100 px worth.
+    let start = view(&app);
+    let per_px = (start.x1 - start.x0) / f64::from(rect.width());
+    let (a, b) = (at(0.5, 0.5), at(0.5, 0.5) + vec2(100.0, 0.0));
+    gpu.frame(&mut app, vec![Event::PointerMoved(a), button(a, true, Modifiers::NONE)]);
+    for i in 1..=10 {
+        gpu.frame(&mut app, vec![Event::PointerMoved(a + vec2(10.0 * i as f32, 0.0))]);
+    }
+    gpu.frame(&mut app, vec![button(b, false, Modifiers::NONE)]);
+    settle(&mut gpu, &mut app);
+    let panned = view(&app);
+    assert!((start.x0 - panned.x0 - 100.0 * per_px).abs() < 4.0 * per_px, "drag pans: {start:?} → {panned:?}");
+
+    // Ctrl+drag over the middle fifth: the view becomes that range and the selection holds it.
+    let (c0, c1) = (at(0.4, 0.5), at(0.6, 0.5));
+    let ctrl = Modifiers::COMMAND;
+    let (x0, x1) = (panned.data_from_screen(rect, c0).0, panned.data_from_screen(rect, c1).0);
+    gpu.frame(&mut app, vec![Event::PointerMoved(c0), button(c0, true, ctrl)]);
+    for i in 1..=10 {
+        gpu.frame(&mut app, vec![Event::PointerMoved(c0 + (c1 - c0) * (i as f32 / 10.0))]);
+    }
+    gpu.frame(&mut app, vec![button(c1, false, ctrl)]);
+    settle(&mut gpu, &mut app);
+    let ranged = view(&app);
+    assert!((ranged.x0 - x0).abs() < 2.0 && (ranged.x1 - x1).abs() < 2.0, "{ranged:?} vs {x0}..{x1}");
+    let (first, last) = app.timeline().unwrap().selection.range.expect("the selected range");
+    assert!(first as f64 <= x0 + 1.0 && last as f64 >= x1 - 1.0, "{first}..{last} vs {x0}..{x1}");
+
+    // Click an element low in the plot: pinned; click above the data: unpinned.
+    let low = pos2(rect.center().x, rect.bottom() - 3.0);
+    gpu.frame(&mut app, vec![Event::PointerMoved(low)]);
+    gpu.frame(&mut app, vec![button(low, true, Modifiers::NONE)]);
+    gpu.frame(&mut app, vec![button(low, false, Modifiers::NONE)]);
+    let picked = app.timeline().unwrap().selection;
+    assert!(picked.pinned.is_some() && picked.pinned == picked.hovered, "{picked:?}");
+    let high = pos2(rect.center().x, rect.top() + 2.0);
+    app.timeline_mut().unwrap().fit();
+    settle(&mut gpu, &mut app);
+    gpu.frame(&mut app, vec![Event::PointerMoved(high)]);
+    gpu.frame(&mut app, vec![button(high, true, Modifiers::NONE)]);
+    gpu.frame(&mut app, vec![button(high, false, Modifiers::NONE)]);
+    assert_eq!(app.timeline().unwrap().selection.pinned, None, "a click on nothing unpins");
 }

@@ -6,6 +6,7 @@ pub mod attrs;
 pub mod build;
 pub mod cache;
 pub mod chunks;
+pub mod consistency;
 pub mod open;
 pub mod pipeline;
 pub mod restore;

@@ -39,9 +39,26 @@ impl From<HeaderError> for ArchiveError {
     }
 }
 
+/// The archive's bytes: a read-only mapping of the file, or (archives made in memory, the fuzz
+/// target) an aligned buffer.
+enum Bytes {
+    Mapped(Mmap),
+    Memory(rkyv::util::AlignedVec),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Memory(v) => v,
+        }
+    }
+}
+
 /// A mapped, validated archive.
 pub struct Archive {
-    map: Mmap,
+    map: Bytes,
     /// The root of an older-version archive, upgraded to the current schema.
     upgraded: Option<rkyv::util::AlignedVec>,
     header: Header,
@@ -75,7 +92,17 @@ impl Archive {
         if file.metadata()?.len() == 0 {
             return Err(HeaderError::Magic.into());
         }
-        let map = map(&file)?;
+        Archive::from_bytes(Bytes::Mapped(map(&file)?), path)
+    }
+
+    /// An archive held in memory (`file` = header + body), validated like a file.
+    pub fn from_memory(file: &[u8], path: &Path) -> Result<Archive, ArchiveError> {
+        let mut bytes = rkyv::util::AlignedVec::<16>::with_capacity(file.len());
+        bytes.extend_from_slice(file);
+        Archive::from_bytes(Bytes::Memory(bytes), path)
+    }
+
+    fn from_bytes(map: Bytes, path: &Path) -> Result<Archive, ArchiveError> {
         let header = Header::parse(&map)?;
         let body = header.archive(&map);
         if body.as_ptr().align_offset(16) != 0 {
@@ -104,20 +131,21 @@ impl Archive {
         self.header.format_version
     }
 
-    /// [`Self::open`], then checks every byte against the header's hash.
+    /// [`Self::open`], then [`Self::verify`].
     pub fn open_verified(path: &Path) -> Result<Archive, ArchiveError> {
         let a = Archive::open(path)?;
         a.verify()?;
         Ok(a)
     }
 
-    /// Reads the whole archive and compares its hash with the header's.
+    /// Reads the whole archive and compares its hash with the header's, then checks that its
+    /// ids are consistent (every index in range: a colleague's file is untrusted input, and a
+    /// valid checksum only says the bytes are the ones written).
     pub fn verify(&self) -> Result<(), ArchiveError> {
-        if self.header.verify(self.header.archive(&self.map)) {
-            Ok(())
-        } else {
-            Err(ArchiveError::Corrupt("checksum mismatch".into()))
+        if !self.header.verify(self.header.archive(&self.map)) {
+            return Err(ArchiveError::Corrupt("checksum mismatch".into()));
         }
+        super::consistency::check(self.root()).map_err(ArchiveError::Corrupt)
     }
 
     pub fn header(&self) -> &Header {

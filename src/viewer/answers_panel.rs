@@ -95,7 +95,7 @@ impl AnswersPanel {
     }
 
     fn live_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
-        let at = t.pinned.or(t.hovered).and_then(|h| t.action_at(h.x));
+        let at = t.selection.focus().and_then(|h| t.action_at(h.x));
         let Some(k) = at else {
             ui.weak("Hover over (or pin) the timeline to see everything live at that moment.");
             return;
@@ -138,7 +138,7 @@ impl AnswersPanel {
     }
 
     fn range_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
-        let Some((a, b)) = t.selected_range else {
+        let Some((a, b)) = t.selection.range else {
             ui.weak("Ctrl/Cmd + drag over the timeline to select a range.");
             return;
         };

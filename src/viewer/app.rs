@@ -177,7 +177,7 @@ fn timeline_screen(
         plot_ui(ui, t, options);
     });
     let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
-    if copy && let Some(hit) = t.pinned.or(t.hovered) {
+    if copy && let Some(hit) = t.selection.focus() {
         let stack = t.session.sites(t.device).get(hit.element as usize).copied().unwrap_or(u32::MAX);
         ui.ctx().copy_text(stack_text(&t.session, stack));
     }
@@ -206,9 +206,9 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     let colours = t.colours();
     let mode = u32::from(!t.colour_by_site);
     let globals = Globals {
-        hovered: t.hovered.map_or(u32::MAX, |h| h.element),
-        pinned: t.pinned.map_or(u32::MAX, |h| h.element),
-        outlines: u32::from(t.hovered.is_some() || t.pinned.is_some()),
+        hovered: t.selection.hovered.map_or(u32::MAX, |h| h.element),
+        pinned: t.selection.pinned.map_or(u32::MAX, |h| h.element),
+        outlines: u32::from(t.selection.hovered.is_some() || t.selection.pinned.is_some()),
         mode,
         n_sites: t.session.sites(t.device).len() as u32,
         n_colours: colours.len() as u32,
@@ -231,7 +231,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     if t.worker.busy() || t.textures.pending() > 0 {
         ui.ctx().request_repaint();
     }
-    if let Some(hit) = t.hovered
+    if let Some(hit) = t.selection.hovered
         && !t.tooltip_hidden
         && let Some(info) =
             ElementInfo::gather(&t.session, t.device, hit.element, options.model.as_ref(), &options.annotations)

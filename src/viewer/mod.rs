@@ -20,6 +20,7 @@ pub mod indexing;
 pub mod offscreen;
 pub mod overlays;
 pub mod panels;
+pub mod selection;
 pub mod textures;
 pub mod theme;
 pub mod timeline;

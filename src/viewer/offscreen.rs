@@ -20,6 +20,9 @@ pub struct Offscreen {
     pub height: u32,
     target: wgpu::Texture,
     time: f64,
+    /// Keys held, as the last event that carried modifiers left them: a window's backend sends
+    /// `ModifiersChanged` when they change; here the test's or bench's events are all there is.
+    modifiers: egui::Modifiers,
     pub adapter: String,
 }
 
@@ -65,6 +68,7 @@ impl Offscreen {
             height,
             target,
             time: 0.0,
+            modifiers: egui::Modifiers::NONE,
             adapter: format!("{} ({:?})", info.name, info.backend),
         })
     }
@@ -72,6 +76,17 @@ impl Offscreen {
     /// Runs the UI once with `events` and renders it; waits for the GPU to finish.
     pub fn frame(&mut self, app: &mut ViewerApp, events: Vec<egui::Event>) {
         self.time += 1.0 / 60.0;
+        let held = events.iter().rev().find_map(|e| match e {
+            egui::Event::PointerButton { modifiers, .. }
+            | egui::Event::MouseWheel { modifiers, .. }
+            | egui::Event::Key { modifiers, .. } => Some(*modifiers),
+            _ => None,
+        });
+        let mut events = events;
+        if let Some(m) = held.filter(|&m| m != self.modifiers) {
+            self.modifiers = m;
+            events.insert(0, egui::Event::ModifiersChanged(m));
+        }
         let ui = run_ui(&self.ctx, app, (self.width, self.height), self.time, events);
         self.render(ui);
     }

@@ -90,7 +90,7 @@ pub fn bottom_bar_ui(
     filter: &mut String,
     full_paths: &mut bool,
 ) {
-    let Some(pin) = t.pinned else {
+    let Some(pin) = t.selection.pinned else {
         ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
         return;
     };

@@ -1,0 +1,163 @@
+//! What the timeline draws this frame: pyramid tiles from coarse to fine, or one exact raster of
+//! the view from the checkpoints (asked of the workers; tiles stand in until it arrives).
+
+use eframe::egui::Rect;
+use memviz_format::TILE_W;
+
+use super::{Timeline, raster_key, tile_key};
+use crate::viewer::gpu::{QuadDraw, TexKey};
+use crate::viewer::worker::ViewSpec;
+
+impl Timeline {
+    /// Decides this frame's textures and quads; requests what is missing from the workers.
+    pub fn draw_list(&mut self, rect: Rect, pixels_per_point: f32) -> Vec<QuadDraw> {
+        self.plot_rect = rect;
+        self.pixels_per_point = pixels_per_point;
+        for t in self.worker.poll() {
+            self.textures.arrived(t);
+        }
+        self.note_arrivals();
+        let mut quads = Vec::new();
+        let dev = self.session.device(self.device);
+        let levels = dev.tiles.len();
+        let peak = dev.peak_bytes.to_native().max(1) as f64;
+        let width_px = (rect.width() * pixels_per_point).max(1.0);
+        let y_zoomed = self.view.y0 > peak * 0.01 || (self.view.y1 - self.view.y0) < peak * 0.66;
+        let mut need_raster = self.time_axis || y_zoomed || levels == 0 || self.max_entries.is_some();
+        // Tiles hold every element; with --max-entries only exact rasters draw the summarized band.
+        if !self.time_axis && levels > 0 && self.max_entries.is_none() {
+            let apx = self.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
+            // Finest level whose columns are at least a pixel wide; coarser ones stand in.
+            let finest = dev.tiles[0].level.to_native();
+            if apx < f64::from(1u32 << finest) {
+                need_raster = true;
+            }
+            let wanted =
+                (0..levels).find(|&li| f64::from(1u32 << dev.tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
+            // Finest resident tile wins; a coarser tile is drawn only where no finer one covers
+            // the view, so each pixel is shaded about once.
+            let (vx0, vx1) = (self.view.x0.max(0.0), self.view.x1);
+            let mut covered: Vec<(f64, f64)> = Vec::new();
+            let mut chosen = Vec::new();
+            for li in wanted..levels {
+                let level = &dev.tiles[li];
+                let span = (1u64 << level.level.to_native()) as f64 * f64::from(TILE_W);
+                let first = (vx0 / span).floor() as usize;
+                let last = ((vx1 / span).ceil() as usize).min(level.tiles.len());
+                for tile in first..last {
+                    let key = tile_key(self.device, li, tile);
+                    let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
+                    if self.textures.is_resident(&key) {
+                        if !is_covered(&covered, x0.max(vx0), x1.min(vx1)) {
+                            self.textures.touch(&key);
+                            chosen.push(self.quad(key, rect, x0, x1, 0.0, peak));
+                            covered.push((x0, x1));
+                        }
+                    } else if (li == wanted || li == levels - 1) && !self.textures.is_known(&key) {
+                        self.worker.request_tile(key, self.device, li, tile);
+                    }
+                }
+            }
+            quads.extend(chosen.into_iter().rev());
+        }
+        // A raster of exactly this view makes every tile redundant.
+        if self.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point)) {
+            quads.clear();
+        }
+        if need_raster {
+            self.want_raster(rect, pixels_per_point, width_px);
+        }
+        if let Some((spec, key)) = self.raster
+            && spec.device == self.device
+            && spec.time_axis == self.time_axis
+            && self.textures.is_resident(&key)
+            && (need_raster || self.wanted.is_none())
+        {
+            self.textures.touch(&key);
+            let q = self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1);
+            // A raster that still covers the whole plot hides every tile below it.
+            let [l, b, r, t] = q.screen;
+            if l <= rect.left() && r >= rect.right() && t <= rect.top() && b >= rect.bottom() {
+                quads.clear();
+            }
+            quads.push(q);
+        }
+        quads
+    }
+
+    fn raster_matches_view(&self, r: &ViewSpec, key: &TexKey, rect: Rect, ppp: f32) -> bool {
+        let v = &self.view;
+        r.device == self.device
+            && r.time_axis == self.time_axis
+            && (r.x0, r.x1, r.y0, r.y1) == (v.x0, v.x1, v.y0, v.y1)
+            && r.columns == (rect.width() * ppp).round() as u32
+            && self.textures.is_resident(key)
+    }
+
+    /// Asks for a raster of exactly this view, unless one is on its way or already here.
+    fn want_raster(&mut self, rect: Rect, ppp: f32, width_px: f32) {
+        let spec = ViewSpec {
+            device: self.device,
+            x0: self.view.x0,
+            x1: self.view.x1,
+            y0: self.view.y0,
+            y1: self.view.y1,
+            columns: width_px.round().clamp(1.0, 8192.0) as u32,
+            rows: (rect.height() * ppp).round().clamp(1.0, 8192.0) as u32,
+            time_axis: self.time_axis,
+            max_entries: self.max_entries.map(|n| n as u32),
+        };
+        if self.time_axis && self.session.action_times_ready(self.device).is_none() {
+            return;
+        }
+        let in_flight = self.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));
+        if self.wanted.is_some_and(|(w, _)| w == spec) || in_flight {
+            return;
+        }
+        self.generation += 1;
+        let key = raster_key(&spec, self.generation);
+        let keep = self.keep_mask();
+        if self.worker.request_raster(key, spec, keep) {
+            self.wanted = Some((spec, key));
+        }
+    }
+
+    /// After textures arrived: the wanted raster becomes the current one and older rasters go.
+    pub fn note_arrivals(&mut self) {
+        if let Some((w, key)) = self.wanted
+            && self.raster.map(|r| r.1) != Some(key)
+            && self.textures.is_known(&key)
+        {
+            self.raster = Some((w, key));
+            self.textures.evict_where(|k| matches!(k, TexKey::Raster { .. }) && *k != key);
+        }
+    }
+
+    fn quad(&self, key: TexKey, rect: Rect, x0: f64, x1: f64, y0: f64, y1: f64) -> QuadDraw {
+        let v = &self.view;
+        QuadDraw {
+            key,
+            screen: [
+                v.screen_from_action(rect, x0),
+                v.screen_from_bytes(rect, y0),
+                v.screen_from_action(rect, x1),
+                v.screen_from_bytes(rect, y1),
+            ],
+            uv: [0.0, 0.0, 1.0, 1.0],
+        }
+    }
+}
+
+/// True when `[a, b)` lies inside the union of `intervals`.
+fn is_covered(intervals: &[(f64, f64)], a: f64, b: f64) -> bool {
+    let mut sorted = intervals.to_vec();
+    sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut reach = a;
+    for (x0, x1) in sorted {
+        if x0 > reach {
+            break;
+        }
+        reach = reach.max(x1);
+    }
+    reach >= b
+}

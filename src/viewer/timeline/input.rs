@@ -1,0 +1,115 @@
+//! How the timeline takes input: scroll zooms X at the cursor (Shift: Y), drag pans, Ctrl/Cmd+drag
+//! selects a range, R/T+drag measure, double-click fits Y, click pins, right-click hides the
+//! tooltip. The result lands in the view and in the shared [`super::Selection`].
+
+use eframe::egui;
+
+use super::{Drag, Timeline};
+
+impl Timeline {
+    /// Handles pointer and keyboard input on the plot.
+    pub fn input(&mut self, ui: &egui::Ui, response: &egui::Response) {
+        let rect = self.plot_rect;
+        let (max_x0, max_x1) = self.x_extent();
+        let extent = max_x1 - max_x0;
+        let (scroll, shift, command, pointer, r_down, t_down) = ui.input(|i| {
+            let m = i.modifiers;
+            (
+                i.smooth_scroll_delta,
+                m.shift,
+                m.command,
+                i.pointer.hover_pos(),
+                i.key_down(egui::Key::R),
+                i.key_down(egui::Key::T),
+            )
+        });
+        if let Some(p) = pointer.filter(|p| rect.contains(*p)) {
+            let (x, b) = self.view.data_from_screen(rect, p);
+            let dy = if scroll.y != 0.0 { scroll.y } else { scroll.x };
+            if dy != 0.0 {
+                let factor = (f64::from(dy) * 0.005).exp();
+                if shift {
+                    self.view.zoom_y(b, factor, self.session.layout(self.device).peak_bytes as f64 * 4.0);
+                } else {
+                    self.zoom_x_at(x, factor, max_x0, extent);
+                }
+            }
+        }
+        if response.drag_started() {
+            // Where the button went down: egui starts a drag a few points later.
+            let origin = ui.input(|i| i.pointer.press_origin()).or(response.interact_pointer_pos()).unwrap_or_default();
+            let (x, b) = self.view.data_from_screen(rect, origin);
+            self.drag = if r_down {
+                Drag::ByteRuler(x, b)
+            } else if t_down {
+                Drag::TimeRuler(x, b)
+            } else if command {
+                Drag::Range(x)
+            } else {
+                Drag::Pan
+            };
+        }
+        if response.dragged() {
+            self.drag_end = response.interact_pointer_pos();
+            if self.drag == Drag::Pan {
+                let d = response.drag_delta();
+                self.pan(d.x, d.y, max_x0, extent);
+            }
+        }
+        if response.drag_stopped() {
+            if let (Drag::Range(start), Some(end)) = (self.drag, self.drag_end) {
+                let end = self.view.action_from_screen(rect, end.x);
+                let (a, b) = (start.min(end), start.max(end));
+                if b - a > 1e-6 {
+                    self.view.x0 = a;
+                    self.view.x1 = b;
+                    let n = self.session.layout(self.device).actions.len() as u32;
+                    let first = self.action_at(a).map_or(0, |k| k as u32);
+                    let last = self.action_at(b).map_or(n, |k| k as u32 + 1);
+                    self.selection.range = Some((first.min(n), last.clamp(first.min(n), n)));
+                }
+            }
+            if matches!(self.drag, Drag::Pan | Drag::Range(_)) {
+                self.drag = Drag::None;
+            }
+        }
+        if !r_down && !t_down && matches!(self.drag, Drag::ByteRuler(..) | Drag::TimeRuler(..)) && !response.dragged() {
+            self.drag = Drag::None;
+        }
+        if response.double_clicked() {
+            self.fit_y();
+        }
+        let hovered = pointer.and_then(|p| self.pick(p));
+        if hovered.map(|h| h.element) != self.selection.hovered.map(|h| h.element) {
+            // A right-click dismisses the tooltip of one element; the next one shows again.
+            self.tooltip_hidden = false;
+        }
+        self.selection.hovered = hovered;
+        if response.clicked() {
+            self.selection.pinned = self.selection.hovered;
+        }
+        if response.secondary_clicked() {
+            self.tooltip_hidden = true;
+        }
+    }
+
+    pub fn zoom_x_at(&mut self, x: f64, factor: f64, min: f64, extent: f64) {
+        let mut v = self.view;
+        v.x0 -= min;
+        v.x1 -= min;
+        v.zoom_x(x - min, factor, extent);
+        v.x0 += min;
+        v.x1 += min;
+        self.view = v;
+    }
+
+    pub fn pan(&mut self, dx: f32, dy: f32, min: f64, extent: f64) {
+        let mut v = self.view;
+        v.x0 -= min;
+        v.x1 -= min;
+        v.pan(self.plot_rect, dx, dy, extent);
+        v.x0 += min;
+        v.x1 += min;
+        self.view = v;
+    }
+}
