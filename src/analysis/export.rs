@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::layout::{LayoutRef, Step};
+use crate::layout::{LayoutRef, StackChange};
 
 #[derive(Serialize)]
 pub struct LayoutExport<'a> {
@@ -45,12 +45,12 @@ pub fn device_layout(layout: LayoutRef<'_>) -> DeviceLayout<'_> {
     let mut k = 0i64;
     while let Some(step) = replay.step() {
         match step {
-            Step::Pushed { id } => {
+            StackChange::Pushed { id } => {
                 offsets[id as usize].push((k, total));
                 current[id as usize] = total;
                 total += layout.elements.size[id as usize];
             }
-            Step::Removed { id, pos } => {
+            StackChange::Removed { id, pos } => {
                 let size = layout.elements.size[id as usize];
                 for &above in &replay.ids[pos..] {
                     current[above as usize] -= size;

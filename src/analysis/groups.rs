@@ -183,7 +183,7 @@ pub fn group<'a, F: FrameSource>(
             let top_frame =
                 row.by_frame.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0))).and_then(|(f, _)| f);
             let (label, stack, bounds) = match &key {
-                Key::Site(site) => (names.label(*site), (*site != u32::MAX).then_some(*site), None),
+                Key::Site(site) => (names.label(*site), (*site != crate::model::NONE).then_some(*site), None),
                 Key::Text(text) => (text.clone(), None, None),
                 Key::Bucket(b) => (bucket_label(*b), None, Some(bucket_bounds(*b))),
             };

@@ -60,7 +60,7 @@ pub struct DeviceStats {
     pub last_time_epoch_us: Option<i64>,
     pub peak: Peak,
     pub top_at_peak: Vec<LiveAlloc>,
-    pub reserved: Reserved,
+    pub reserved: ReservedStats,
     pub ooms: Vec<Oom>,
     /// Frees whose alloc is missing: the ring buffer wrapped or recording started late.
     pub trace_truncated: bool,
@@ -96,7 +96,7 @@ pub struct LiveAlloc {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Reserved {
+pub struct ReservedStats {
     /// Highest reserved (segment) memory over the trace.
     pub peak_bytes: u64,
     pub peak_time_us: Option<i64>,
@@ -247,7 +247,7 @@ fn device_stats(
             annotation,
         },
         top_at_peak,
-        reserved: Reserved {
+        reserved: ReservedStats {
             peak_bytes: reserved_peak,
             peak_time_us: since(reserved_peak_time),
             peak_time_epoch_us: reserved_peak_time,

@@ -107,9 +107,9 @@ pub fn build_root(
             .into_iter()
             .map(|b| {
                 let (state, state_str) = match b.state {
-                    BlockState::ActiveAllocated => (0, u32::MAX),
-                    BlockState::ActivePendingFree => (1, u32::MAX),
-                    BlockState::Inactive => (2, u32::MAX),
+                    BlockState::ActiveAllocated => (0, NONE),
+                    BlockState::ActivePendingFree => (1, NONE),
+                    BlockState::Inactive => (2, NONE),
                     BlockState::Other(s) => (3, s),
                 };
                 f::Block {
@@ -127,8 +127,8 @@ pub fn build_root(
             .into_iter()
             .map(|a| {
                 let (stage, stage_str) = match a.stage {
-                    Stage::Start => (0, u32::MAX),
-                    Stage::End => (1, u32::MAX),
+                    Stage::Start => (0, NONE),
+                    Stage::End => (1, NONE),
                     Stage::Other(s) => (2, s),
                 };
                 f::Annotation { name: a.name, stage, stage_str, device: a.device, time_us: a.time_us }

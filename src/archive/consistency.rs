@@ -6,7 +6,7 @@
 use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
 use memviz_format::view::{u32s, u64s};
 
-const NONE: u32 = u32::MAX;
+use crate::model::NONE;
 
 /// `Err(what is wrong)` for the first inconsistency found.
 pub fn check(r: &ArchivedRoot) -> Result<(), String> {

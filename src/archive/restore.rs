@@ -222,10 +222,10 @@ impl crate::derive::frames::FrameSource for ArchivedRoot {
         }
     }
     fn name(&self, f: u32) -> &str {
-        str_at(self, self.frames.name.get(f as usize).map_or(u32::MAX, |v| v.to_native()))
+        str_at(self, self.frames.name.get(f as usize).map_or(crate::model::NONE, |v| v.to_native()))
     }
     fn file(&self, f: u32) -> &str {
-        str_at(self, self.frames.filename.get(f as usize).map_or(u32::MAX, |v| v.to_native()))
+        str_at(self, self.frames.filename.get(f as usize).map_or(crate::model::NONE, |v| v.to_native()))
     }
     fn line(&self, f: u32) -> i64 {
         self.frames.line.get(f as usize).map_or(crate::model::NO_LINE, |v| v.to_native())

@@ -7,7 +7,7 @@
 use crate::model::{DeviceId, NO_TIME, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Reserved {
+pub struct ReservedTimeline {
     /// Reserved before the first event.
     pub initial: u64,
     /// `(time_us, bytes)` after each segment event, in trace order.
@@ -16,7 +16,7 @@ pub struct Reserved {
     pub final_bytes: u64,
 }
 
-pub fn timeline(snap: &Snapshot, device: DeviceId) -> Reserved {
+pub fn timeline(snap: &Snapshot, device: DeviceId) -> ReservedTimeline {
     let ev = &snap.events;
     let mut delta: i128 = 0;
     let mut path = Vec::new();
@@ -30,14 +30,14 @@ pub fn timeline(snap: &Snapshot, device: DeviceId) -> Reserved {
     let final_bytes: u64 = snap.device_segments(device).map(|s| s.total_size).sum();
     let initial = (final_bytes as i128 - delta).max(0);
     let clamp = |v: i128| v.clamp(0, u64::MAX as i128) as u64;
-    Reserved {
+    ReservedTimeline {
         initial: clamp(initial),
         points: path.into_iter().map(|(t, d)| (t, clamp(initial + d))).collect(),
         final_bytes,
     }
 }
 
-impl Reserved {
+impl ReservedTimeline {
     /// The highest level and when it was first reached (`None`: before the trace).
     pub fn peak(&self) -> (u64, Option<i64>) {
         let mut best = (self.initial, None);
@@ -81,9 +81,12 @@ mod tests {
         }
         let snap = b.finish(vec![TraceList::Range(0, 4)], None, false).unwrap();
         let r = timeline(&snap, DeviceId(0));
-        assert_eq!(r, Reserved { initial: 100, points: vec![(10, 200), (20, 250), (30, 150)], final_bytes: 150 });
+        assert_eq!(
+            r,
+            ReservedTimeline { initial: 100, points: vec![(10, 200), (20, 250), (30, 150)], final_bytes: 150 }
+        );
         assert_eq!(r.peak(), (250, Some(20)));
         // A device with no segment events: flat at what the dump holds.
-        assert_eq!(timeline(&snap, DeviceId(1)), Reserved { initial: 0, points: vec![], final_bytes: 0 });
+        assert_eq!(timeline(&snap, DeviceId(1)), ReservedTimeline { initial: 0, points: vec![], final_bytes: 0 });
     }
 }

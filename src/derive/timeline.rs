@@ -66,7 +66,7 @@ impl<'a> ElementAttrs<'a> {
         user_metadata: "",
         internal_metadata: "",
         annotated: "",
-        forward_stack: u32::MAX,
+        forward_stack: crate::model::NONE,
     };
 
     /// What `--group-by metadata` groups by: the `annotate` label, else `user_metadata`.
@@ -112,7 +112,7 @@ impl<'a> TimelineRef<'a> {
 
     /// The site of element `id` (`u32::MAX` when unknown).
     pub fn site(&self, id: u32) -> u32 {
-        self.sites.get(id as usize).copied().unwrap_or(u32::MAX)
+        self.sites.get(id as usize).copied().unwrap_or(crate::model::NONE)
     }
 
     /// Time of action `k` (`None` for the initial state `k = -1`).

@@ -22,7 +22,7 @@ mod checkpoints;
 mod stack;
 
 pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every};
-pub use stack::{LiveStack, Step};
+pub use stack::{LiveStack, StackChange};
 
 use std::collections::HashMap;
 

@@ -19,7 +19,7 @@ pub struct LiveStack<'a> {
 
 /// What one action did to the stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum StackChange {
     /// Pushed on top.
     Pushed { id: u32 },
     /// Removed from position `pos`; everything from `pos` on moved down by its size.
@@ -41,7 +41,7 @@ impl<'a> LiveStack<'a> {
     }
 
     /// Applies the next action; `None` after the last one.
-    pub fn step(&mut self) -> Option<Step> {
+    pub fn step(&mut self) -> Option<StackChange> {
         let k = self.next_action;
         let &id = self.layout.actions.get(k)?;
         self.next_action += 1;
@@ -51,16 +51,16 @@ impl<'a> LiveStack<'a> {
             self.ids.push(id);
             self.slots.push(els.slot[id as usize]);
             self.total += size;
-            Some(Step::Pushed { id })
+            Some(StackChange::Pushed { id })
         } else {
             // A consistent layout always finds it; a corrupted archive must not panic the viewer.
             let Ok(pos) = self.slots.binary_search(&els.slot[id as usize]) else {
-                return Some(Step::Removed { id, pos: self.ids.len() });
+                return Some(StackChange::Removed { id, pos: self.ids.len() });
             };
             self.ids.remove(pos);
             self.slots.remove(pos);
             self.total -= size;
-            Some(Step::Removed { id, pos })
+            Some(StackChange::Removed { id, pos })
         }
     }
 

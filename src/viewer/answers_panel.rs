@@ -14,6 +14,7 @@ use crate::analysis::live::{self, LiveSet};
 use crate::analysis::range::{self, RangeReport};
 use crate::analysis::units;
 use crate::archive::DeviceData;
+use crate::model::NONE;
 
 /// Levels of the icicle drawn at most (outermost frames first).
 const ICICLE_DEPTH: usize = 16;
@@ -42,11 +43,11 @@ impl Icicle {
         // Children of each node by frame, and bytes per node; node 0 is the root.
         let mut children: Vec<HashMap<u32, usize>> = vec![HashMap::new()];
         let mut bytes = vec![0u64];
-        let mut frame_of = vec![u32::MAX];
+        let mut frame_of = vec![NONE];
         for &id in ids {
             let size = sizes[id as usize];
             bytes[0] += size;
-            let site = sites.get(id as usize).copied().unwrap_or(u32::MAX);
+            let site = sites.get(id as usize).copied().unwrap_or(NONE);
             let mut node = 0;
             for &f in root.stack(site).iter().rev().filter(|&&f| frames::is_shown(root, f)).take(ICICLE_DEPTH) {
                 node = match children[node].get(&f) {

@@ -13,6 +13,7 @@ use super::details::{ElementInfo, stack_text};
 use super::gpu::{Globals, TimelinePaint};
 use super::timeline::Timeline;
 use super::{panels, theme};
+use crate::model::NONE;
 
 /// Options from the command line.
 #[derive(Debug, Clone, Default)]
@@ -178,7 +179,7 @@ fn timeline_screen(
     });
     let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
     if copy && let Some(hit) = t.selection.focus() {
-        let stack = t.session.sites(t.device).get(hit.element as usize).copied().unwrap_or(u32::MAX);
+        let stack = t.session.sites(t.device).get(hit.element as usize).copied().unwrap_or(NONE);
         ui.ctx().copy_text(stack_text(&t.session, stack));
     }
 }
@@ -206,8 +207,8 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     let colours = t.colours();
     let mode = u32::from(!t.colour_by_site);
     let globals = Globals {
-        hovered: t.selection.hovered.map_or(u32::MAX, |h| h.element),
-        pinned: t.selection.pinned.map_or(u32::MAX, |h| h.element),
+        hovered: t.selection.hovered.map_or(NONE, |h| h.element),
+        pinned: t.selection.pinned.map_or(NONE, |h| h.element),
         outlines: u32::from(t.selection.hovered.is_some() || t.selection.pinned.is_some()),
         mode,
         n_sites: t.session.sites(t.device).len() as u32,

@@ -51,7 +51,7 @@ impl ElementInfo {
         let time_of = |k: u32| times.and_then(|t| t.get(k as usize)).copied().filter(|&t| t != i64::MIN);
         let start = (el.start != BEFORE_TRACE).then_some(el.start);
         let end = (el.end != NEVER).then_some(el.end);
-        let stack = session.sites(device).get(id as usize).copied().unwrap_or(u32::MAX);
+        let stack = session.sites(device).get(id as usize).copied().unwrap_or(crate::model::NONE);
         let root = session.root();
         let alloc_time_us = start.and_then(time_of);
         let device_attrs = DeviceAttrs { root, layout: l };

@@ -161,7 +161,7 @@ impl Offscreen {
     }
 
     /// Element ids of the plot in the last frame: `(rect in pixels, ids row-major from the top)`,
-    /// `u32::MAX` where no element is drawn.
+    /// [`crate::lod::raster::EMPTY`] where no element is drawn.
     pub fn read_ids(&mut self, app: &ViewerApp) -> Option<(Rect, Vec<u32>)> {
         let t = app.timeline()?;
         let rect = t.plot_rect;
@@ -177,7 +177,12 @@ impl Offscreen {
                     depth_slice: None,
                     resolve_target: None,
                     ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(wgpu::Color { r: f64::from(u32::MAX), g: 0.0, b: 0.0, a: 0.0 }),
+                        load: wgpu::LoadOp::Clear(wgpu::Color {
+                            r: f64::from(crate::lod::raster::EMPTY),
+                            g: 0.0,
+                            b: 0.0,
+                            a: 0.0,
+                        }),
                         store: wgpu::StoreOp::Store,
                     },
                 })],

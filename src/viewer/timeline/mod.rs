@@ -250,7 +250,7 @@ impl Timeline {
             let sites = self.session.sites(self.device);
             let allocations: Vec<(u64, u32)> = (0..e.len())
                 .filter(|&i| e.origin[i] == 0)
-                .map(|i| (e.size[i], sites.get(i).copied().unwrap_or(u32::MAX)))
+                .map(|i| (e.size[i], sites.get(i).copied().unwrap_or(crate::model::NONE)))
                 .collect();
             let c = crate::analysis::shapes::infer_allocations(self.session.root(), &allocations);
             let parts: Vec<String> = [("h", c.h), ("i", c.i), ("v", c.v)]
