@@ -127,6 +127,21 @@ pub enum ExportCommand {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         every: u64,
     },
+    /// The allocator's segments and blocks after raw trace events (and after the last event and
+    /// just before each OOM): the schema of allocator_oracle.py.
+    #[command(group(ArgGroup::new("which").required(true).args(["every", "events"])))]
+    State {
+        #[command(flatten)]
+        args: ExportArgs,
+        /// After events N-1, 2N-1, ... of each device's trace.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        every: Option<u64>,
+        /// After these events (device-relative indices, -1: before the first), e.g. 0,10,99.
+        #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+        events: Vec<i64>,
+    },
+    /// The Active Cached Segment Timeline: segments stacked like the element layout.
+    Segments(ExportArgs),
 }
 
 #[derive(Debug, Args)]

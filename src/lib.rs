@@ -6,6 +6,7 @@
 //! questions (stats, exports, live sets, ranges, steps, diffs, tensor shapes) from either side;
 //! `hub` fetches model configs; `commands` runs each command for the thin binary.
 
+pub mod allocator;
 pub mod analysis;
 pub mod archive;
 pub mod cli;

@@ -11,7 +11,7 @@ use crate::support::repo;
 const LAYERS: [&[&str]; 8] = [
     &["model", "output"],
     &["ingest", "layout"],
-    &["lod", "derive"],
+    &["lod", "derive", "allocator"],
     &["archive"],
     &["analysis"],
     &["hub"],

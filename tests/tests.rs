@@ -4,6 +4,7 @@
 
 mod support;
 
+mod allocator;
 mod answers;
 mod archive;
 mod bad_input;

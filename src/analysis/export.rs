@@ -2,10 +2,17 @@
 //!
 //! `layout`: every element with its start/end action and every change of its offset.
 //! `sampled`: the whole live stack with offsets after every N-th action.
+//! `state`: the allocator's segments and blocks after chosen events (`allocator_oracle.py state`).
+//! `segments`: the Active Cached Segment Timeline, in `layout`'s schema over segments.
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
+use serde_json::json;
 
+use crate::allocator::{self, Summary};
 use crate::layout::{LayoutRef, StackChange};
+use crate::model::{DeviceId, Snapshot};
 
 #[derive(Serialize)]
 pub struct LayoutExport<'a> {
@@ -126,4 +133,42 @@ pub fn device_sampled(layout: LayoutRef<'_>, every: usize) -> DeviceSampled {
         elements: layout.elements.len(),
         samples,
     }
+}
+
+/// `memviz export state`: `allocator_oracle.py state`'s schema, so goldens compare as JSON.
+pub fn device_state(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> serde_json::Value {
+    let (states, ooms) = allocator::states(snap, device, wanted);
+    let summary = |s: &Summary| {
+        let segments: Vec<serde_json::Value> = s
+            .segments
+            .iter()
+            .map(|m| {
+                let g = &m.segment;
+                let blocks: Vec<serde_json::Value> =
+                    m.blocks.iter().map(|b| json!([b.addr, b.size, b.requested, b.pending_free])).collect();
+                json!({"addr": g.addr, "size": g.size, "stream": g.stream, "pool": g.pool.map(|p| [p.0, p.1]), "blocks": blocks})
+            })
+            .collect();
+        json!({
+            "event": s.event, "reserved": s.reserved, "allocated": s.allocated, "requested": s.requested,
+            "pending_free": s.pending_free, "largest_free": s.largest_free, "segments": segments,
+        })
+    };
+    let ooms: Vec<serde_json::Value> = ooms
+        .iter()
+        .map(|o| {
+            let b = &o.before;
+            json!({
+                "event": o.event, "requested": o.requested, "device_free": o.device_free,
+                "allocated": b.allocated, "reserved": b.reserved, "reserved_unallocated": b.free(),
+                "largest_free": b.largest_free,
+            })
+        })
+        .collect();
+    json!({
+        "device": device,
+        "events": snap.trace(device).len(),
+        "states": states.iter().map(summary).collect::<Vec<_>>(),
+        "ooms": ooms,
+    })
 }

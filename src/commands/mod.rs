@@ -28,6 +28,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stats(args) => stats_cmd(&args, cache),
         Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
         Command::Export(ExportCommand::Sampled { args, every }) => export_sampled(&args, every as usize, cache),
+        Command::Export(ExportCommand::State { args, every, events }) => export_state(&args, every, &events, cache),
+        Command::Export(ExportCommand::Segments(args)) => export_segments(&args, cache),
         Command::At(args) => at_cmd(&args, cache),
         Command::Range(args) => range_cmd(&args, cache),
         Command::Steps(args) => steps_cmd(&args, cache),
@@ -82,6 +84,44 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             no_cache: !cache,
         },
     })
+}
+
+pub fn export_state(args: &ExportArgs, every: Option<u64>, events: &[i64], cache: bool) -> anyhow::Result<()> {
+    refuse_overwriting_input(args)?;
+    let loaded = load(&args.input, cache)?;
+    let views = select(&loaded, args.device, &args.input)?;
+    let devices: Vec<serde_json::Value> = views
+        .iter()
+        .map(|l| {
+            let n = loaded.snapshot.trace(l.device).len() as i64;
+            let mut wanted: std::collections::BTreeSet<i64> = events.iter().copied().collect();
+            if let Some(every) = every.map(|e| e as i64) {
+                wanted.extend((every - 1..n).step_by(every as usize));
+            }
+            export::device_state(&loaded.snapshot, l.device, &wanted)
+        })
+        .collect();
+    crate::output::write_to(args.output.as_deref(), |w| {
+        serde_json::to_writer(&mut *w, &serde_json::json!({ "devices": devices }))?;
+        Ok(())
+    })?;
+    save_cache(loaded);
+    Ok(())
+}
+
+pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+    refuse_overwriting_input(args)?;
+    let loaded = load(&args.input, cache)?;
+    let views = select(&loaded, args.device, &args.input)?;
+    let layouts: Vec<Layout> = views.iter().map(|l| Layout::segments(&loaded.snapshot, l.device)).collect();
+    let doc = export::LayoutExport { devices: layouts.iter().map(|l| export::device_layout(l.view())).collect() };
+    crate::output::write_to(args.output.as_deref(), |w| {
+        serde_json::to_writer(&mut *w, &doc)?;
+        Ok(())
+    })?;
+    drop(doc);
+    save_cache(loaded);
+    Ok(())
 }
 
 fn refuse_overwriting_input(args: &ExportArgs) -> anyhow::Result<()> {

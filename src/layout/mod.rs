@@ -297,6 +297,53 @@ impl Layout {
         labels.sort_unstable();
         (els.annotated, els.annotation) = labels.into_iter().unzip();
 
+        Layout::replay_into(device, els, actions, initially)
+    }
+
+    /// The Active Cached Segment Timeline (SPEC §2): the same layout over segments.
+    /// `segment_alloc` pushes a segment, `segment_free` ends the one at its address (one whose
+    /// alloc is missing is `free_only`), and a segment of the dump the trace never allocated is a
+    /// ghost of its `total_size`. `segment_map` / `segment_unmap` (expandable segments) are not
+    /// actions: they grow and shrink a segment in place, which this view does not draw.
+    pub fn segments(snap: &Snapshot, device: DeviceId) -> Layout {
+        let ev = &snap.events;
+        let mut els = Elements::default();
+        let mut actions = Vec::new();
+        let mut initially = Vec::new();
+        let mut addr_to: HashMap<u64, u32> = HashMap::new();
+        for e in snap.trace(device) {
+            let (addr, size, e32) = (ev.addr[e], ev.size[e], e as u32);
+            match ev.action[e] {
+                Action::SegmentAlloc => {
+                    let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
+                    els.start[id as usize] = actions.len() as u32;
+                    addr_to.insert(addr, id);
+                    actions.push(id);
+                }
+                Action::SegmentFree => {
+                    let id = addr_to.remove(&addr).unwrap_or_else(|| {
+                        let id = els.push(addr, size, Origin::FreeOnly, NONE, e32, NONE);
+                        initially.push(id);
+                        id
+                    });
+                    els.end[id as usize] = actions.len() as u32;
+                    els.free_event[id as usize] = e32;
+                    actions.push(id);
+                }
+                _ => {}
+            }
+        }
+        for seg in snap.device_segments(device) {
+            if !addr_to.contains_key(&seg.address) {
+                initially.push(els.push(seg.address, seg.total_size, Origin::Ghost, NONE, NONE, NONE));
+            }
+        }
+        Layout::replay_into(device, els, actions, initially)
+    }
+
+    /// Orders the initial elements, gives every element its slot and replays the actions for the
+    /// totals and the peak (the part both timelines share).
+    fn replay_into(device: DeviceId, mut els: Elements, mut actions: Vec<u32>, mut initially: Vec<u32>) -> Layout {
         initially.reverse();
         if actions.is_empty()
             && let Some(top) = initially.pop()
