@@ -37,6 +37,43 @@ pub enum Command {
     /// Two snapshots compared by allocation site: peaks, bytes per site at the peak, new and gone
     /// sites. Exits 3 when B's peak grew more than --threshold percent over A's.
     Diff(DiffArgs),
+    /// The allocator's memory map at an instant: every segment, its blocks and holes, the totals
+    /// and fragmentation.
+    Segments(SegmentsArgs),
+    /// Why each out-of-memory happened: the state before it, a verdict, what filled it, advice.
+    Oom(OomArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("instant").required(true).args(["event", "action", "time", "oom", "end"])))]
+pub struct SegmentsArgs {
+    /// A snapshot or a .memviz archive.
+    pub input: PathBuf,
+    /// After this raw trace event of the device (-1: before the first).
+    #[arg(long, allow_negative_numbers = true, value_name = "K")]
+    pub event: Option<i64>,
+    /// After the event behind this action (as printed: 1,077, last).
+    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = parse_action)]
+    pub action: Option<ActionArg>,
+    /// At this time since the snapshot's start (the last action at or before it).
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    pub time: Option<TimeArg>,
+    /// Just before the N-th OOM event (1 = the first; without N, the last).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+    pub oom: Option<usize>,
+    /// After the last event (the dump).
+    #[arg(long)]
+    pub end: bool,
+    #[command(flatten)]
+    pub common: AnswerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OomArgs {
+    /// A snapshot or a .memviz archive.
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub common: AnswerArgs,
 }
 
 #[derive(Debug, Args)]

@@ -40,3 +40,78 @@ fn the_state_before_an_oom_is_torchs_own() {
     let torch = std::fs::read_to_string(data("frag_oom.torch_oom.txt")).unwrap();
     assert!(torch.contains("1.83 GiB is allocated by PyTorch, and 2.35 GiB is reserved by PyTorch but unallocated"));
 }
+
+/// `memviz oom`: torch's own figures (within 1 %), a verdict that follows from them, what
+/// filled the memory, and advice; `stats` gives the verdict in one line.
+#[test]
+fn oom_explains_with_torchs_numbers() {
+    let snap = data("frag_oom.pickle");
+    let v: serde_json::Value =
+        serde_json::from_slice(&memviz_ok(["oom".as_ref(), snap.as_os_str(), "--json".as_ref()])).unwrap();
+    let ooms = v["devices"].as_array().unwrap();
+    assert_eq!(ooms.len(), 2);
+    let last = &ooms[1];
+    let gib = |k: &str| last[k].as_f64().unwrap() / (1u64 << 30) as f64;
+    // torch: "1.83 GiB is allocated by PyTorch, and 2.35 GiB is reserved by PyTorch but unallocated"
+    assert!((gib("allocated_bytes") / 1.83 - 1.0).abs() < 0.01, "{}", gib("allocated_bytes"));
+    assert!((gib("reserved_unallocated_bytes") / 2.35 - 1.0).abs() < 0.01, "{}", gib("reserved_unallocated_bytes"));
+    assert_eq!(last["kind"], "fragmentation");
+    assert_eq!(last["requested_bytes"], 64u64 << 20);
+    assert!(last["largest_free_bytes"].as_u64().unwrap() < 64 << 20);
+    assert!(last["annotation"][0] == "## big request ##", "{}", last["annotation"]);
+    assert!(last["filled_by"][0]["bytes"].as_u64().unwrap() > 1 << 30);
+    let advice: Vec<&str> = last["advice"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(advice.iter().any(|a| a.contains("expandable_segments:True")), "{advice:?}");
+    assert!(advice.iter().any(|a| a.contains("empty_cache")), "{advice:?}");
+
+    let streams = data("oom_streams.pickle");
+    let v: serde_json::Value =
+        serde_json::from_slice(&memviz_ok(["oom".as_ref(), streams.as_os_str(), "--json".as_ref()])).unwrap();
+    assert_eq!(v["devices"][0]["kind"], "too_large", "a 400 GiB request on a 140 GiB device");
+
+    let stats = String::from_utf8(memviz_ok(["stats".as_ref(), snap.as_os_str()])).unwrap();
+    assert!(stats.contains("— fragmentation: 2.35 GiB are free inside segments, but the largest hole is"), "{stats}");
+    assert!(stats.contains("at the peak     4.18 GiB reserved for 3.66 GiB allocated"), "{stats}");
+    let none = String::from_utf8(memviz_ok(["oom".as_ref(), data("gpt2_small.pickle").as_os_str()])).unwrap();
+    assert!(none.contains("device 0 — no OOM event"), "{none}");
+}
+
+/// `memviz segments`: the memory map at an instant, its totals equal to the oracle's state.
+#[test]
+fn segments_show_the_memory_map() {
+    let snap = data("frag_oom.pickle");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["segments".as_ref(), snap.as_os_str(), "--json".as_ref()];
+        a.extend(args.iter().map(std::ffi::OsStr::new));
+        serde_json::from_slice(&memviz_ok(a)).unwrap()
+    };
+    let at_oom = &json(&["--oom"])["devices"][0];
+    let golden = json_file(&data("allocator/frag_oom.state.json"));
+    let before = golden["devices"][0]["states"].as_array().unwrap().iter().find(|s| s["event"] == 2353).unwrap();
+    assert_eq!(at_oom["event"], 2353, "just before the last OOM (event 2,354)");
+    for (ours, theirs) in
+        [("reserved_bytes", "reserved"), ("allocated_bytes", "allocated"), ("largest_free_bytes", "largest_free")]
+    {
+        assert_eq!(at_oom[ours], before[theirs], "{ours}");
+    }
+    assert_eq!(at_oom["segments"].as_array().unwrap().len(), before["segments"].as_array().unwrap().len());
+    let frag = at_oom["fragmentation"].as_f64().unwrap();
+    assert!(frag > 0.99, "2.35 GiB free in holes of at most 6.5 MiB: {frag}");
+    assert_eq!(json(&["--oom", "1"])["devices"][0]["event"], 1283);
+    assert_eq!(json(&["--end"])["devices"][0]["event"], 2354);
+    let text = String::from_utf8(memviz_ok([
+        "segments".as_ref(),
+        snap.as_os_str(),
+        "--oom".as_ref(),
+        "--top".as_ref(),
+        "3".as_ref(),
+    ]))
+    .unwrap();
+    assert!(text.contains("214 segments") && text.contains("… 211 more segments"), "{text}");
+    assert!(text.contains("█") && text.contains("·"), "a bar of blocks and holes: {text}");
+    let err = assert_bad_input(
+        &memviz(["segments".as_ref(), data("gpt2_small.pickle").as_os_str(), "--oom".as_ref()]),
+        &data("gpt2_small.pickle"),
+    );
+    assert!(err.contains("0 OOM events"), "{err}");
+}

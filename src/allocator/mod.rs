@@ -113,7 +113,7 @@ impl State {
     }
 
     fn insert_segment(&mut self, seg: Segment, merge: bool) {
-        let mut i = self.segments.partition_point(|s| s.addr <= seg.addr);
+        let i = self.segments.partition_point(|s| s.addr <= seg.addr);
         self.segments.insert(i, seg);
         if !merge {
             return;
@@ -127,9 +127,7 @@ impl State {
         if i > 0 && segs[i - 1].addr + segs[i - 1].size == segs[i].addr && segs[i - 1].stream == segs[i].stream {
             segs[i - 1].size += segs[i].size;
             segs.remove(i);
-            i -= 1;
         }
-        let _ = i;
     }
 
     /// Removes `[addr, addr + size)` from the segment holding it (undoing a `segment_map`).
@@ -293,8 +291,10 @@ mod tests {
     use super::*;
 
     fn map(segs: &[(u64, u64)], blocks: &[(u64, u64)]) -> Summary {
-        let mut st = State::default();
-        st.segments = segs.iter().map(|&(addr, size)| Segment { addr, size, stream: 0, pool: None }).collect();
+        let mut st = State {
+            segments: segs.iter().map(|&(addr, size)| Segment { addr, size, stream: 0, pool: None }).collect(),
+            ..State::default()
+        };
         for &(addr, size) in blocks {
             st.blocks.insert(addr, Block { addr, size, requested: size, pending_free: false });
         }
@@ -313,8 +313,8 @@ mod tests {
 
     #[test]
     fn unmapping_merges_with_neighbours_of_its_stream() {
-        let mut st = State::default();
-        st.segments = vec![Segment { addr: 0, size: 100, stream: 0, pool: None }];
+        let mut st =
+            State { segments: vec![Segment { addr: 0, size: 100, stream: 0, pool: None }], ..State::default() };
         st.insert_segment(Segment { addr: 100, size: 50, stream: 0, pool: None }, true);
         assert_eq!(st.segments.len(), 1);
         assert_eq!(st.segments[0].size, 150);

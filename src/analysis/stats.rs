@@ -61,6 +61,8 @@ pub struct DeviceStats {
     pub peak: Peak,
     pub top_at_peak: Vec<LiveAlloc>,
     pub reserved: ReservedStats,
+    /// The allocator's state right after the peak action (`None` without a trace).
+    pub allocator_at_peak: Option<AllocatorAtPeak>,
     pub ooms: Vec<Oom>,
     /// Frees whose alloc is missing: the ring buffer wrapped or recording started late.
     pub trace_truncated: bool,
@@ -115,6 +117,18 @@ pub struct Oom {
     pub device_free_bytes: Option<u64>,
     pub stream: u64,
     pub frame: Option<String>,
+    /// Why it happened, from the allocator's state before it (`memviz oom` has the rest).
+    pub kind: Option<super::oom::Kind>,
+    pub verdict: Option<String>,
+}
+
+/// The allocator at the timeline's peak: what was reserved for what was allocated.
+#[derive(Debug, Serialize)]
+pub struct AllocatorAtPeak {
+    pub reserved_bytes: u64,
+    pub allocated_bytes: u64,
+    pub reserved_unallocated_bytes: u64,
+    pub largest_free_bytes: u64,
 }
 
 fn time(t: i64) -> Option<i64> {
@@ -181,6 +195,8 @@ fn device_stats(
                 device_free_bytes: ev.device_free_of(e as u32),
                 stream: ev.stream.get(e as u32),
                 frame: frame_text(snap, ev.stack[e]),
+                kind: None,
+                verdict: None,
             });
         }
     }
@@ -225,6 +241,20 @@ fn device_stats(
         })
         .collect();
 
+    for (o, r) in ooms.iter_mut().zip(super::oom::explain(snap, layout, spans)) {
+        (o.kind, o.verdict) = (Some(r.kind), Some(r.verdict));
+    }
+    let allocator_at_peak = layout.peak_action.map(|k| layout.action_event(k)).filter(|&e| e != NONE).map(|e| {
+        let rel = i64::from(e) - trace.start as i64;
+        let (states, _) = crate::allocator::states(snap, layout.device, &std::collections::BTreeSet::from([rel]));
+        let s = states.iter().find(|s| s.event == rel).expect("the asked-for state is computed");
+        AllocatorAtPeak {
+            reserved_bytes: s.reserved,
+            allocated_bytes: s.allocated,
+            reserved_unallocated_bytes: s.free(),
+            largest_free_bytes: s.largest_free,
+        }
+    });
     let reserved = reserved::timeline(snap, layout.device);
     let (reserved_peak, reserved_peak_time) = reserved.peak();
 
@@ -254,6 +284,7 @@ fn device_stats(
             final_bytes: reserved.final_bytes,
             segments: snap.device_segments(layout.device).count(),
         },
+        allocator_at_peak,
         ooms,
     }
 }
@@ -338,6 +369,19 @@ fn render_device(out: &mut String, d: &DeviceStats) {
             units::count(r.segments as u64, "segment", "segments")
         ),
     );
+    if let Some(a) = &d.allocator_at_peak {
+        row(
+            out,
+            "  at the peak",
+            format!(
+                "{} reserved for {} allocated ({} reserved but unallocated; largest free block {})",
+                units::bytes(a.reserved_bytes),
+                units::bytes(a.allocated_bytes),
+                units::bytes(a.reserved_unallocated_bytes),
+                units::bytes(a.largest_free_bytes)
+            ),
+        );
+    }
     row(
         out,
         "trace",
@@ -358,11 +402,12 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     }
     for o in &d.ooms {
         let free = o.device_free_bytes.map_or("unknown".into(), units::bytes);
+        let why = o.verdict.as_ref().map_or(String::new(), |v| format!(" — {v}"));
         row(
             out,
             "out of memory",
             format!(
-                "requested {} with {} free on the device{}",
+                "requested {} with {} free on the device{}{why}",
                 units::bytes(o.requested_bytes),
                 free,
                 o.frame.as_ref().map(|f| format!(", at {f}")).unwrap_or_default()

@@ -1,5 +1,6 @@
 //! Every command as a library function, so tests and benches call them directly.
 
+mod allocator;
 mod answers;
 mod index;
 
@@ -34,6 +35,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Range(args) => range_cmd(&args, cache),
         Command::Steps(args) => steps_cmd(&args, cache),
         Command::Diff(args) => diff_cmd(&args, cache),
+        Command::Segments(args) => allocator::segments_cmd(&args, cache),
+        Command::Oom(args) => allocator::oom_cmd(&args, cache),
     }
 }
 
@@ -156,7 +159,7 @@ fn save_cache(loaded: Loaded) {
 }
 
 /// The layouts to answer about: all, or the one device asked for.
-fn select<'a>(
+pub(crate) fn select<'a>(
     loaded: &'a Loaded,
     device: Option<crate::model::DeviceId>,
     input: &std::path::Path,

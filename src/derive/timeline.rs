@@ -155,7 +155,7 @@ pub fn open_at<'s, 'a: 's>(spans: impl Iterator<Item = &'s NamedSpan<'a>>, t: i6
 }
 
 /// The first `k` in `0..n` where `pred` turns false (`pred` true then false).
-fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
+pub fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
     let (mut lo, mut hi) = (0u32, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;

@@ -1,0 +1,338 @@
+//! `memviz oom`: why an allocation failed, from the allocator's state just before it.
+//!
+//! For each `oom` event: the request and the block size the allocator would have used, the
+//! state before it (allocated, reserved, reserved-but-unallocated, largest free block, pending
+//! frees), the device's free memory from the event, and a verdict that follows from those
+//! numbers, checked in this order:
+//!
+//! 1. **too large** — the block is more than the device could give even if this process
+//!    returned its whole cache (`device_free + reserved`);
+//! 2. **fragmentation** — the free bytes inside segments would hold the block, but no hole does;
+//! 3. **cap** — the device had the memory free, yet the allocator could not get it: the process
+//!    is at a limit (`set_per_process_memory_fraction`, or a reservation elsewhere);
+//! 4. **full** — live tensors fill what there is.
+//!
+//! Then what filled it (the largest sites live at that instant, with the annotations in effect)
+//! and the advice those numbers support.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::annotations::{self, Span};
+use super::{frames, units};
+use crate::allocator::{self, OomState};
+use crate::derive::sites::element_stack;
+use crate::layout::LayoutRef;
+use crate::model::{NO_TIME, Snapshot};
+
+/// The allocator's smallest block: requests are rounded up to a multiple of it.
+const MIN_BLOCK: u64 = 512;
+/// Sites listed as "what filled it".
+const TOP_SITES: usize = 5;
+
+/// The block size torch's caching allocator gives a request (`round_size`).
+pub fn rounded(size: u64) -> u64 {
+    size.max(1).div_ceil(MIN_BLOCK) * MIN_BLOCK
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    TooLarge,
+    Fragmentation,
+    Cap,
+    Full,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Site {
+    pub frame: String,
+    pub bytes: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OomReport {
+    pub device: crate::model::DeviceId,
+    /// Raw trace event index within the device.
+    pub event: i64,
+    pub requested_bytes: u64,
+    pub rounded_bytes: u64,
+    pub device_free_bytes: Option<u64>,
+    pub allocated_bytes: u64,
+    pub reserved_bytes: u64,
+    pub reserved_unallocated_bytes: u64,
+    pub largest_free_bytes: u64,
+    pub pending_free_bytes: u64,
+    /// 1 − largest free block / free bytes inside segments.
+    pub fragmentation: f64,
+    pub kind: Kind,
+    /// The verdict as one sentence.
+    pub verdict: String,
+    /// The frame that asked.
+    pub frame: Option<String>,
+    /// The last action before the OOM (−1: none) and the annotations open at the OOM.
+    pub action: i64,
+    pub annotation: Vec<String>,
+    /// The largest allocation sites live then.
+    pub filled_by: Vec<Site>,
+    pub advice: Vec<String>,
+}
+
+/// Every OOM of one device, explained.
+pub fn explain(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[Span]) -> Vec<OomReport> {
+    let (_, ooms) = allocator::states(snap, layout.device, &BTreeSet::new());
+    let first = snap.trace(layout.device).start;
+    let expandable = snap
+        .allocator_settings
+        .as_ref()
+        .and_then(|s| s.get("expandable_segments"))
+        .is_some_and(|v| v.as_bool() == Some(true) || v.as_i64() == Some(1));
+    ooms.iter().map(|o| report(snap, layout, spans, o, first, expandable)).collect()
+}
+
+fn report(
+    snap: &Snapshot,
+    layout: LayoutRef<'_>,
+    spans: &[Span],
+    o: &OomState,
+    first: usize,
+    expandable: bool,
+) -> OomReport {
+    let b = &o.before;
+    let block = rounded(o.requested);
+    let free_inside = b.free();
+    let e = first + o.event as usize;
+    let kind = if o.device_free.is_some_and(|f| block > f.saturating_add(b.reserved)) {
+        Kind::TooLarge
+    } else if free_inside >= block && b.largest_free < block {
+        Kind::Fragmentation
+    } else if o.device_free.is_some_and(|f| f >= block) {
+        Kind::Cap
+    } else {
+        Kind::Full
+    };
+    let bytes = units::bytes;
+    let device_free = o.device_free.map_or("an unknown amount".to_owned(), bytes);
+    let verdict = match kind {
+        Kind::TooLarge => format!(
+            "too large: {} is more than the device could give even with this process's cache returned ({device_free} free + {} reserved)",
+            bytes(block),
+            bytes(b.reserved)
+        ),
+        Kind::Fragmentation => {
+            let cap = if o.device_free.is_some_and(|f| f >= block) {
+                format!("; the device had {device_free} free, so the process was also at a limit")
+            } else {
+                String::new()
+            };
+            format!(
+                "fragmentation: {} are free inside segments, but the largest hole is {} and the request needs {}{cap}",
+                bytes(free_inside),
+                bytes(b.largest_free),
+                bytes(block)
+            )
+        }
+        Kind::Cap => format!(
+            "a cap: the device had {device_free} free, but the process could not reserve {} more (a per-process memory fraction or a limit)",
+            bytes(block)
+        ),
+        Kind::Full => format!(
+            "full: live tensors hold {} of {} reserved, and the device had {device_free} free",
+            bytes(b.allocated),
+            bytes(b.reserved)
+        ),
+    };
+    // The last action before the OOM event, and what was live right after it.
+    let n = layout.actions.len() as u32;
+    let before = crate::derive::timeline::partition(n, |k| {
+        let ev = layout.action_event(k);
+        ev == crate::model::NONE || (ev as usize) < e
+    });
+    let action = i64::from(before) - 1;
+    let mut by_site: HashMap<u32, (u64, u64)> = HashMap::new();
+    for id in layout.live_after(action) {
+        let cell = by_site.entry(element_stack(snap, layout, id)).or_default();
+        cell.0 += layout.elements.size[id as usize];
+        cell.1 += 1;
+    }
+    let mut sites: Vec<(u32, (u64, u64))> = by_site.into_iter().collect();
+    sites.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(&b.0)));
+    let frame_of = |stack| frames::top_frame(snap, stack).map(|f| frames::describe(snap, f, true));
+    let filled_by: Vec<Site> = sites
+        .iter()
+        .take(TOP_SITES)
+        .map(|&(stack, (bytes, count))| Site {
+            frame: frame_of(stack).unwrap_or_else(|| super::groups::NO_STACK.to_owned()),
+            bytes,
+            count,
+        })
+        .collect();
+    let time = snap.events.time_us[e];
+    let annotation = if time == NO_TIME {
+        Vec::new()
+    } else {
+        annotations::in_effect(spans, layout.device, time).into_iter().map(|s| snap.str(s).to_owned()).collect()
+    };
+    let advice = advice(kind, o, block, expandable, filled_by.first(), b.allocated);
+    OomReport {
+        device: layout.device,
+        event: o.event,
+        requested_bytes: o.requested,
+        rounded_bytes: block,
+        device_free_bytes: o.device_free,
+        allocated_bytes: b.allocated,
+        reserved_bytes: b.reserved,
+        reserved_unallocated_bytes: free_inside,
+        largest_free_bytes: b.largest_free,
+        pending_free_bytes: b.pending_free,
+        fragmentation: b.fragmentation(),
+        kind,
+        verdict,
+        frame: frame_of(snap.events.stack[e]),
+        action,
+        annotation,
+        filled_by,
+        advice,
+    }
+}
+
+fn advice(kind: Kind, o: &OomState, block: u64, expandable: bool, top: Option<&Site>, allocated: u64) -> Vec<String> {
+    let b = &o.before;
+    let mut v = Vec::new();
+    let cut = |v: &mut Vec<String>| {
+        if let Some(s) = top {
+            v.push(format!(
+                "cut the peak of the largest site: {} holds {} ({:.0}% of what is allocated) in {}",
+                s.frame,
+                units::bytes(s.bytes),
+                super::groups::share(s.bytes, allocated),
+                units::count(s.count, "allocation", "allocations")
+            ));
+        }
+    };
+    match kind {
+        Kind::TooLarge => {
+            v.push(format!(
+                "the request itself is the problem: {} in one block; split or shard the tensor",
+                units::bytes(block)
+            ));
+        }
+        Kind::Fragmentation => {
+            if !expandable {
+                v.push(
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place instead of leaving holes between them"
+                        .into(),
+                );
+            }
+            let mb = (block >> 20).max(1);
+            v.push(format!(
+                "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:{mb}: blocks of {mb} MiB and more are not split for small tensors, so large holes survive"
+            ));
+            v.push(
+                "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.6: cached blocks are returned before memory runs out"
+                    .into(),
+            );
+            v.push(format!(
+                "torch.cuda.empty_cache() before the large allocation returns the {} of holes (then it can be reserved whole)",
+                units::bytes(b.free())
+            ));
+        }
+        Kind::Cap => {
+            v.push(format!(
+                "raise the process's limit (torch.cuda.set_per_process_memory_fraction) or free memory: the device had {} free",
+                o.device_free.map_or("memory".to_owned(), units::bytes)
+            ));
+            cut(&mut v);
+        }
+        Kind::Full => cut(&mut v),
+    }
+    if b.pending_free >= block {
+        v.push(format!(
+            "{} are freed but pending on another stream: synchronize (or record_stream less) before the allocation",
+            units::bytes(b.pending_free)
+        ));
+    }
+    v
+}
+
+/// One line for `stats`: the request and the verdict.
+pub fn one_line(r: &OomReport) -> String {
+    format!("requested {}: {}", units::bytes(r.requested_bytes), r.verdict)
+}
+
+/// The text report of one OOM.
+pub fn render_text(out: &mut String, r: &OomReport, index: usize, of: usize) {
+    let b = units::bytes;
+    let _ = writeln!(
+        out,
+        "device {} — OOM {} of {} (event {}): tried to allocate {} (a {} block)",
+        r.device,
+        index + 1,
+        of,
+        units::thousands(r.event as u64),
+        b(r.requested_bytes),
+        b(r.rounded_bytes)
+    );
+    let row = |out: &mut String, label: &str, value: String| {
+        let _ = writeln!(out, "  {label:<16}{value}");
+    };
+    if let Some(f) = &r.frame {
+        row(out, "asked by", f.clone());
+    }
+    if !r.annotation.is_empty() {
+        row(out, "during", r.annotation.join(" › "));
+    }
+    row(
+        out,
+        "before it",
+        format!(
+            "allocated {} · reserved {} · reserved but unallocated {} · largest free block {} · pending frees {}",
+            b(r.allocated_bytes),
+            b(r.reserved_bytes),
+            b(r.reserved_unallocated_bytes),
+            b(r.largest_free_bytes),
+            b(r.pending_free_bytes)
+        ),
+    );
+    row(out, "device", format!("{} free", r.device_free_bytes.map_or("unknown".to_owned(), b)));
+    row(out, "verdict", r.verdict.clone());
+    if !r.filled_by.is_empty() {
+        let after = if r.action < 0 {
+            "before the first action".to_owned()
+        } else {
+            format!("after action {}", units::thousands(r.action as u64))
+        };
+        let _ = writeln!(out, "  what filled it (live {after}):");
+        for s in &r.filled_by {
+            let _ = writeln!(
+                out,
+                "    {:>10}  {:>7}  {}",
+                b(s.bytes),
+                units::thousands(s.count),
+                super::groups::clip(&s.frame)
+            );
+        }
+    }
+    if !r.advice.is_empty() {
+        let _ = writeln!(out, "  advice:");
+        for a in &r.advice {
+            let _ = writeln!(out, "    - {a}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rounded;
+
+    #[test]
+    fn requests_round_to_blocks() {
+        assert_eq!(rounded(1), 512);
+        assert_eq!(rounded(512), 512);
+        assert_eq!(rounded(513), 1024);
+        assert_eq!(rounded(64 << 20), 64 << 20);
+    }
+}

@@ -1,0 +1,140 @@
+//! `memviz segments` and `memviz oom`: the allocator's state, from the model of the input.
+
+use anyhow::bail;
+use serde::Serialize;
+
+use super::{save_cache, select};
+use crate::analysis::annotations::{self, AnnotationFilter};
+use crate::analysis::{oom, segments};
+use crate::archive::cache::load;
+use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
+use crate::layout::LayoutRef;
+use crate::model::{NONE, Snapshot};
+
+#[derive(Serialize)]
+struct PerDevice<'a, T: Serialize> {
+    input: String,
+    devices: &'a [T],
+}
+
+fn print<T: Serialize>(
+    input: &std::path::Path,
+    json: bool,
+    reports: &[T],
+    text: impl Fn(&mut String),
+) -> anyhow::Result<()> {
+    crate::output::write_to(None, |w| {
+        if json {
+            serde_json::to_writer_pretty(&mut *w, &PerDevice { input: input.display().to_string(), devices: reports })?;
+            writeln!(w)?;
+        } else {
+            let mut out = format!("{}\n", input.display());
+            text(&mut out);
+            w.write_all(out.as_bytes())?;
+        }
+        Ok(())
+    })
+}
+
+pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
+    let input = &args.input;
+    let loaded = load(input, cache)?;
+    let views = select(&loaded, args.common.device, input)?;
+    let spans = annotations::spans_filtered(&loaded.snapshot, &AnnotationFilter::default());
+    let per_device: Vec<Vec<oom::OomReport>> =
+        views.iter().map(|&l| oom::explain(&loaded.snapshot, l, &spans)).collect();
+    let reports: Vec<&oom::OomReport> = per_device.iter().flatten().collect();
+    print(input, args.common.json, &reports, |out| {
+        for (l, reps) in views.iter().zip(&per_device) {
+            out.push('\n');
+            if reps.is_empty() {
+                out.push_str(&format!("device {} — no OOM event\n", l.device));
+            }
+            for (i, r) in reps.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                oom::render_text(out, r, i, reps.len());
+            }
+        }
+    })?;
+    save_cache(loaded);
+    Ok(())
+}
+
+pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
+    let input = &args.input;
+    let loaded = load(input, cache)?;
+    let views = select(&loaded, args.common.device, input)?;
+    let mut maps = Vec::new();
+    for &l in &views {
+        let event = which_event(&loaded.snapshot, l, args, input)?;
+        maps.push(segments::memory_map(&loaded.snapshot, l.device, event));
+    }
+    print(input, args.common.json, &maps, |out| {
+        for m in &maps {
+            out.push('\n');
+            segments::render_text(out, m, args.common.top);
+        }
+    })?;
+    save_cache(loaded);
+    Ok(())
+}
+
+/// The device-relative raw event the memory map is taken after.
+fn which_event(snap: &Snapshot, l: LayoutRef<'_>, args: &SegmentsArgs, input: &std::path::Path) -> anyhow::Result<i64> {
+    let trace = snap.trace(l.device);
+    let (first, n) = (trace.start as i64, trace.len() as i64);
+    let actions = l.actions.len() as i64;
+    let of_action = |k: i64| -> anyhow::Result<i64> {
+        if !(-1..actions).contains(&k) {
+            bail!("{}: action {k} is out of range on device {} (-1..{actions})", input.display(), l.device);
+        }
+        if k < 0 {
+            return Ok(-1);
+        }
+        match l.action_event(k as u32) {
+            NONE => Ok(n - 1),
+            e => Ok(i64::from(e) - first),
+        }
+    };
+    if let Some(e) = args.event {
+        if !(-1..n).contains(&e) {
+            bail!("{}: event {e} is out of range on device {} (-1..{n})", input.display(), l.device);
+        }
+        return Ok(e);
+    }
+    if let Some(a) = args.action {
+        return of_action(match a {
+            ActionArg::Index(k) => k,
+            ActionArg::Last => actions - 1,
+        });
+    }
+    if let Some(t) = args.time {
+        let base = snap
+            .start_time_us()
+            .ok_or_else(|| anyhow::anyhow!("{}: no times recorded; use --event", input.display()))?;
+        let at = base.saturating_add(t.us + t.half_step_us);
+        let k = crate::derive::timeline::partition(actions as u32, |k| {
+            let e = l.action_event(k);
+            e == NONE || snap.events.time_us[e as usize] <= at
+        });
+        return of_action(k as i64 - 1);
+    }
+    if let Some(nth) = args.oom {
+        let ooms: Vec<i64> =
+            (0..n).filter(|&i| snap.events.action[(first + i) as usize] == crate::model::Action::Oom).collect();
+        let pick = if nth == 0 { ooms.last() } else { ooms.get(nth - 1) };
+        return match pick {
+            Some(&i) => Ok(i - 1),
+            None => bail!(
+                "{}: device {} has {} (asked for OOM {})",
+                input.display(),
+                l.device,
+                crate::analysis::units::count(ooms.len() as u64, "OOM event", "OOM events"),
+                if nth == 0 { "last".to_owned() } else { nth.to_string() }
+            ),
+        };
+    }
+    Ok(n - 1)
+}
