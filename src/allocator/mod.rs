@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::layout::{Checkpoints, CheckpointsRef, Replay};
 use crate::model::{Action, BlockState, DeviceId, Snapshot};
 
 /// A segment: memory reserved from CUDA by the caching allocator.
@@ -286,6 +287,114 @@ pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec
     (found.into_values().collect(), oom_states)
 }
 
+/// The allocator's state as a checkpointed replay (the second user of `layout::Checkpoints`):
+/// step `s` undoes the `s`-th event from the end, so the state after event `i` of an `n`-event
+/// trace is `n − 1 − i` steps in. Saved flat as `u64` words: the segment count, the block count,
+/// then per segment `addr, size, stream, has_pool, pool.0, pool.1` and per block
+/// `addr, size, requested, pending`.
+pub struct Undo<'s> {
+    snap: &'s Snapshot,
+    first: usize,
+    n: usize,
+    undone: usize,
+    pub state: State,
+}
+
+const SEGMENT_WORDS: usize = 6;
+const BLOCK_WORDS: usize = 4;
+
+impl<'s> Undo<'s> {
+    pub fn at_dump(snap: &'s Snapshot, device: DeviceId) -> Undo<'s> {
+        let trace = snap.trace(device);
+        Undo { snap, first: trace.start, n: trace.len(), undone: 0, state: State::at_dump(snap, device) }
+    }
+
+    /// A state saved by [`Replay::save`] after `undone` steps (a checkpoint; malformed words
+    /// give an empty state rather than a panic).
+    pub fn resume(snap: &'s Snapshot, device: DeviceId, words: &[u64], undone: usize) -> Undo<'s> {
+        let trace = snap.trace(device);
+        Undo { snap, first: trace.start, n: trace.len(), undone, state: State::from_words(words).unwrap_or_default() }
+    }
+}
+
+impl Replay for Undo<'_> {
+    type Word = u64;
+    fn applied(&self) -> usize {
+        self.undone
+    }
+    fn step(&mut self) -> bool {
+        if self.undone >= self.n {
+            return false;
+        }
+        self.state.undo(self.snap, self.first + self.n - 1 - self.undone);
+        self.undone += 1;
+        true
+    }
+    fn save(&self, out: &mut Vec<u64>) {
+        let st = &self.state;
+        out.extend([st.segments.len() as u64, st.blocks.len() as u64]);
+        for s in &st.segments {
+            let (has, (a, b)) = (u64::from(s.pool.is_some()), s.pool.unwrap_or((0, 0)));
+            out.extend([s.addr, s.size, s.stream, has, a as u64, b as u64]);
+        }
+        for b in st.blocks.values() {
+            out.extend([b.addr, b.size, b.requested, u64::from(b.pending_free)]);
+        }
+    }
+}
+
+impl State {
+    fn from_words(w: &[u64]) -> Option<State> {
+        let (&ns, &nb) = (w.first()?, w.get(1)?);
+        let (ns, nb) = (usize::try_from(ns).ok()?, usize::try_from(nb).ok()?);
+        let segs = w.get(2..2 + ns.checked_mul(SEGMENT_WORDS)?)?;
+        let blocks = w.get(2 + ns * SEGMENT_WORDS..)?.get(..nb.checked_mul(BLOCK_WORDS)?)?;
+        let segments = segs
+            .chunks_exact(SEGMENT_WORDS)
+            .map(|s| Segment {
+                addr: s[0],
+                size: s[1],
+                stream: s[2],
+                pool: (s[3] != 0).then_some((s[4] as i64, s[5] as i64)),
+            })
+            .collect();
+        let blocks = blocks
+            .chunks_exact(BLOCK_WORDS)
+            .map(|b| (b[0], Block { addr: b[0], size: b[1], requested: b[2], pending_free: b[3] != 0 }))
+            .collect();
+        Some(State { segments, blocks })
+    }
+}
+
+/// Saved states are capped near this many words (32 MiB), whatever the trace.
+const WORD_BUDGET: u64 = 4 << 20;
+const MIN_EVERY: u64 = 256;
+
+fn words(st: &State) -> u64 {
+    (2 + st.segments.len() * SEGMENT_WORDS + st.blocks.len() * BLOCK_WORDS) as u64
+}
+
+/// The allocator's state of `device` every K events from the dump backwards. A first pass sums
+/// the state's size over the whole trace, so K keeps the saved words within the budget (a query
+/// undoes fewer than K events).
+pub fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
+    let n = snap.trace(device).len() as u64;
+    let mut sizing = Undo::at_dump(snap, device);
+    let mut total = words(&sizing.state);
+    while sizing.step() {
+        total += words(&sizing.state);
+    }
+    let every = total.div_ceil(WORD_BUDGET).max(MIN_EVERY).next_power_of_two().min(1 << 30) as u32;
+    Checkpoints::record(Undo::at_dump(snap, device), n as usize, every)
+}
+
+/// The state after event `i` of the device (−1: before the first), from its checkpoints.
+pub fn state_after(snap: &Snapshot, device: DeviceId, cps: CheckpointsRef<'_, u64>, i: i64) -> State {
+    let n = snap.trace(device).len() as i64;
+    let undone = (n - 1 - i.clamp(-1, n - 1)) as usize;
+    cps.restore(undone, |words, at| Undo::resume(snap, device, words, at)).state
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +418,25 @@ mod tests {
         assert_eq!(s.segments[0].holes(), [(0, 10), (70, 30)]);
         assert_eq!(s.segments[1].holes(), [(1040, 60)]);
         assert!((s.fragmentation() - (1.0 - 60.0 / 100.0)).abs() < 1e-12);
+    }
+
+    /// The state from the nearest checkpoint equals the one the full backward pass gives, after
+    /// every event of real traces (expandable segments included).
+    #[test]
+    fn checkpoints_rebuild_every_event_exactly() {
+        for name in ["frag_oom", "expandable", "cudagraph"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
+            let (snap, _) = crate::ingest::read_path(&path).unwrap();
+            let d = DeviceId(0);
+            let n = snap.trace(d).len() as i64;
+            let (all, _) = states(&snap, d, &(-1..n).collect());
+            let cps = checkpoints(&snap, d);
+            assert!(cps.starts.len() > 2, "{name}: several checkpoints");
+            for s in &all {
+                let got = state_after(&snap, d, cps.view(), s.event).summary(s.event);
+                assert!(got == *s, "{name}: event {}", s.event);
+            }
+        }
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! `memviz segments` and `memviz oom`: the allocator's state, from the model of the input.
 
-use anyhow::bail;
-use serde::Serialize;
-
+use super::answers::print_all;
 use super::{save_cache, select};
 use crate::analysis::annotations::{self, AnnotationFilter};
 use crate::analysis::{oom, segments};
@@ -10,31 +8,7 @@ use crate::archive::cache::load;
 use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
 use crate::layout::LayoutRef;
 use crate::model::{NONE, Snapshot};
-
-#[derive(Serialize)]
-struct PerDevice<'a, T: Serialize> {
-    input: String,
-    devices: &'a [T],
-}
-
-fn print<T: Serialize>(
-    input: &std::path::Path,
-    json: bool,
-    reports: &[T],
-    text: impl Fn(&mut String),
-) -> anyhow::Result<()> {
-    crate::output::write_to(None, |w| {
-        if json {
-            serde_json::to_writer_pretty(&mut *w, &PerDevice { input: input.display().to_string(), devices: reports })?;
-            writeln!(w)?;
-        } else {
-            let mut out = format!("{}\n", input.display());
-            text(&mut out);
-            w.write_all(out.as_bytes())?;
-        }
-        Ok(())
-    })
-}
+use anyhow::bail;
 
 pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
@@ -44,7 +18,7 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
     let per_device: Vec<Vec<oom::OomReport>> =
         views.iter().map(|&l| oom::explain(&loaded.snapshot, l, &spans)).collect();
     let reports: Vec<&oom::OomReport> = per_device.iter().flatten().collect();
-    print(input, args.common.json, &reports, |out| {
+    print_all(input, args.common.json, &reports, |out| {
         for (l, reps) in views.iter().zip(&per_device) {
             out.push('\n');
             if reps.is_empty() {
@@ -71,7 +45,7 @@ pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
         let event = which_event(&loaded.snapshot, l, args, input)?;
         maps.push(segments::memory_map(&loaded.snapshot, l.device, event));
     }
-    print(input, args.common.json, &maps, |out| {
+    print_all(input, args.common.json, &maps, |out| {
         for m in &maps {
             out.push('\n');
             segments::render_text(out, m, args.common.top);

@@ -77,16 +77,28 @@ struct PerDevice<'a, T: Serialize> {
 }
 
 fn print<T: Serialize>(input: &Path, json: bool, reports: &[T], text: impl Fn(&mut String, &T)) -> anyhow::Result<()> {
+    print_all(input, json, reports, |out| {
+        for r in reports {
+            out.push('\n');
+            text(out, r);
+        }
+    })
+}
+
+/// [`print`] for a text that is not one block per report (`oom` groups its reports by device).
+pub(super) fn print_all<T: Serialize>(
+    input: &Path,
+    json: bool,
+    reports: &[T],
+    text: impl FnOnce(&mut String),
+) -> anyhow::Result<()> {
     crate::output::write_to(None, |w| {
         if json {
             serde_json::to_writer_pretty(&mut *w, &PerDevice { input: input.display().to_string(), devices: reports })?;
             writeln!(w)?;
         } else {
             let mut out = format!("{}\n", input.display());
-            for r in reports {
-                out.push('\n');
-                text(&mut out, r);
-            }
+            text(&mut out);
             w.write_all(out.as_bytes())?;
         }
         Ok(())
