@@ -307,23 +307,12 @@ fn the_shader_validates() {
 /// click pins and a click on nothing unpins.
 #[test]
 fn input_drives_the_view_and_the_selection() {
-    use egui::{Event, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, TouchPhase, pos2, vec2};
+    use egui::{Event, Modifiers, PointerButton, pos2, vec2};
     let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
     let rect = app.timeline().unwrap().plot_rect;
     let view = |app: &ViewerApp| app.timeline().unwrap().view;
     let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
-    let wheel = |p: egui::Pos2, dy: f32, modifiers: Modifiers| {
-        vec![
-            Event::PointerMoved(p),
-            Event::MouseWheel {
-                unit: MouseWheelUnit::Point,
-                delta: vec2(0.0, dy),
-                phase: TouchPhase::Move,
-                source: MouseWheelSource::Unknown,
-                modifiers,
-            },
-        ]
-    };
+    let wheel = |p: egui::Pos2, dy: f32, m: Modifiers| memviz::viewer::bench::wheel(p, dy, m.shift);
     let button = |p: egui::Pos2, pressed: bool, modifiers: Modifiers| Event::PointerButton {
         pos: p,
         button: PointerButton::Primary,

@@ -89,51 +89,6 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
     })
 }
 
-pub fn export_state(args: &ExportArgs, every: Option<u64>, events: &[i64], cache: bool) -> anyhow::Result<()> {
-    refuse_overwriting_input(args)?;
-    let loaded = load(&args.input, cache)?;
-    let views = select(&loaded, args.device, &args.input)?;
-    let devices: Vec<serde_json::Value> = views
-        .iter()
-        .map(|l| {
-            let n = loaded.snapshot.trace(l.device).len() as i64;
-            let mut wanted: std::collections::BTreeSet<i64> = events.iter().copied().collect();
-            if let Some(every) = every.map(|e| e as i64) {
-                wanted.extend((every - 1..n).step_by(every as usize));
-            }
-            export::device_state(&loaded.snapshot, l.device, &wanted)
-        })
-        .collect();
-    crate::output::write_to(args.output.as_deref(), |w| {
-        serde_json::to_writer(&mut *w, &serde_json::json!({ "devices": devices }))?;
-        Ok(())
-    })?;
-    save_cache(loaded);
-    Ok(())
-}
-
-pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
-    refuse_overwriting_input(args)?;
-    let loaded = load(&args.input, cache)?;
-    let views = select(&loaded, args.device, &args.input)?;
-    let layouts: Vec<Layout> = views.iter().map(|l| Layout::segments(&loaded.snapshot, l.device)).collect();
-    let doc = export::LayoutExport { devices: layouts.iter().map(|l| export::device_layout(l.view())).collect() };
-    crate::output::write_to(args.output.as_deref(), |w| {
-        serde_json::to_writer(&mut *w, &doc)?;
-        Ok(())
-    })?;
-    drop(doc);
-    save_cache(loaded);
-    Ok(())
-}
-
-fn refuse_overwriting_input(args: &ExportArgs) -> anyhow::Result<()> {
-    if let Some(out) = &args.output {
-        crate::output::refuse_overwriting(out, &[&args.input])?;
-    }
-    Ok(())
-}
-
 /// A command line that asks for something it must not, or cannot be done as given: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -208,30 +163,65 @@ pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn export_layout(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
-    refuse_overwriting_input(args)?;
+/// Every `export`: refuses an output that is the input, loads it, writes the JSON `write` makes
+/// from the devices asked for, then caches the archive.
+fn export_with(
+    args: &ExportArgs,
+    cache: bool,
+    write: impl FnOnce(&Loaded, Vec<LayoutRef<'_>>, &mut dyn std::io::Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if let Some(out) = &args.output {
+        crate::output::refuse_overwriting(out, &[&args.input])?;
+    }
     let loaded = load(&args.input, cache)?;
-    let views = select(&loaded, args.device, &args.input)?;
-    let doc = export::LayoutExport { devices: views.into_iter().map(export::device_layout).collect() };
-    crate::output::write_to(args.output.as_deref(), |w| {
-        serde_json::to_writer(&mut *w, &doc)?;
-        Ok(())
-    })?;
-    drop(doc);
+    {
+        let views = select(&loaded, args.device, &args.input)?;
+        crate::output::write_to(args.output.as_deref(), |w| write(&loaded, views, w))?;
+    }
     save_cache(loaded);
     Ok(())
 }
 
+pub fn export_layout(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+    export_with(args, cache, |_, views, w| {
+        let doc = export::LayoutExport { devices: views.into_iter().map(export::device_layout).collect() };
+        Ok(serde_json::to_writer(w, &doc)?)
+    })
+}
+
 pub fn export_sampled(args: &ExportArgs, every: usize, cache: bool) -> anyhow::Result<()> {
-    refuse_overwriting_input(args)?;
-    let loaded = load(&args.input, cache)?;
-    let views = select(&loaded, args.device, &args.input)?;
-    let doc =
-        export::SampledExport { devices: views.into_par_iter().map(|l| export::device_sampled(l, every)).collect() };
-    crate::output::write_to(args.output.as_deref(), |w| {
-        serde_json::to_writer(&mut *w, &doc)?;
-        Ok(())
-    })?;
-    save_cache(loaded);
-    Ok(())
+    export_with(args, cache, |_, views, w| {
+        let doc = export::SampledExport {
+            devices: views.into_par_iter().map(|l| export::device_sampled(l, every)).collect(),
+        };
+        Ok(serde_json::to_writer(w, &doc)?)
+    })
+}
+
+/// The allocator's state after events: `--every N` (N−1, 2N−1, …) and `--events`.
+pub fn export_state(args: &ExportArgs, every: Option<u64>, events: &[i64], cache: bool) -> anyhow::Result<()> {
+    export_with(args, cache, |loaded, views, w| {
+        let snap = &loaded.snapshot;
+        let devices: Vec<serde_json::Value> = views
+            .iter()
+            .map(|l| {
+                let n = snap.trace(l.device).len() as i64;
+                let mut wanted: std::collections::BTreeSet<i64> = events.iter().copied().collect();
+                if let Some(every) = every.map(|e| e as i64) {
+                    wanted.extend((every - 1..n).step_by(every as usize));
+                }
+                export::device_state(snap, l.device, &wanted)
+            })
+            .collect();
+        Ok(serde_json::to_writer(w, &serde_json::json!({ "devices": devices }))?)
+    })
+}
+
+/// The Active Cached Segment Timeline in the layout's schema.
+pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+    export_with(args, cache, |loaded, views, w| {
+        let layouts: Vec<Layout> = views.iter().map(|l| Layout::segments(&loaded.snapshot, l.device)).collect();
+        let doc = export::LayoutExport { devices: layouts.iter().map(|l| export::device_layout(l.view())).collect() };
+        Ok(serde_json::to_writer(w, &doc)?)
+    })
 }

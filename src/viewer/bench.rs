@@ -14,7 +14,8 @@ pub struct BenchResult {
     pub hover_ms: serde_json::Value,
 }
 
-fn wheel(at: egui::Pos2, dy: f32, shift: bool) -> Vec<Event> {
+/// The events of one wheel notch at `at` (a test or bench's scroll).
+pub fn wheel(at: egui::Pos2, dy: f32, shift: bool) -> Vec<Event> {
     let modifiers = if shift { Modifiers::SHIFT } else { Modifiers::NONE };
     vec![
         Event::PointerMoved(at),

@@ -209,4 +209,4 @@ impl eframe::App for WindowApp {
     }
 }
 
-mod bench;
+pub mod bench;
