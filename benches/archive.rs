@@ -1,7 +1,7 @@
 //! Archive benchmarks on the 195 MB scale_2m7 snapshot (or an archive given as argument):
 //! open (validate) time, coarsest-tile decode, live-stack rebuild from checkpoints at random
 //! actions, the tile crossover (rasterising one tile on the fly vs decompressing it), and the
-//! allocator's state at random events from its checkpoints.
+//! allocator's state at random events from the archive's saved states.
 //!
 //!     cargo bench --bench archive [-- ARCHIVE.memviz]
 
@@ -136,24 +136,19 @@ fn main() {
     allocator_state(&path);
 }
 
-/// The allocator's state at random raw events, rebuilt from its checkpoints (the second user of
-/// the checkpoint mechanism; today they are built in memory from the restored model, not stored).
+/// The allocator's state at random raw events, rebuilt from the archive's saved states (one
+/// chunk decoded, fewer than K events undone through the archive's event chunks).
 fn allocator_state(path: &std::path::Path) {
-    let a = Archive::open(path).unwrap();
-    let t = Instant::now();
-    let snap = restore::snapshot(a.root()).unwrap();
-    println!("allocator: model restored in {:.0} ms", ms(t));
-    for d in snap.device_ids() {
-        let t = Instant::now();
-        let cps = memviz::allocator::checkpoints(&snap, d);
-        let n = snap.trace(d).len() as u64;
+    let session = memviz::archive::Session::from_archive(Archive::open(path).unwrap());
+    for d in 0..session.devices() {
+        let a = &session.device(d).allocator;
+        let (n, every) = (u64::from(a.events.to_native()), a.every.to_native());
+        let stored: usize = a.states.iter().map(|c| c.data.len()).sum::<usize>()
+            + a.reserved.iter().chain(a.allocated.iter()).map(|c| c.data.len()).sum::<usize>();
         println!(
-            "  device {d}: {} events; checkpoints every {} events, {} states, {:.1} MB of words, built in {:.0} ms",
-            n,
-            cps.every,
-            cps.starts.len() - 1,
-            cps.ids.len() as f64 * 8.0 / 1e6,
-            ms(t)
+            "allocator, device {d}: {n} events; a state saved every {every} events ({} states); section {:.1} MB",
+            a.states.len(),
+            stored as f64 / 1e6
         );
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut times = Vec::new();
@@ -163,12 +158,12 @@ fn allocator_state(path: &std::path::Path) {
             seed ^= seed << 17;
             let i = (seed % n.max(1)) as i64;
             let t = Instant::now();
-            let st = memviz::allocator::state_after(&snap, d, cps.view(), i);
+            let st = session.allocator_state(d, i).expect("a format-3 archive");
             std::hint::black_box(st.blocks.len());
             times.push(ms(t));
         }
         println!(
-            "  state at a random event: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            "  state at a random event, from the archive: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             pct(times.clone(), 0.5),
             pct(times.clone(), 0.99),
             pct(times, 1.0)

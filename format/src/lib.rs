@@ -15,6 +15,7 @@ pub mod hash;
 pub mod header;
 pub mod schema;
 pub mod v1;
+pub mod v2;
 pub mod view;
 
 pub use header::{

@@ -1,5 +1,6 @@
 //! The archived types. Every field is documented in FORMAT.md; changing any of them means
-//! bumping [`crate::FORMAT_VERSION`].
+//! bumping [`crate::FORMAT_VERSION`]. Types a version did not change are that version's own,
+//! re-exported (`crate::v2`), so an older archive converts by moving them across.
 //!
 //! Hot data (what the viewer touches per frame or per hover: element columns, actions, totals,
 //! checkpoints) is stored as plain little-endian vectors that are used in place from the mmap.
@@ -7,6 +8,13 @@
 //! decompressed on demand, one chunk at a time.
 
 use rkyv::{Archive, Deserialize, Serialize};
+
+pub use crate::v2::{
+    Annotation, ArchivedAnnotation, ArchivedBlock, ArchivedCheckpoints, ArchivedChunk, ArchivedElements,
+    ArchivedEventTable, ArchivedFrameTable, ArchivedMinMax, ArchivedReserved, ArchivedSegment, ArchivedSource,
+    ArchivedSpan, ArchivedStackTable, ArchivedTileLevel, Block, Checkpoints, Chunk, Elements, EventTable, FrameTable,
+    MinMax, Reserved, Segment, Source, Span, StackTable, TileLevel,
+};
 
 /// The archive root.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -37,112 +45,6 @@ pub struct Root {
     pub devices: Vec<Device>,
 }
 
-/// Where the archive came from.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Source {
-    /// File name of the snapshot (no directories).
-    pub name: String,
-    /// How it was stored, e.g. `pickle protocol 4, gzip`.
-    pub format: String,
-    pub file_bytes: u64,
-    pub decoded_bytes: u64,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct FrameTable {
-    pub name: Vec<u32>,
-    pub filename: Vec<u32>,
-    /// `i64::MIN`: no usable line (shown as `?`).
-    pub line: Vec<i64>,
-    /// `(frame, [fx_node_op, fx_node_name, fx_node_target, fx_original_trace, fx_node_info])`
-    /// string ids (`u32::MAX`: absent) of frames that carry fx keys, sorted by frame. Since
-    /// version 2.
-    pub fx: Vec<(u32, [u32; 5])>,
-}
-
-/// Stack `i` is `frames[offsets[i]..offsets[i + 1]]`, innermost frame first.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct StackTable {
-    pub offsets: Vec<u32>,
-    pub frames: Vec<u32>,
-}
-
-/// One zstd frame holding `rows` values of a column, little-endian.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Chunk {
-    pub rows: u32,
-    pub data: Vec<u8>,
-}
-
-/// Every trace event of every device, column by column, in chunks of `chunk_rows` rows.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct EventTable {
-    pub len: u32,
-    pub chunk_rows: u32,
-    /// `u8` action codes (see FORMAT.md).
-    pub action: Vec<Chunk>,
-    pub addr: Vec<Chunk>,
-    pub size: Vec<Chunk>,
-    /// `i64` µs; within a chunk, the first value then wrapping differences.
-    pub time_us: Vec<Chunk>,
-    /// `u32` stack ids (`u32::MAX`: none).
-    pub stack: Vec<Chunk>,
-    /// Run-length columns: `(first event, value)`.
-    pub stream: Vec<(u32, u64)>,
-    pub compile_context: Vec<(u32, u32)>,
-    pub user_metadata: Vec<(u32, u32)>,
-    /// Since version 2.
-    pub internal_metadata: Vec<(u32, u32)>,
-    /// `category` of re-exported snapshots. Since version 2.
-    pub category: Vec<(u32, u32)>,
-    /// Sparse columns, sorted by event.
-    pub other_action: Vec<(u32, u32)>,
-    pub device_free: Vec<(u32, u64)>,
-    pub forward_stack: Vec<(u32, u32)>,
-    pub pool_id: Vec<(u32, (i64, i64))>,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Segment {
-    pub device: u32,
-    pub address: u64,
-    pub total_size: u64,
-    pub allocated_size: u64,
-    pub active_size: u64,
-    pub requested_size: u64,
-    pub stream: u64,
-    pub segment_type: u32,
-    pub pool_id: Option<(i64, i64)>,
-    pub is_expandable: bool,
-    pub stack: u32,
-    /// `forward_frames` stack id (`u32::MAX`: none). Since version 2.
-    pub forward_stack: u32,
-    pub blocks: (u32, u32),
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Block {
-    pub address: u64,
-    pub size: u64,
-    pub requested_size: u64,
-    /// 0 active_allocated, 1 active_pending_free, 2 inactive, 3 other (`state_str`).
-    pub state: u8,
-    pub state_str: u32,
-    pub stack: u32,
-    /// Since version 2.
-    pub forward_stack: u32,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Annotation {
-    pub name: u32,
-    /// 0 START, 1 END, 2 other (`stage_str`).
-    pub stage: u8,
-    pub stage_str: u32,
-    pub device: i64,
-    pub time_us: i64,
-}
-
 /// The timeline of one device.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Device {
@@ -170,74 +72,67 @@ pub struct Device {
     /// Annotation spans of this device, by start time.
     pub spans: Vec<Span>,
     pub reserved: Reserved,
+    /// The allocator's state over time. Since version 3.
+    pub allocator: AllocatorSection,
 }
 
-/// Element columns, indexed by element id.
+/// The caching allocator's state over the device's trace (since version 3): saved states to
+/// rebuild the segments and blocks after any event by undoing fewer than `every` events, and the
+/// reserved and allocated bytes after each action.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Elements {
-    pub addr: Vec<u64>,
-    pub size: Vec<u64>,
-    /// Action that pushed it; `u32::MAX`: live before the trace.
-    pub start: Vec<u32>,
-    /// Action that removed it; `u32::MAX`: never.
-    pub end: Vec<u32>,
-    /// 0 alloc, 1 free_only, 2 ghost.
-    pub origin: Vec<u8>,
-    /// Event index of the alloc / of the ending free; `u32::MAX`: none.
-    pub alloc_event: Vec<u32>,
-    pub free_event: Vec<u32>,
-    /// Block index of a ghost; `u32::MAX` otherwise.
-    pub block: Vec<u32>,
-    /// Stack id that explains the element (its allocation site; `u32::MAX`: none): the alloc
-    /// event's stack, a free_only's free event stack, or a ghost block's stack.
-    pub stack: Vec<u32>,
-    /// Position in push order; the live stack is sorted by it.
-    pub slot: Vec<u32>,
-    /// Elements labelled by an `annotate` event, ascending, and the string id of each one's
-    /// last label. Since version 2.
-    pub annotated: Vec<u32>,
-    pub annotation: Vec<u32>,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct MinMax {
-    pub actions_per_bucket: u64,
-    pub min: Vec<u64>,
-    pub max: Vec<u64>,
-}
-
-/// The live stack before action `j * every`: `ids[starts[j]..starts[j + 1]]`, bottom first.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Checkpoints {
+pub struct AllocatorSection {
+    /// Raw trace events of the device.
+    pub events: u32,
+    /// State `j` is the one after undoing `j × every` events from the dump (0: none stored).
     pub every: u32,
-    pub starts: Vec<u32>,
-    pub ids: Vec<u32>,
+    /// State `j` as `u64` words in one zstd chunk (layout in FORMAT.md).
+    pub states: Vec<Chunk>,
+    /// Reserved and allocated bytes right after each action, in chunks of `i64` delta-coded
+    /// like `EventTable::time_us`.
+    pub reserved: Vec<Chunk>,
+    pub allocated: Vec<Chunk>,
 }
 
-/// One level of the tile pyramid: each column covers `2^level` actions.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct TileLevel {
-    pub level: u32,
-    pub columns: u32,
-    /// The action each column shows: the one with the highest total inside it.
-    pub sample: Vec<u32>,
-    /// `ceil(columns / TILE_W)` tiles, left to right.
-    pub tiles: Vec<Chunk>,
+impl From<crate::v2::Root> for Root {
+    fn from(r: crate::v2::Root) -> Self {
+        Root {
+            source: r.source,
+            strings: r.strings,
+            frames: r.frames,
+            stacks: r.stacks,
+            events: r.events,
+            traces: r.traces,
+            host_trace: r.host_trace,
+            segments: r.segments,
+            blocks: r.blocks,
+            annotations: r.annotations,
+            allocator_settings: r.allocator_settings,
+            legacy: r.legacy,
+            unknown_keys: r.unknown_keys,
+            tolerated: r.tolerated,
+            devices: r.devices.into_iter().map(Device::from).collect(),
+        }
+    }
 }
 
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Span {
-    pub name: u32,
-    pub start_us: i64,
-    /// `i64::MIN`: never ended.
-    pub end_us: i64,
-    pub depth: u32,
-}
-
-/// Reserved (segment) memory over time: `initial`, then `bytes[i]` from `time_us[i]` on.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Reserved {
-    pub initial: u64,
-    pub time_us: Vec<i64>,
-    pub bytes: Vec<u64>,
+impl From<crate::v2::Device> for Device {
+    fn from(d: crate::v2::Device) -> Self {
+        Device {
+            device: d.device,
+            elements: d.elements,
+            actions: d.actions,
+            action_time_us: d.action_time_us,
+            initial: d.initial,
+            initial_total: d.initial_total,
+            totals: d.totals,
+            peak_bytes: d.peak_bytes,
+            peak_action: d.peak_action,
+            minimap: d.minimap,
+            checkpoints: d.checkpoints,
+            tiles: d.tiles,
+            spans: d.spans,
+            reserved: d.reserved,
+            allocator: AllocatorSection::default(),
+        }
+    }
 }

@@ -220,12 +220,12 @@ pub struct Reserved {
     pub bytes: Vec<u64>,
 }
 
-/// The version-2 root with the same content: every field carries over, the sections added in
+/// The version-2 root with the same content (then upgraded on, `v2::Root` → the current one): every field carries over, the sections added in
 /// version 2 start empty (no host trace, no tolerated counts, no fx keys, no `annotate`
 /// labels, no `internal_metadata` or `category`, no `forward_frames` on segments and blocks).
-impl From<Root> for crate::schema::Root {
+impl From<Root> for crate::v2::Root {
     fn from(r: Root) -> Self {
-        use crate::schema as s;
+        use crate::v2 as s;
         let chunk = |c: Chunk| s::Chunk { rows: c.rows, data: c.data };
         let chunks = |v: Vec<Chunk>| v.into_iter().map(chunk).collect::<Vec<_>>();
         s::Root {
@@ -310,8 +310,8 @@ impl From<Root> for crate::schema::Root {
     }
 }
 
-fn device(d: Device, chunks: &dyn Fn(Vec<Chunk>) -> Vec<crate::schema::Chunk>) -> crate::schema::Device {
-    use crate::schema as s;
+fn device(d: Device, chunks: &dyn Fn(Vec<Chunk>) -> Vec<crate::v2::Chunk>) -> crate::v2::Device {
+    use crate::v2 as s;
     let e = d.elements;
     s::Device {
         device: d.device,

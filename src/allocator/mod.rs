@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::layout::{Checkpoints, CheckpointsRef, Replay};
-use crate::model::{Action, BlockState, DeviceId, Snapshot};
+use crate::model::{Action, BlockState, DeviceId, Events, Snapshot};
 
 /// A segment: memory reserved from CUDA by the caching allocator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,6 +53,50 @@ pub struct State {
     pub blocks: BTreeMap<u64, Block>,
 }
 
+/// The event columns an undo reads: the in-memory model's, or an archive's decompressed chunk by
+/// chunk. `e` is an absolute event index.
+pub trait EventColumns {
+    fn action(&self, e: usize) -> Action;
+    fn addr(&self, e: usize) -> u64;
+    fn size(&self, e: usize) -> u64;
+    fn stream(&self, e: usize) -> u64;
+    fn pool(&self, e: usize) -> Option<(i64, i64)>;
+}
+
+impl EventColumns for Events {
+    fn action(&self, e: usize) -> Action {
+        self.action[e]
+    }
+    fn addr(&self, e: usize) -> u64 {
+        self.addr[e]
+    }
+    fn size(&self, e: usize) -> u64 {
+        self.size[e]
+    }
+    fn stream(&self, e: usize) -> u64 {
+        self.stream.get(e as u32)
+    }
+    fn pool(&self, e: usize) -> Option<(i64, i64)> {
+        self.pool_id.binary_search_by_key(&(e as u32), |p| p.0).ok().map(|j| self.pool_id[j].1)
+    }
+}
+
+/// Reserved and allocated bytes, kept up to date event by event (for the per-action series).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    pub reserved: u64,
+    pub allocated: u64,
+}
+
+impl Totals {
+    pub fn of(st: &State) -> Totals {
+        Totals {
+            reserved: st.segments.iter().map(|s| s.size).sum(),
+            allocated: st.blocks.values().map(|b| b.size).sum(),
+        }
+    }
+}
+
 fn pool(p: Option<(i64, i64)>) -> Option<(i64, i64)> {
     p.filter(|&p| p != (0, 0))
 }
@@ -79,28 +123,30 @@ impl State {
         st
     }
 
-    /// Undoes event `e` (an absolute index into the snapshot's events).
-    pub fn undo(&mut self, snap: &Snapshot, e: usize) {
-        let ev = &snap.events;
-        let (addr, size) = (ev.addr[e], ev.size[e]);
-        match ev.action[e] {
-            Action::Alloc => {
-                self.blocks.remove(&addr);
-            }
+    /// Undoes event `e` (an absolute index into the snapshot's events), keeping `totals` up to
+    /// date.
+    pub fn undo(&mut self, ev: &dyn EventColumns, e: usize, totals: &mut Totals) {
+        let (action, addr, size) = (ev.action(e), ev.addr(e), ev.size(e));
+        let mut block = |blocks: &mut BTreeMap<u64, Block>, new: Option<Block>| {
+            let old = match new {
+                Some(b) => blocks.insert(addr, b),
+                None => blocks.remove(&addr),
+            };
+            totals.allocated = totals.allocated - old.map_or(0, |b| b.size) + new.map_or(0, |b| b.size);
+        };
+        match action {
+            Action::Alloc => block(&mut self.blocks, None),
             Action::FreeCompleted => {
-                self.blocks.insert(addr, Block { addr, size, requested: size, pending_free: true });
+                block(&mut self.blocks, Some(Block { addr, size, requested: size, pending_free: true }));
             }
-            Action::Free => {
-                self.blocks.insert(addr, Block { addr, size, requested: size, pending_free: false });
-            }
+            Action::Free => block(&mut self.blocks, Some(Block { addr, size, requested: size, pending_free: false })),
             Action::FreeRequested => {
                 if let Some(b) = self.blocks.get_mut(&addr) {
                     b.pending_free = false;
                 }
             }
             a @ (Action::SegmentFree | Action::SegmentUnmap) => {
-                let pool_id = pool(ev.pool_id.binary_search_by_key(&(e as u32), |p| p.0).ok().map(|j| ev.pool_id[j].1));
-                let seg = Segment { addr, size, stream: ev.stream.get(e as u32), pool: pool_id };
+                let seg = Segment { addr, size, stream: ev.stream(e), pool: pool(ev.pool(e)) };
                 self.insert_segment(seg, a == Action::SegmentUnmap);
             }
             Action::SegmentAlloc => {
@@ -110,6 +156,10 @@ impl State {
             }
             Action::SegmentMap => self.cut(addr, size),
             _ => {}
+        }
+        // Segment events are rare next to blocks': their total is summed again.
+        if matches!(action, Action::SegmentFree | Action::SegmentUnmap | Action::SegmentAlloc | Action::SegmentMap) {
+            totals.reserved = self.segments.iter().map(|s| s.size).sum();
         }
     }
 
@@ -262,12 +312,13 @@ pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec
     wanted.extend(ooms.iter().map(|&i| i - 1));
     wanted.insert(n - 1);
     let mut st = State::at_dump(snap, device);
+    let mut totals = Totals::of(&st);
     let mut found: BTreeMap<i64, Summary> = BTreeMap::new();
     if wanted.contains(&(n - 1)) {
         found.insert(n - 1, st.summary(n - 1));
     }
     for i in (0..n).rev() {
-        st.undo(snap, first + i as usize);
+        st.undo(&snap.events, first + i as usize, &mut totals);
         if wanted.contains(&(i - 1)) {
             found.insert(i - 1, st.summary(i - 1));
         }
@@ -293,11 +344,12 @@ pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec
 /// then per segment `addr, size, stream, has_pool, pool.0, pool.1` and per block
 /// `addr, size, requested, pending`.
 pub struct Undo<'s> {
-    snap: &'s Snapshot,
+    events: &'s dyn EventColumns,
     first: usize,
     n: usize,
     undone: usize,
     pub state: State,
+    pub totals: Totals,
 }
 
 const SEGMENT_WORDS: usize = 6;
@@ -306,14 +358,20 @@ const BLOCK_WORDS: usize = 4;
 impl<'s> Undo<'s> {
     pub fn at_dump(snap: &'s Snapshot, device: DeviceId) -> Undo<'s> {
         let trace = snap.trace(device);
-        Undo { snap, first: trace.start, n: trace.len(), undone: 0, state: State::at_dump(snap, device) }
+        let state = State::at_dump(snap, device);
+        Undo { events: &snap.events, first: trace.start, n: trace.len(), undone: 0, totals: Totals::of(&state), state }
     }
 
     /// A state saved by [`Replay::save`] after `undone` steps (a checkpoint; malformed words
-    /// give an empty state rather than a panic).
-    pub fn resume(snap: &'s Snapshot, device: DeviceId, words: &[u64], undone: usize) -> Undo<'s> {
-        let trace = snap.trace(device);
-        Undo { snap, first: trace.start, n: trace.len(), undone, state: State::from_words(words).unwrap_or_default() }
+    /// give an empty state rather than a panic), over the device's events `trace`.
+    pub fn resume(
+        events: &'s dyn EventColumns,
+        trace: std::ops::Range<usize>,
+        words: &[u64],
+        undone: usize,
+    ) -> Undo<'s> {
+        let state = State::from_words(words).unwrap_or_default();
+        Undo { events, first: trace.start, n: trace.len(), undone, totals: Totals::of(&state), state }
     }
 }
 
@@ -326,7 +384,7 @@ impl Replay for Undo<'_> {
         if self.undone >= self.n {
             return false;
         }
-        self.state.undo(self.snap, self.first + self.n - 1 - self.undone);
+        self.state.undo(self.events, self.first + self.n - 1 - self.undone, &mut self.totals);
         self.undone += 1;
         true
     }
@@ -388,11 +446,27 @@ pub fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
     Checkpoints::record(Undo::at_dump(snap, device), n as usize, every)
 }
 
+/// Reserved and allocated bytes right after each raw event of the device (one backward pass).
+pub fn series(snap: &Snapshot, device: DeviceId) -> Vec<Totals> {
+    let mut undo = Undo::at_dump(snap, device);
+    let mut after = vec![Totals::default(); undo.n];
+    if let Some(last) = after.last_mut() {
+        *last = undo.totals;
+    }
+    for i in (0..undo.n).rev() {
+        undo.step();
+        if i > 0 {
+            after[i - 1] = undo.totals;
+        }
+    }
+    after
+}
+
 /// The state after event `i` of the device (−1: before the first), from its checkpoints.
 pub fn state_after(snap: &Snapshot, device: DeviceId, cps: CheckpointsRef<'_, u64>, i: i64) -> State {
     let n = snap.trace(device).len() as i64;
     let undone = (n - 1 - i.clamp(-1, n - 1)) as usize;
-    cps.restore(undone, |words, at| Undo::resume(snap, device, words, at)).state
+    cps.restore(undone, |words, at| Undo::resume(&snap.events, snap.trace(device), words, at)).state
 }
 
 #[cfg(test)]

@@ -20,13 +20,13 @@ pub struct DeviceAttrs<'s> {
 }
 
 /// The run of a run-length column (`(first event, value)`, ascending) that holds `event`.
-fn run<T>(runs: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: u32) -> Option<&T> {
+pub(super) fn run<T>(runs: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: u32) -> Option<&T> {
     let i = runs.partition_point(|p| p.0.to_native() <= event).checked_sub(1)?;
     Some(&runs[i].1)
 }
 
 /// The value of a sparse column (`(event, value)`, ascending) at `event`.
-fn sparse<T>(col: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: u32) -> Option<&T> {
+pub(super) fn sparse<T>(col: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: u32) -> Option<&T> {
     col.binary_search_by_key(&event, |p| p.0.to_native()).ok().map(|j| &col[j].1)
 }
 

@@ -7,6 +7,7 @@ use memviz_format::schema::{self as f, Chunk};
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
+use crate::allocator;
 use crate::derive::{reserved, sites, spans};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, Layout};
@@ -148,6 +149,7 @@ struct FromEvents {
     reserved: f::Reserved,
     action_time_us: Vec<i64>,
     stack: Vec<u32>,
+    allocator: f::AllocatorSection,
 }
 
 fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEvents {
@@ -171,11 +173,11 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEven
         time_us: reserved.points.iter().map(|p| p.0).collect(),
         bytes: reserved.points.iter().map(|p| p.1).collect(),
     };
-    FromEvents { spans, reserved, action_time_us, stack }
+    FromEvents { spans, reserved, action_time_us, stack, allocator: allocator_section(snap, &view) }
 }
 
 fn device(l: Layout, from_events: FromEvents) -> f::Device {
-    let FromEvents { spans, reserved, action_time_us, stack } = from_events;
+    let FromEvents { spans, reserved, action_time_us, stack, allocator } = from_events;
     let view = l.view();
     let cps = Checkpoints::build(view);
     let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
@@ -216,6 +218,36 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
             .collect(),
         spans,
         reserved,
+        allocator,
+    }
+}
+
+/// Byte counts per action, delta-coded chunks (they change by one block at a time).
+fn series_chunks(values: impl Iterator<Item = u64>) -> Vec<Chunk> {
+    let v: Vec<i64> = values.map(|b| b as i64).collect();
+    v.chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect()
+}
+
+/// The allocator's saved states (one zstd chunk of words each) and the reserved / allocated
+/// bytes after each action (the dump's for the one synthetic action of a trace without any).
+fn allocator_section(snap: &Snapshot, l: &crate::layout::LayoutRef<'_>) -> f::AllocatorSection {
+    let device = l.device;
+    let first = snap.trace(device).start;
+    let cps = allocator::checkpoints(snap, device);
+    let states = cps.starts.windows(2).map(|w| chunks::encode::<u64>(&cps.ids[w[0] as usize..w[1] as usize])).collect();
+    let after = allocator::series(snap, device);
+    let dump = allocator::Totals::of(&allocator::State::at_dump(snap, device));
+    let at = |k: u32| match l.action_event(k) {
+        NONE => dump,
+        e => after.get(e as usize - first).copied().unwrap_or(dump),
+    };
+    let totals: Vec<allocator::Totals> = (0..l.actions.len() as u32).map(at).collect();
+    f::AllocatorSection {
+        events: after.len() as u32,
+        every: cps.every,
+        states,
+        reserved: series_chunks(totals.iter().map(|t| t.reserved)),
+        allocated: series_chunks(totals.iter().map(|t| t.allocated)),
     }
 }
 

@@ -141,6 +141,19 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
         return Err("a checkpoint runs past its ids".into());
     }
     ids_in("checkpoint elements", ids, n)?;
+    let a = &d.allocator;
+    if a.every.to_native() != 0 {
+        let expected = (a.events.to_native() as usize) / a.every.to_native() as usize + 1;
+        if a.states.len() != expected {
+            return Err(format!("{} allocator states for {} events every {}", a.states.len(), a.events, a.every));
+        }
+    }
+    for (what, column) in [("reserved", &a.reserved), ("allocated", &a.allocated)] {
+        let rows: u64 = column.iter().map(|c| u64::from(c.rows.to_native())).sum();
+        if !column.is_empty() && rows != actions.len() as u64 {
+            return Err(format!("the allocator's {what} series has {rows} values for {} actions", actions.len()));
+        }
+    }
     for s in d.spans.iter() {
         id_or_none("a span's name", s.name.to_native(), strings)?;
     }

@@ -7,6 +7,7 @@ pub mod build;
 pub mod cache;
 pub mod chunks;
 pub mod consistency;
+pub mod events;
 pub mod open;
 pub mod pipeline;
 pub mod restore;

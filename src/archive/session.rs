@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use memviz_format::rkyv;
 use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
 use memviz_format::view::{i64s, u32s, u64s};
 
@@ -200,6 +201,38 @@ impl Session {
             .collect()
     }
 
+    /// The allocator's segments and blocks after raw event `event` of device `d` (−1: before
+    /// the first), from the archive's saved states: one chunk decoded, fewer than K events
+    /// undone. `None` for an archive made before format 3 (re-index to see this).
+    pub fn allocator_state(&self, d: usize, event: i64) -> Option<crate::allocator::State> {
+        use crate::layout::Replay as _;
+        let a = &self.device(d).allocator;
+        let (every, n) = (a.every.to_native() as usize, i64::from(a.events.to_native()));
+        if every == 0 || a.states.is_empty() {
+            return None;
+        }
+        let undone = (n - 1 - event.clamp(-1, n - 1)) as usize;
+        let j = (undone / every).min(a.states.len() - 1);
+        let words = chunks::decode::<u64>(&a.states[j]).ok()?;
+        let root = self.root();
+        let ordinal = self.device(d).device.to_native();
+        let t = if DeviceId(ordinal).is_host() { Some(&root.host_trace) } else { root.traces.get(ordinal as usize) };
+        let trace = t.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize);
+        let events = super::events::ArchiveEvents::new(root);
+        let mut replay = crate::allocator::Undo::resume(&events, trace, &words, j * every);
+        while replay.applied() < undone && replay.step() {}
+        Some(replay.state)
+    }
+
+    /// Reserved and allocated bytes after each action (empty before format 3), decompressed.
+    pub fn allocator_series(&self, d: usize) -> (Vec<u64>, Vec<u64>) {
+        let a = &self.device(d).allocator;
+        let column = |c: &rkyv::vec::ArchivedVec<memviz_format::schema::ArchivedChunk>| -> Vec<u64> {
+            c.iter().flat_map(|chunk| chunks::decode_deltas(chunk).unwrap_or_default()).map(|v| v as u64).collect()
+        };
+        (column(&a.reserved), column(&a.allocated))
+    }
+
     /// Reserved memory points (time µs, bytes) of a device.
     pub fn reserved(&self, d: usize) -> (u64, &[i64], &[u64]) {
         let r = &self.device(d).reserved;
@@ -276,6 +309,36 @@ mod tests {
         let s = Session::from_archive(Archive::open(&out).unwrap());
         let _ = std::fs::remove_file(&out);
         s
+    }
+
+    /// The allocator's state from the archive's saved states equals the model's backward pass
+    /// at every event, and the per-action series equals the state after each action's event.
+    #[test]
+    fn allocator_state_from_the_archive_equals_the_model() {
+        for name in ["frag_oom.pickle", "expandable.pickle", "cudagraph.pickle"] {
+            let s = session_of(name);
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+            let (snap, _) = crate::ingest::read_path(&path).unwrap();
+            let d = DeviceId(0);
+            let n = snap.trace(d).len() as i64;
+            let (all, _) = crate::allocator::states(&snap, d, &(-1..n).collect());
+            for st in all.iter().step_by(7) {
+                let got = s.allocator_state(0, st.event).unwrap().summary(st.event);
+                assert!(got == *st, "{name}: event {}", st.event);
+            }
+            let (reserved, allocated) = s.allocator_series(0);
+            let l = s.layout(0);
+            assert_eq!(reserved.len(), l.actions.len());
+            for k in (0..l.actions.len() as u32).step_by(5) {
+                let e = i64::from(l.action_event(k));
+                let st = &all[(e + 1) as usize];
+                assert_eq!(
+                    (reserved[k as usize], allocated[k as usize]),
+                    (st.reserved, st.allocated),
+                    "{name}: action {k}"
+                );
+            }
+        }
     }
 
     #[test]
