@@ -115,3 +115,12 @@ fn segments_show_the_memory_map() {
     );
     assert!(err.contains("0 OOM events"), "{err}");
 }
+
+/// An archive from before format 3 opens and answers, and says to re-index for what it lacks.
+#[test]
+fn an_older_archive_says_to_reindex_for_the_allocator() {
+    let old = data("golden/gpt2_small.v2.memviz");
+    let err = assert_bad_input(&memviz(["segments".as_ref(), old.as_os_str(), "--end".as_ref()]), &old);
+    assert!(err.contains("re-index to see this"), "{err}");
+    assert!(memviz(["at".as_ref(), old.as_os_str(), "--peak".as_ref()]).status.success());
+}

@@ -2,14 +2,13 @@
 //! address, size, stream and pool, used and free bytes, its holes and the largest, and a bar of
 //! its blocks — and the totals: reserved, allocated, pending free, rounding waste, fragmentation.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::units;
-use crate::allocator;
-use crate::model::{DeviceId, Snapshot};
+use crate::allocator::Summary;
+use crate::model::DeviceId;
 
 /// Characters of a segment's bar.
 const BAR: usize = 48;
@@ -47,10 +46,8 @@ pub struct SegmentOut {
     pub blocks: Vec<(u64, u64, u64, bool)>,
 }
 
-/// The memory map of `device` after its raw trace event `event`.
-pub fn memory_map(snap: &Snapshot, device: DeviceId, event: i64) -> MemoryMap {
-    let (states, _) = allocator::states(snap, device, &BTreeSet::from([event]));
-    let s = states.into_iter().find(|s| s.event == event).expect("the asked-for state is computed");
+/// The memory map of `device` from the allocator's summary after one event.
+pub fn memory_map(device: DeviceId, s: &Summary) -> MemoryMap {
     let segments = s
         .segments
         .iter()
@@ -72,7 +69,7 @@ pub fn memory_map(snap: &Snapshot, device: DeviceId, event: i64) -> MemoryMap {
         .collect();
     MemoryMap {
         device,
-        event,
+        event: s.event,
         reserved_bytes: s.reserved,
         allocated_bytes: s.allocated,
         requested_bytes: s.requested,

@@ -140,24 +140,21 @@ impl Session {
     /// `memviz stats`); reads the event times' first chunk or two, not the whole column.
     pub fn trace_start_us(&self, d: usize) -> Option<i64> {
         let root = self.root();
-        let ordinal = self.device(d).device.to_native();
-        let trace =
-            if DeviceId(ordinal).is_host() { Some(&root.host_trace) } else { root.traces.get(ordinal as usize) };
-        let from_events = trace.and_then(|t| {
-            let (start, end) = (t.0.to_native() as usize, t.1.to_native() as usize);
+        let from_events = (|| {
+            let trace = self.trace(d);
             let rows = root.events.chunk_rows.to_native().max(1) as usize;
-            let mut e = start;
-            while e < end {
+            let mut e = trace.start;
+            while e < trace.end {
                 let c = e / rows;
                 let times = chunks::decode_deltas(root.events.time_us.get(c)?).ok()?;
-                let stop = end.min((c + 1) * rows);
+                let stop = trace.end.min((c + 1) * rows);
                 if let Some(&t) = times.get(e - c * rows..stop - c * rows)?.iter().find(|&&t| t != NO_TIME) {
                     return Some(t);
                 }
                 e = stop;
             }
             None
-        });
+        })();
         from_events.or_else(|| (0..self.layout(d).actions.len() as u32).find_map(|k| self.action_time(d, k)))
     }
 
@@ -214,14 +211,18 @@ impl Session {
         let undone = (n - 1 - event.clamp(-1, n - 1)) as usize;
         let j = (undone / every).min(a.states.len() - 1);
         let words = chunks::decode::<u64>(&a.states[j]).ok()?;
+        let events = super::events::ArchiveEvents::new(self.root());
+        let mut replay = crate::allocator::Undo::resume(&events, self.trace(d), &words, j * every);
+        while replay.applied() < undone && replay.step() {}
+        Some(replay.state)
+    }
+
+    /// The absolute event range of device `d`'s trace.
+    pub fn trace(&self, d: usize) -> std::ops::Range<usize> {
         let root = self.root();
         let ordinal = self.device(d).device.to_native();
         let t = if DeviceId(ordinal).is_host() { Some(&root.host_trace) } else { root.traces.get(ordinal as usize) };
-        let trace = t.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize);
-        let events = super::events::ArchiveEvents::new(root);
-        let mut replay = crate::allocator::Undo::resume(&events, trace, &words, j * every);
-        while replay.applied() < undone && replay.step() {}
-        Some(replay.state)
+        t.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize)
     }
 
     /// Reserved and allocated bytes after each action (empty before format 3), decompressed.

@@ -2,12 +2,15 @@
 
 use super::answers::print_all;
 use super::{save_cache, select};
+use crate::allocator::EventColumns as _;
 use crate::analysis::annotations::{self, AnnotationFilter};
 use crate::analysis::{oom, segments};
 use crate::archive::cache::load;
+use crate::archive::events::ArchiveEvents;
+use crate::archive::{DeviceData, Session};
 use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
-use crate::layout::LayoutRef;
-use crate::model::{NONE, Snapshot};
+use crate::derive::timeline::TimelineRef;
+use crate::model::{Action, DeviceId, NONE};
 use anyhow::bail;
 
 pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
@@ -36,30 +39,44 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `memviz segments` answers from the archive's saved allocator states: one chunk decoded and
+/// fewer than K events undone, whatever the trace's length.
 pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
-    let loaded = load(input, cache)?;
-    let views = select(&loaded, args.common.device, input)?;
+    let session = super::answers::open_input(input, cache)?;
     let mut maps = Vec::new();
-    for &l in &views {
-        let event = which_event(&loaded.snapshot, l, args, input)?;
-        maps.push(segments::memory_map(&loaded.snapshot, l.device, event));
+    for d in super::answers::devices(&session, args.common.device, input)? {
+        let device = DeviceId(session.device(d).device.to_native());
+        let data = DeviceData::new(&session, d);
+        let event = which_event(&session, d, &data.timeline(), args, input)?;
+        let Some(state) = session.allocator_state(d, event) else {
+            bail!(
+                "{}: made before archive format 3, without the allocator's states: re-index to see this",
+                input.display()
+            );
+        };
+        maps.push(segments::memory_map(device, &state.summary(event)));
     }
     print_all(input, args.common.json, &maps, |out| {
         for m in &maps {
             out.push('\n');
             segments::render_text(out, m, args.common.top);
         }
-    })?;
-    save_cache(loaded);
-    Ok(())
+    })
 }
 
 /// The device-relative raw event the memory map is taken after.
-fn which_event(snap: &Snapshot, l: LayoutRef<'_>, args: &SegmentsArgs, input: &std::path::Path) -> anyhow::Result<i64> {
-    let trace = snap.trace(l.device);
+fn which_event(
+    s: &Session,
+    d: usize,
+    t: &TimelineRef<'_>,
+    args: &SegmentsArgs,
+    input: &std::path::Path,
+) -> anyhow::Result<i64> {
+    let l = t.layout;
+    let trace = s.trace(d);
     let (first, n) = (trace.start as i64, trace.len() as i64);
-    let actions = l.actions.len() as i64;
+    let actions = i64::from(t.actions());
     let of_action = |k: i64| -> anyhow::Result<i64> {
         if !(-1..actions).contains(&k) {
             bail!("{}: action {k} is out of range on device {} (-1..{actions})", input.display(), l.device);
@@ -84,20 +101,15 @@ fn which_event(snap: &Snapshot, l: LayoutRef<'_>, args: &SegmentsArgs, input: &s
             ActionArg::Last => actions - 1,
         });
     }
-    if let Some(t) = args.time {
-        let base = snap
-            .start_time_us()
-            .ok_or_else(|| anyhow::anyhow!("{}: no times recorded; use --event", input.display()))?;
-        let at = base.saturating_add(t.us + t.half_step_us);
-        let k = crate::derive::timeline::partition(actions as u32, |k| {
-            let e = l.action_event(k);
-            e == NONE || snap.events.time_us[e as usize] <= at
-        });
-        return of_action(k as i64 - 1);
+    if let Some(time) = args.time {
+        let Some(base) = t.time_base_us else {
+            bail!("{}: no times recorded; use --event", input.display());
+        };
+        return of_action(i64::from(t.actions_until(base.saturating_add(time.us + time.half_step_us))) - 1);
     }
     if let Some(nth) = args.oom {
-        let ooms: Vec<i64> =
-            (0..n).filter(|&i| snap.events.action[(first + i) as usize] == crate::model::Action::Oom).collect();
+        let events = ArchiveEvents::new(s.root());
+        let ooms: Vec<i64> = (0..n).filter(|&i| events.action((first + i) as usize) == Action::Oom).collect();
         let pick = if nth == 0 { ooms.last() } else { ooms.get(nth - 1) };
         return match pick {
             Some(&i) => Ok(i - 1),

@@ -50,7 +50,7 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<Session> {
 }
 
 /// Indices of the devices asked for: all, or the one with ordinal `want`.
-fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyhow::Result<Vec<usize>> {
+pub(super) fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyhow::Result<Vec<usize>> {
     let ordinals: Vec<DeviceId> = (0..s.devices()).map(|d| DeviceId(s.device(d).device.to_native())).collect();
     match want {
         None if ordinals.is_empty() => bail!("{}: no device has trace events or segments", input.display()),
