@@ -432,34 +432,55 @@ fn words(st: &State) -> u64 {
     (2 + st.segments.len() * SEGMENT_WORDS + st.blocks.len() * BLOCK_WORDS) as u64
 }
 
-/// The allocator's state of `device` every K events from the dump backwards. A first pass sums
-/// the state's size over the whole trace, so K keeps the saved words within the budget (a query
-/// undoes fewer than K events).
-pub fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
-    let n = snap.trace(device).len() as u64;
-    let mut sizing = Undo::at_dump(snap, device);
-    let mut total = words(&sizing.state);
-    while sizing.step() {
-        total += words(&sizing.state);
+/// One backward pass over a device's trace: hands `at_action(k, totals)` the reserved and
+/// allocated bytes right after each action, last action first, and returns the states' summed
+/// size (to size the checkpoints). `action_event(k)` is the absolute event of action `k`
+/// (ascending in `k`; `NONE` for the one synthetic action of a trace without actions, which gets
+/// the dump's totals).
+pub fn pass(
+    snap: &Snapshot,
+    device: DeviceId,
+    actions: usize,
+    action_event: impl Fn(usize) -> u32,
+    mut at_action: impl FnMut(usize, Totals),
+) -> u64 {
+    let mut undo = Undo::at_dump(snap, device);
+    let mut total = words(&undo.state);
+    let mut k = actions;
+    let mut give = |k: usize, t: Totals| at_action(k, t);
+    for i in (0..undo.n).rev() {
+        // The state now is the one right after event `first + i`.
+        let e = (undo.first + i) as u32;
+        while k > 0 && (action_event(k - 1) == crate::model::NONE || action_event(k - 1) >= e) {
+            k -= 1;
+            // An action's event is at or before the newest event not undone yet.
+            give(k, undo.totals);
+        }
+        undo.step();
+        total += words(&undo.state);
     }
-    let every = total.div_ceil(WORD_BUDGET).max(MIN_EVERY).next_power_of_two().min(1 << 30) as u32;
-    Checkpoints::record(Undo::at_dump(snap, device), n as usize, every)
+    while k > 0 {
+        k -= 1;
+        give(k, undo.totals);
+    }
+    total
 }
 
-/// Reserved and allocated bytes right after each raw event of the device (one backward pass).
-pub fn series(snap: &Snapshot, device: DeviceId) -> Vec<Totals> {
-    let mut undo = Undo::at_dump(snap, device);
-    let mut after = vec![Totals::default(); undo.n];
-    if let Some(last) = after.last_mut() {
-        *last = undo.totals;
-    }
-    for i in (0..undo.n).rev() {
-        undo.step();
-        if i > 0 {
-            after[i - 1] = undo.totals;
-        }
-    }
-    after
+/// The allocator's state of `device` every K events from the dump backwards, K keeping the
+/// saved words within the budget given the states' summed size (`Pass::words`); a query undoes
+/// fewer than K events.
+pub fn checkpoints_sized(snap: &Snapshot, device: DeviceId, state_words: u64) -> Checkpoints<u64> {
+    Checkpoints::record(Undo::at_dump(snap, device), snap.trace(device).len(), every_for(state_words))
+}
+
+/// K for states of this summed size.
+pub fn every_for(state_words: u64) -> u32 {
+    state_words.div_ceil(WORD_BUDGET).max(MIN_EVERY).next_power_of_two().min(1 << 30) as u32
+}
+
+/// [`checkpoints_sized`] after its own sizing pass.
+pub fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
+    checkpoints_sized(snap, device, pass(snap, device, 0, |_| 0, |_, _| {}))
 }
 
 /// The state after event `i` of the device (−1: before the first), from its checkpoints.

@@ -222,33 +222,37 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
     }
 }
 
-/// Byte counts per action, delta-coded chunks (they change by one block at a time).
-fn series_chunks(values: impl Iterator<Item = u64>) -> Vec<Chunk> {
-    let v: Vec<i64> = values.map(|b| b as i64).collect();
-    v.chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect()
-}
-
 /// The allocator's saved states (one zstd chunk of words each) and the reserved / allocated
 /// bytes after each action (the dump's for the one synthetic action of a trace without any).
 fn allocator_section(snap: &Snapshot, l: &crate::layout::LayoutRef<'_>) -> f::AllocatorSection {
     let device = l.device;
-    let first = snap.trace(device).start;
-    let cps = allocator::checkpoints(snap, device);
-    let states = cps.starts.windows(2).map(|w| chunks::encode::<u64>(&cps.ids[w[0] as usize..w[1] as usize])).collect();
-    let after = allocator::series(snap, device);
-    let dump = allocator::Totals::of(&allocator::State::at_dump(snap, device));
-    let at = |k: u32| match l.action_event(k) {
-        NONE => dump,
-        e => after.get(e as usize - first).copied().unwrap_or(dump),
-    };
-    let totals: Vec<allocator::Totals> = (0..l.actions.len() as u32).map(at).collect();
-    f::AllocatorSection {
-        events: after.len() as u32,
-        every: cps.every,
-        states,
-        reserved: series_chunks(totals.iter().map(|t| t.reserved)),
-        allocated: series_chunks(totals.iter().map(|t| t.allocated)),
-    }
+    // One pass gives the series (compressed a chunk at a time, last chunk first) and sizes the
+    // checkpoints; a second one saves them.
+    let (mut reserved, mut allocated, mut block) = (Vec::new(), Vec::new(), Vec::with_capacity(CHUNK_ROWS));
+    let words = allocator::pass(
+        snap,
+        device,
+        l.actions.len(),
+        |k| l.action_event(k as u32),
+        |k, t| {
+            block.push(t);
+            if k % CHUNK_ROWS == 0 {
+                block.reverse();
+                reserved.push(chunks::encode_deltas(&block.iter().map(|t| t.reserved as i64).collect::<Vec<_>>()));
+                allocated.push(chunks::encode_deltas(&block.iter().map(|t| t.allocated as i64).collect::<Vec<_>>()));
+                block.clear();
+            }
+        },
+    );
+    reserved.reverse();
+    allocated.reverse();
+    // Each saved state is compressed as it is made: the raw words are never all held.
+    let every = allocator::every_for(words);
+    let mut states = Vec::new();
+    crate::layout::record_with(allocator::Undo::at_dump(snap, device), snap.trace(device).len(), every, |w| {
+        states.push(chunks::encode::<u64>(w));
+    });
+    f::AllocatorSection { events: snap.trace(device).len() as u32, every, states, reserved, allocated }
 }
 
 /// Compresses every column in chunks, in parallel; the raw columns are dropped as they go.

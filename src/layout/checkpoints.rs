@@ -40,22 +40,33 @@ pub struct CheckpointsRef<'a, T = u32> {
 
 impl<T: Copy> Checkpoints<T> {
     /// Replays `state` through `steps` steps, saving it every `every` steps (and at the start).
-    pub fn record<R: Replay<Word = T>>(mut state: R, steps: usize, every: u32) -> Checkpoints<T> {
+    pub fn record<R: Replay<Word = T>>(state: R, steps: usize, every: u32) -> Checkpoints<T> {
         let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
-        loop {
-            state.save(&mut cps.ids);
+        record_with(state, steps, every, |words| {
+            cps.ids.extend_from_slice(words);
             cps.starts.push(cps.ids.len() as u32);
-            let target = state.applied() + every as usize;
-            if target > steps {
-                break;
-            }
-            while state.applied() < target && state.step() {}
-        }
+        });
         cps
     }
 
     pub fn view(&self) -> CheckpointsRef<'_, T> {
         CheckpointsRef { every: self.every, starts: &self.starts, ids: &self.ids }
+    }
+}
+
+/// [`Checkpoints::record`] handing each saved state to `keep` as it is made (a writer that
+/// compresses them one by one never holds them all).
+pub fn record_with<R: Replay>(mut state: R, steps: usize, every: u32, mut keep: impl FnMut(&[R::Word])) {
+    let mut words = Vec::new();
+    loop {
+        words.clear();
+        state.save(&mut words);
+        keep(&words);
+        let target = state.applied() + every as usize;
+        if target > steps {
+            break;
+        }
+        while state.applied() < target && state.step() {}
     }
 }
 

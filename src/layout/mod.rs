@@ -21,7 +21,7 @@
 mod checkpoints;
 mod stack;
 
-pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every};
+pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every, record_with};
 pub use stack::{LiveStack, StackChange};
 
 use std::collections::HashMap;
