@@ -34,7 +34,9 @@ scalar!(u64);
 scalar!(i64);
 
 pub fn compress(raw: &[u8], rows: usize) -> Chunk {
-    let data = zstd::bulk::compress(raw, LEVEL).expect("in-memory zstd compression cannot fail");
+    let mut data = zstd::bulk::compress(raw, LEVEL).expect("in-memory zstd compression cannot fail");
+    // zstd sizes the buffer for the worst case; kept chunks would hold ~10× their bytes.
+    data.shrink_to_fit();
     Chunk { rows: rows as u32, data }
 }
 
