@@ -302,7 +302,7 @@ pub struct OomState {
 }
 
 /// The states after the events `wanted` (device-relative; −1 = before the first), plus after the
-/// last event and just before every `oom`; one backward pass over the trace.
+/// last event and just before every `oom`; one backward pass from the dump to the oldest of them.
 pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec<Summary>, Vec<OomState>) {
     let trace = snap.trace(device);
     let (first, n) = (trace.start, trace.len() as i64);
@@ -317,7 +317,9 @@ pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec
     if wanted.contains(&(n - 1)) {
         found.insert(n - 1, st.summary(n - 1));
     }
-    for i in (0..n).rev() {
+    // Undo only back to the oldest state asked for: undoing event `i` gives the state after `i − 1`.
+    let oldest = wanted.first().copied().unwrap_or(n - 1);
+    for i in ((oldest + 1).max(0)..n).rev() {
         st.undo(&snap.events, first + i as usize, &mut totals);
         if wanted.contains(&(i - 1)) {
             found.insert(i - 1, st.summary(i - 1));
