@@ -469,8 +469,8 @@ pub fn pass(
 }
 
 /// The allocator's state of `device` every K events from the dump backwards, K keeping the
-/// saved words within the budget given the states' summed size (`Pass::words`); a query undoes
-/// fewer than K events.
+/// saved words within the budget given the states' summed size (what [`pass`] returns); a
+/// query undoes fewer than K events.
 pub fn checkpoints_sized(snap: &Snapshot, device: DeviceId, state_words: u64) -> Checkpoints<u64> {
     Checkpoints::record(Undo::at_dump(snap, device), snap.trace(device).len(), every_for(state_words))
 }
