@@ -1,6 +1,7 @@
 //! The archived types of format version 1, frozen: archives written by memviz 0.1 keep opening
 //! through these types (see `memviz::archive::open`, which upgrades them to the current schema
-//! in memory). Never change this file.
+//! in memory). Never change its bytes: what is defined here, or re-exported from v2 (itself
+//! frozen), stays as memviz 0.1 wrote it.
 //!
 //! Hot data (what the viewer touches per frame or per hover: element columns, actions, totals,
 //! checkpoints) is stored as plain little-endian vectors that are used in place from the mmap.
@@ -8,6 +9,10 @@
 //! decompressed on demand, one chunk at a time.
 
 use rkyv::{Archive, Deserialize, Serialize};
+
+// Types version 2 did not change are version 1's own: version 2 keeps them byte for byte, so
+// they are shared rather than copied, and an archive converts by moving them across.
+pub use crate::v2::{Annotation, Checkpoints, Chunk, MinMax, Reserved, Source, Span, StackTable, TileLevel};
 
 /// The archive root.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -33,36 +38,11 @@ pub struct Root {
     pub devices: Vec<Device>,
 }
 
-/// Where the archive came from.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Source {
-    /// File name of the snapshot (no directories).
-    pub name: String,
-    /// How it was stored, e.g. `pickle protocol 4, gzip`.
-    pub format: String,
-    pub file_bytes: u64,
-    pub decoded_bytes: u64,
-}
-
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct FrameTable {
     pub name: Vec<u32>,
     pub filename: Vec<u32>,
     pub line: Vec<i64>,
-}
-
-/// Stack `i` is `frames[offsets[i]..offsets[i + 1]]`, innermost frame first.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct StackTable {
-    pub offsets: Vec<u32>,
-    pub frames: Vec<u32>,
-}
-
-/// One zstd frame holding `rows` values of a column, little-endian.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Chunk {
-    pub rows: u32,
-    pub data: Vec<u8>,
 }
 
 /// Every trace event of every device, column by column, in chunks of `chunk_rows` rows.
@@ -116,16 +96,6 @@ pub struct Block {
     pub stack: u32,
 }
 
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Annotation {
-    pub name: u32,
-    /// 0 START, 1 END, 2 other (`stage_str`).
-    pub stage: u8,
-    pub stage_str: u32,
-    pub device: i64,
-    pub time_us: i64,
-}
-
 /// The timeline of one device.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Device {
@@ -177,75 +147,25 @@ pub struct Elements {
     pub slot: Vec<u32>,
 }
 
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct MinMax {
-    pub actions_per_bucket: u64,
-    pub min: Vec<u64>,
-    pub max: Vec<u64>,
-}
-
-/// The live stack before action `j * every`: `ids[starts[j]..starts[j + 1]]`, bottom first.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Checkpoints {
-    pub every: u32,
-    pub starts: Vec<u32>,
-    pub ids: Vec<u32>,
-}
-
-/// One level of the tile pyramid: each column covers `2^level` actions.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct TileLevel {
-    pub level: u32,
-    pub columns: u32,
-    /// The action each column shows: the one with the highest total inside it.
-    pub sample: Vec<u32>,
-    /// `ceil(columns / TILE_W)` tiles, left to right.
-    pub tiles: Vec<Chunk>,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Span {
-    pub name: u32,
-    pub start_us: i64,
-    /// `i64::MIN`: never ended.
-    pub end_us: i64,
-    pub depth: u32,
-}
-
-/// Reserved (segment) memory over time: `initial`, then `bytes[i]` from `time_us[i]` on.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Reserved {
-    pub initial: u64,
-    pub time_us: Vec<i64>,
-    pub bytes: Vec<u64>,
-}
-
 /// The version-2 root with the same content (then upgraded on, `v2::Root` → the current one): every field carries over, the sections added in
 /// version 2 start empty (no host trace, no tolerated counts, no fx keys, no `annotate`
 /// labels, no `internal_metadata` or `category`, no `forward_frames` on segments and blocks).
 impl From<Root> for crate::v2::Root {
     fn from(r: Root) -> Self {
         use crate::v2 as s;
-        let chunk = |c: Chunk| s::Chunk { rows: c.rows, data: c.data };
-        let chunks = |v: Vec<Chunk>| v.into_iter().map(chunk).collect::<Vec<_>>();
         s::Root {
-            source: s::Source {
-                name: r.source.name,
-                format: r.source.format,
-                file_bytes: r.source.file_bytes,
-                decoded_bytes: r.source.decoded_bytes,
-            },
+            source: r.source,
             strings: r.strings,
             frames: s::FrameTable { name: r.frames.name, filename: r.frames.filename, line: r.frames.line, fx: vec![] },
-            stacks: s::StackTable { offsets: r.stacks.offsets, frames: r.stacks.frames },
+            stacks: r.stacks,
             events: s::EventTable {
                 len: r.events.len,
                 chunk_rows: r.events.chunk_rows,
-                action: chunks(r.events.action),
-                addr: chunks(r.events.addr),
-                size: chunks(r.events.size),
-                time_us: chunks(r.events.time_us),
-                stack: chunks(r.events.stack),
+                action: r.events.action,
+                addr: r.events.addr,
+                size: r.events.size,
+                time_us: r.events.time_us,
+                stack: r.events.stack,
                 stream: r.events.stream,
                 compile_context: r.events.compile_context,
                 user_metadata: r.events.user_metadata,
@@ -290,27 +210,17 @@ impl From<Root> for crate::v2::Root {
                     forward_stack: u32::MAX,
                 })
                 .collect(),
-            annotations: r
-                .annotations
-                .into_iter()
-                .map(|a| s::Annotation {
-                    name: a.name,
-                    stage: a.stage,
-                    stage_str: a.stage_str,
-                    device: a.device,
-                    time_us: a.time_us,
-                })
-                .collect(),
+            annotations: r.annotations,
             allocator_settings: r.allocator_settings,
             legacy: r.legacy,
             unknown_keys: r.unknown_keys,
             tolerated: vec![],
-            devices: r.devices.into_iter().map(|d| device(d, &chunks)).collect(),
+            devices: r.devices.into_iter().map(device).collect(),
         }
     }
 }
 
-fn device(d: Device, chunks: &dyn Fn(Vec<Chunk>) -> Vec<crate::v2::Chunk>) -> crate::v2::Device {
+fn device(d: Device) -> crate::v2::Device {
     use crate::v2 as s;
     let e = d.elements;
     s::Device {
@@ -330,32 +240,16 @@ fn device(d: Device, chunks: &dyn Fn(Vec<Chunk>) -> Vec<crate::v2::Chunk>) -> cr
             annotation: vec![],
         },
         actions: d.actions,
-        action_time_us: chunks(d.action_time_us),
+        action_time_us: d.action_time_us,
         initial: d.initial,
         initial_total: d.initial_total,
         totals: d.totals,
         peak_bytes: d.peak_bytes,
         peak_action: d.peak_action,
-        minimap: d
-            .minimap
-            .into_iter()
-            .map(|m| s::MinMax { actions_per_bucket: m.actions_per_bucket, min: m.min, max: m.max })
-            .collect(),
-        checkpoints: s::Checkpoints {
-            every: d.checkpoints.every,
-            starts: d.checkpoints.starts,
-            ids: d.checkpoints.ids,
-        },
-        tiles: d
-            .tiles
-            .into_iter()
-            .map(|t| s::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: chunks(t.tiles) })
-            .collect(),
-        spans: d
-            .spans
-            .into_iter()
-            .map(|p| s::Span { name: p.name, start_us: p.start_us, end_us: p.end_us, depth: p.depth })
-            .collect(),
-        reserved: s::Reserved { initial: d.reserved.initial, time_us: d.reserved.time_us, bytes: d.reserved.bytes },
+        minimap: d.minimap,
+        checkpoints: d.checkpoints,
+        tiles: d.tiles,
+        spans: d.spans,
+        reserved: d.reserved,
     }
 }
