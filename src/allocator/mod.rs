@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::layout::{Checkpoints, CheckpointsRef, Replay};
+use crate::layout::Replay;
 use crate::model::{Action, BlockState, DeviceId, Events, Snapshot};
 
 /// A segment: memory reserved from CUDA by the caching allocator.
@@ -468,33 +468,28 @@ pub fn pass(
     total
 }
 
-/// The allocator's state of `device` every K events from the dump backwards, K keeping the
-/// saved words within the budget given the states' summed size (what [`pass`] returns); a
-/// query undoes fewer than K events.
-pub fn checkpoints_sized(snap: &Snapshot, device: DeviceId, state_words: u64) -> Checkpoints<u64> {
-    Checkpoints::record(Undo::at_dump(snap, device), snap.trace(device).len(), every_for(state_words))
-}
-
 /// K for states of this summed size.
 pub fn every_for(state_words: u64) -> u32 {
     state_words.div_ceil(WORD_BUDGET).max(MIN_EVERY).next_power_of_two().min(1 << 30) as u32
 }
 
-/// [`checkpoints_sized`] after its own sizing pass.
-pub fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
-    checkpoints_sized(snap, device, pass(snap, device, 0, |_| 0, |_, _| {}))
-}
-
-/// The state after event `i` of the device (−1: before the first), from its checkpoints.
-pub fn state_after(snap: &Snapshot, device: DeviceId, cps: CheckpointsRef<'_, u64>, i: i64) -> State {
-    let n = snap.trace(device).len() as i64;
-    let undone = (n - 1 - i.clamp(-1, n - 1)) as usize;
-    cps.restore(undone, |words, at| Undo::resume(&snap.events, snap.trace(device), words, at)).state
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::{Checkpoints, CheckpointsRef};
+
+    /// The allocator's state every K events from the dump backwards, K sized as `index` sizes it.
+    fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
+        let every = every_for(pass(snap, device, 0, |_| 0, |_, _| {}));
+        Checkpoints::record(Undo::at_dump(snap, device), snap.trace(device).len(), every)
+    }
+
+    /// The state after event `i` of the device (−1: before the first), from its checkpoints.
+    fn state_after(snap: &Snapshot, device: DeviceId, cps: CheckpointsRef<'_, u64>, i: i64) -> State {
+        let n = snap.trace(device).len() as i64;
+        let undone = (n - 1 - i.clamp(-1, n - 1)) as usize;
+        cps.restore(undone, |words, at| Undo::resume(&snap.events, snap.trace(device), words, at)).state
+    }
 
     fn map(segs: &[(u64, u64)], blocks: &[(u64, u64)]) -> Summary {
         let mut st = State {
