@@ -84,6 +84,11 @@ pub struct OomReport {
 /// Every OOM of one device, explained.
 pub fn explain(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[Span]) -> Vec<OomReport> {
     let (_, ooms) = allocator::states(snap, layout.device, &BTreeSet::new());
+    reports(snap, layout, spans, &ooms)
+}
+
+/// [`explain`] for OOM states already replayed (`allocator::states`, asked for other states too).
+pub fn reports(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[Span], ooms: &[OomState]) -> Vec<OomReport> {
     let first = snap.trace(layout.device).start;
     let expandable = snap
         .allocator_settings

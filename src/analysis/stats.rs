@@ -241,12 +241,14 @@ fn device_stats(
         })
         .collect();
 
-    for (o, r) in ooms.iter_mut().zip(super::oom::explain(snap, layout, spans)) {
+    // One backward pass gives the state at the peak and the state before each OOM.
+    let peak_event = layout.peak_action.map(|k| layout.action_event(k)).filter(|&e| e != NONE);
+    let peak_rel = peak_event.map(|e| i64::from(e) - trace.start as i64);
+    let (states, oom_states) = crate::allocator::states(snap, layout.device, &peak_rel.into_iter().collect());
+    for (o, r) in ooms.iter_mut().zip(super::oom::reports(snap, layout, spans, &oom_states)) {
         (o.kind, o.verdict) = (Some(r.kind), Some(r.verdict));
     }
-    let allocator_at_peak = layout.peak_action.map(|k| layout.action_event(k)).filter(|&e| e != NONE).map(|e| {
-        let rel = i64::from(e) - trace.start as i64;
-        let (states, _) = crate::allocator::states(snap, layout.device, &std::collections::BTreeSet::from([rel]));
+    let allocator_at_peak = peak_rel.map(|rel| {
         let s = states.iter().find(|s| s.event == rel).expect("the asked-for state is computed");
         AllocatorAtPeak {
             reserved_bytes: s.reserved,
