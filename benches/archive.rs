@@ -140,7 +140,7 @@ fn main() {
 /// chunk decoded, fewer than K events undone through the archive's event chunks).
 fn allocator_state(path: &std::path::Path) {
     let session = memviz::archive::Session::from_archive(Archive::open(path).unwrap());
-    for d in 0..session.devices() {
+    for d in session.device_indices() {
         let a = &session.device(d).allocator;
         let (n, every) = (u64::from(a.events.to_native()), a.every.to_native());
         let stored: usize = a.states.iter().map(|c| c.data.len()).sum::<usize>()

@@ -9,6 +9,7 @@ use memviz::viewer::offscreen::Offscreen;
 use memviz::viewer::{ViewerApp, ViewerOptions};
 
 use crate::support::*;
+use memviz::model::{DeviceIdx, ElementId};
 
 fn open(archive: &Path, w: u32, h: u32) -> (Offscreen, ViewerApp) {
     let ctx = egui::Context::default();
@@ -56,7 +57,7 @@ fn screenshot_ids_equal_the_layout_and_hover_agrees() {
         let byte = (y0 + (2.0 * row as f64 + 1.0) * (y1 - y0) / (2.0 * rows as f64)).round() as u64;
         let expect = golden_covering(elements, k as i64, byte);
         assert_eq!(got, expect, "pixel ({px}, {py}) = action {k}, byte {byte}");
-        let hover = t.pick(egui::pos2(px as f32 + 0.5, py as f32 + 0.5)).map_or(u32::MAX, |h| h.element);
+        let hover = t.pick(egui::pos2(px as f32 + 0.5, py as f32 + 0.5)).map_or(u32::MAX, |h| h.element.0);
         assert_eq!(hover, got, "hover at ({px}, {py}) disagrees with the drawn id");
         checked += 1;
         non_empty += usize::from(got != u32::MAX);
@@ -178,7 +179,7 @@ fn go_to_peak_pins_the_largest_live_allocation() {
         .filter(|e| e["start"].as_i64().unwrap() <= peak && e["end"].as_i64().is_none_or(|end| end > peak))
         .collect();
     let max = live.iter().map(|e| e["size"].as_u64().unwrap()).max().unwrap();
-    let el = &g["elements"][pinned.element as usize];
+    let el = &g["elements"][pinned.element.index()];
     assert!(live.iter().any(|e| e["id"] == el["id"]), "the pinned element is live at the peak");
     assert_eq!(el["size"].as_u64().unwrap(), max, "and it is the largest one");
 }
@@ -193,7 +194,7 @@ fn wall_time_axis_draws_the_trace() {
     gpu.settle(&mut app, 3000);
     // Action times are decompressed on a background thread after the first frame.
     for _ in 0..2000 {
-        if app.timeline().unwrap().session.action_times_ready(0).is_some() {
+        if app.timeline().unwrap().session.action_times_ready(DeviceIdx(0)).is_some() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -210,7 +211,7 @@ fn wall_time_axis_draws_the_trace() {
     // Hover agrees with the drawn ids there too.
     let p = egui::pos2(rect.center().x, rect.bottom() - 2.5);
     let id = ids[(p.y as usize) * gpu.width as usize + p.x as usize];
-    assert_eq!(app.timeline().unwrap().pick(p).map_or(u32::MAX, |h| h.element), id);
+    assert_eq!(app.timeline().unwrap().pick(p).map_or(u32::MAX, |h| h.element.0), id);
 }
 
 /// `memviz FILE` with a missing file or a broken archive fails in one line before any window.
@@ -235,14 +236,19 @@ fn details_show_metadata_forward_frames_and_fx() {
     let archive = dir.path().join("annotate_meta.memviz");
     memviz_ok(["index".as_ref(), data("synth/annotate_meta.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
     let session = memviz::archive::Session::open(&archive).unwrap();
-    let l = session.layout(0);
+    let l = session.layout(DeviceIdx(0));
     let find = |addr: u64| (0..l.elements.len() as u32).find(|&i| l.elements.addr[i as usize] == addr).unwrap();
-    let info = |addr: u64| ElementInfo::gather(&session, 0, find(addr), None, &Default::default()).unwrap().lines(None);
+    let info = |addr: u64| {
+        ElementInfo::gather(&session, DeviceIdx(0), ElementId(find(addr)), None, &Default::default())
+            .unwrap()
+            .lines(None)
+    };
     let has = |lines: &[(String, String)], k: &str, v: &str| lines.iter().any(|(a, b)| a == k && b == v);
     let kv = info(0x7f3a_4040_0000);
     assert!(has(&kv, "annotated", "kv cache layer 3 (seq 0..127)"), "{kv:?}");
     let backward_id = find(0x7f3a_4080_0000);
-    let backward = ElementInfo::gather(&session, 0, backward_id, None, &Default::default()).unwrap();
+    let backward =
+        ElementInfo::gather(&session, DeviceIdx(0), ElementId(backward_id), None, &Default::default()).unwrap();
     let lines = backward.lines(None);
     assert!(has(&lines, "metadata", "step=1"), "{lines:?}");
     assert!(has(&lines, "internal", "autograd: AddmmBackward0"), "{lines:?}");
@@ -266,11 +272,12 @@ fn details_show_metadata_forward_frames_and_fx() {
 fn viewer_time_base_and_narrow_top_bar() {
     let archive = golden_archive();
     let session = memviz::archive::Session::open(&archive).unwrap();
-    let l = session.layout(0);
+    let l = session.layout(DeviceIdx(0));
     let peak = l.peak_action.unwrap();
-    let id = l.actions[peak as usize];
-    session.action_times(0);
-    let info = memviz::viewer::details::ElementInfo::gather(&session, 0, id, None, &Default::default()).unwrap();
+    let id = l.action_element(peak);
+    session.action_times(DeviceIdx(0));
+    let info =
+        memviz::viewer::details::ElementInfo::gather(&session, DeviceIdx(0), id, None, &Default::default()).unwrap();
     let lines = info.lines(session.time_base_us());
     let allocated = &lines.iter().find(|(k, _)| k == "allocated").unwrap().1;
     assert_eq!(allocated, "action 1,077, +686.2 ms", "the same time `memviz at --action 1,077` prints");

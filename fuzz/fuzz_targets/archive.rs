@@ -20,7 +20,7 @@ fuzz_target!(|body: &[u8]| {
         return;
     }
     let session = Session::from_archive(archive);
-    for d in 0..session.devices() {
+    for d in session.device_indices() {
         let data = DeviceData::new(&session, d);
         let t = data.timeline();
         let n = i64::from(t.actions());

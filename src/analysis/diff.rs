@@ -141,11 +141,11 @@ fn summarise<F: FrameSource>(s: &Side<'_, '_, F>) -> Summary {
             e.allocated_bytes += l.elements.size[id];
         }
     }
-    let peak_k = l.peak_action.map_or(-1, i64::from);
+    let peak_k = l.peak_k();
     let live = t.checkpoints.stack_after(l, peak_k);
-    for &id in &live.ids {
+    for id in live.elements() {
         let e = by_key.entry(key_of(t.site(id))).or_default();
-        e.at_peak.0 += l.elements.size[id as usize];
+        e.at_peak.0 += l.elements.size[id.index()];
         e.at_peak.1 += 1;
     }
     let side = SideSummary {

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::allocator::{self, Summary};
 use crate::layout::{LayoutRef, StackChange};
-use crate::model::{DeviceId, Snapshot};
+use crate::model::{ActionIdx, DeviceId, ElementId, Snapshot};
 
 #[derive(Serialize)]
 pub struct LayoutExport<'a> {
@@ -30,12 +30,12 @@ pub struct DeviceLayout<'a> {
 
 #[derive(Serialize)]
 struct ElementOut {
-    id: u32,
+    id: ElementId,
     addr: u64,
     size: u64,
     origin: &'static str,
     start: i64,
-    end: Option<u32>,
+    end: Option<ActionIdx>,
     offsets: Vec<(i64, u64)>,
 }
 
@@ -45,20 +45,20 @@ pub fn device_layout(layout: LayoutRef<'_>) -> DeviceLayout<'_> {
     let mut current = vec![0u64; layout.elements.len()];
     let mut replay = layout.replay();
     for (id, off) in replay.with_offsets() {
-        offsets[id as usize].push((-1, off));
-        current[id as usize] = off;
+        offsets[id.index()].push((-1, off));
+        current[id.index()] = off;
     }
     let mut total = layout.initial_total;
     let mut k = 0i64;
     while let Some(step) = replay.step() {
         match step {
             StackChange::Pushed { id } => {
-                offsets[id as usize].push((k, total));
-                current[id as usize] = total;
-                total += layout.elements.size[id as usize];
+                offsets[id.index()].push((k, total));
+                current[id.index()] = total;
+                total += layout.elements.size[id.index()];
             }
             StackChange::Removed { id, pos } => {
-                let size = layout.elements.size[id as usize];
+                let size = layout.elements.size[id.index()];
                 for &above in &replay.ids[pos..] {
                     current[above as usize] -= size;
                     offsets[above as usize].push((k, current[above as usize]));
@@ -71,7 +71,7 @@ pub fn device_layout(layout: LayoutRef<'_>) -> DeviceLayout<'_> {
     let elements = offsets
         .into_iter()
         .enumerate()
-        .map(|(id, offsets)| (id as u32, layout.element(id as u32), offsets))
+        .map(|(id, offsets)| (ElementId::at(id), layout.element(ElementId::at(id)), offsets))
         .map(|(id, el, offsets)| ElementOut {
             id,
             addr: el.addr,
@@ -110,7 +110,7 @@ pub struct DeviceSampled {
 struct Sample {
     action: usize,
     total: u64,
-    stack: Vec<(u32, u64)>,
+    stack: Vec<(ElementId, u64)>,
 }
 
 /// The live stack after every `every`-th action (`k % every == every - 1`).
@@ -129,7 +129,7 @@ pub fn device_sampled(layout: LayoutRef<'_>, every: usize) -> DeviceSampled {
         device: layout.device,
         actions: layout.actions.len(),
         peak_bytes: layout.peak_bytes,
-        peak_action: layout.peak_action.map_or(-1, i64::from),
+        peak_action: layout.peak_k(),
         elements: layout.elements.len(),
         samples,
     }

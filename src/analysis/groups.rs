@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::frames::{self, FrameSource};
 use super::units;
 use crate::derive::timeline::{ElementAttrs, Innermost, TimelineRef, bucket_bounds, bucket_label, size_bucket};
-use crate::layout::BEFORE_TRACE;
+use crate::model::ElementId;
 
 /// What a table's rows are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,7 +126,7 @@ impl<'f, F: FrameSource> SiteNames<'f, F> {
 pub fn group<'a, F: FrameSource>(
     t: &TimelineRef<'a>,
     names: &mut SiteNames<'_, F>,
-    ids: impl IntoIterator<Item = u32>,
+    ids: impl IntoIterator<Item = ElementId>,
     by: GroupBy,
 ) -> Vec<Group> {
     let sizes = t.layout.elements.size;
@@ -134,7 +134,7 @@ pub fn group<'a, F: FrameSource>(
     // (bucket, text, site) → (bytes, count); the site is kept to find each row's top frame.
     let mut cells: HashMap<(u32, Cow<'a, str>, u32), (u64, u64)> = HashMap::new();
     for id in ids {
-        let size = sizes[id as usize];
+        let size = sizes[id.index()];
         let bucket = if by == GroupBy::Size { size_bucket(size) } else { 0 };
         let text = match (by, &innermost) {
             (GroupBy::Annotation, Some(inner)) => Cow::Borrowed(annotation_of(t, inner, id)),
@@ -292,11 +292,8 @@ fn attribute_label<'a>(by: GroupBy, a: &ElementAttrs<'a>) -> Cow<'a, str> {
     }
 }
 
-fn annotation_of<'a>(t: &TimelineRef<'a>, inner: &Innermost<'a>, id: u32) -> &'a str {
-    let start = t.layout.elements.start[id as usize];
-    if start == BEFORE_TRACE {
-        return BEFORE;
-    }
+fn annotation_of<'a>(t: &TimelineRef<'a>, inner: &Innermost<'a>, id: ElementId) -> &'a str {
+    let Some(start) = t.layout.element(id).start_opt() else { return BEFORE };
     match t.times.time_us(start) {
         None => NO_SPAN,
         Some(at) => inner.at(at).map_or(NO_SPAN, |s| s.name),

@@ -40,13 +40,13 @@ pub fn at<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, k: i64, by: GroupBy) 
     let l = t.layout;
     let stack = t.checkpoints.stack_after(l, k);
     let mut names = SiteNames::new(frames);
-    let groups = groups::group(t, &mut names, stack.ids.iter().copied(), by);
+    let groups = groups::group(t, &mut names, stack.elements(), by);
     let annotation = t.time_of(k).map(|at| t.open_at(at)).unwrap_or_default();
     LiveSet {
         device: l.device,
         action: k,
         actions: t.actions(),
-        is_peak: l.peak_action.map_or(-1, i64::from) == k,
+        is_peak: l.peak_k() == k,
         time_us: t.since_start(k),
         annotation: annotation.into_iter().map(str::to_owned).collect(),
         total_bytes: stack.total,

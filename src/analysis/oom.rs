@@ -25,7 +25,7 @@ use super::{frames, units};
 use crate::allocator::{self, OomState};
 use crate::derive::sites::element_stack;
 use crate::layout::LayoutRef;
-use crate::model::{NO_TIME, Snapshot};
+use crate::model::{ActionIdx, NO_TIME, Snapshot};
 
 /// The allocator's smallest block: requests are rounded up to a multiple of it.
 const MIN_BLOCK: u64 = 512;
@@ -153,14 +153,13 @@ fn report(
     // The last action before the OOM event, and what was live right after it.
     let n = layout.actions.len() as u32;
     let before = crate::derive::timeline::partition(n, |k| {
-        let ev = layout.action_event(k);
-        ev == crate::model::NONE || (ev as usize) < e
+        layout.action_event(ActionIdx(k)).get().is_none_or(|ev| ev.index() < e)
     });
     let action = i64::from(before) - 1;
     let mut by_site: HashMap<u32, (u64, u64)> = HashMap::new();
     for id in layout.live_after(action) {
         let cell = by_site.entry(element_stack(snap, layout, id)).or_default();
-        cell.0 += layout.elements.size[id as usize];
+        cell.0 += layout.elements.size[id.index()];
         cell.1 += 1;
     }
     let mut sites: Vec<(u32, (u64, u64))> = by_site.into_iter().collect();

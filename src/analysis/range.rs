@@ -15,6 +15,7 @@ use super::groups::{self, Group, GroupBy, SiteNames};
 use super::units;
 use crate::derive::timeline::{TimelineRef, bucket_bounds, bucket_label, size_bucket};
 use crate::layout::{NEVER, Origin};
+use crate::model::ElementId;
 
 /// Bytes and a count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -94,7 +95,7 @@ pub fn range<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, start: u32, end: u
             buckets[size_bucket(size) as usize].add(size);
             if els_end[i] == NEVER || els_end[i] >= end {
                 still_live.add(size);
-                live_ids.push(id);
+                live_ids.push(ElementId(id));
             } else {
                 transient.add(size);
             }

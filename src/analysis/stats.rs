@@ -11,7 +11,7 @@ use super::{annotations, frames, units};
 use crate::derive::reserved;
 use crate::derive::sites::element_stack;
 use crate::layout::{LayoutRef, Origin};
-use crate::model::{Action, NO_TIME, NONE, Snapshot, StackId};
+use crate::model::{Action, ActionIdx, ElementId, EventIdx, NO_TIME, Snapshot, StackId};
 
 /// How many live allocations at the peak are listed.
 pub const TOP_AT_PEAK: usize = 10;
@@ -79,7 +79,7 @@ pub struct OriginCounts {
 pub struct Peak {
     pub bytes: u64,
     /// First action at the peak; `None`: the state before the first action.
-    pub action: Option<u32>,
+    pub action: Option<ActionIdx>,
     pub time_us: Option<i64>,
     pub time_epoch_us: Option<i64>,
     /// Annotation spans open at the peak, outermost first.
@@ -88,7 +88,7 @@ pub struct Peak {
 
 #[derive(Debug, Serialize)]
 pub struct LiveAlloc {
-    pub element: u32,
+    pub element: ElementId,
     pub size: u64,
     pub addr: u64,
     pub origin: &'static str,
@@ -110,7 +110,7 @@ pub struct ReservedStats {
 
 #[derive(Debug, Serialize)]
 pub struct Oom {
-    pub event: u32,
+    pub event: EventIdx,
     pub time_us: Option<i64>,
     pub time_epoch_us: Option<i64>,
     pub requested_bytes: u64,
@@ -147,9 +147,10 @@ pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOption
         let allocations: Vec<(u64, u32)> = layouts
             .iter()
             .flat_map(|&l| {
-                (0..l.elements.len() as u32)
-                    .filter(move |&i| l.elements.origin[i as usize] == 0)
-                    .map(move |i| (l.elements.size[i as usize], element_stack(snap, l, i)))
+                (0..l.elements.len())
+                    .map(ElementId::at)
+                    .filter(move |&i| l.elements.origin[i.index()] == Origin::Alloc as u8)
+                    .map(move |i| (l.elements.size[i.index()], element_stack(snap, l, i)))
             })
             .collect();
         shapes::infer_allocations(snap, &allocations)
@@ -188,7 +189,7 @@ fn device_stats(
         }
         if ev.action[e] == Action::Oom {
             ooms.push(Oom {
-                event: e as u32,
+                event: EventIdx::at(e),
                 time_us: since(time(ev.time_us[e])),
                 time_epoch_us: time(ev.time_us[e]),
                 requested_bytes: ev.size[e],
@@ -210,12 +211,9 @@ fn device_stats(
         }
     }
 
-    let peak_k = layout.peak_action.map_or(-1, i64::from);
-    let peak_time = layout
-        .peak_action
-        .map(|k| layout.action_event(k))
-        .filter(|&e| e != NONE)
-        .and_then(|e| time(ev.time_us[e as usize]));
+    let peak_k = layout.peak_action.map_or(-1, ActionIdx::signed);
+    let peak_time =
+        layout.peak_action.and_then(|k| layout.action_event(k).get()).and_then(|e| time(ev.time_us[e.index()]));
     let annotation = peak_time
         .map(|t| annotations::in_effect(spans, layout.device, t))
         .unwrap_or_default()
@@ -224,7 +222,7 @@ fn device_stats(
         .collect();
 
     let mut live = layout.live_after(peak_k);
-    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements.size[id as usize]), id));
+    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements.size[id.index()]), id));
     let top_at_peak = live
         .into_iter()
         .take(TOP_AT_PEAK)
@@ -242,8 +240,8 @@ fn device_stats(
         .collect();
 
     // One backward pass gives the state at the peak and the state before each OOM.
-    let peak_event = layout.peak_action.map(|k| layout.action_event(k)).filter(|&e| e != NONE);
-    let peak_rel = peak_event.map(|e| i64::from(e) - trace.start as i64);
+    let peak_event = layout.peak_action.and_then(|k| layout.action_event(k).get());
+    let peak_rel = peak_event.map(|e| e.index() as i64 - trace.start as i64);
     let (states, oom_states) = crate::allocator::states(snap, layout.device, &peak_rel.into_iter().collect());
     for (o, r) in ooms.iter_mut().zip(super::oom::reports(snap, layout, spans, &oom_states)) {
         (o.kind, o.verdict) = (Some(r.kind), Some(r.verdict));
@@ -349,7 +347,7 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     let mut peak = format!("{} ({} B)", units::bytes(d.peak.bytes), units::thousands(d.peak.bytes));
     match d.peak.action {
         Some(k) => {
-            let _ = write!(peak, " at action {}", units::thousands(k as u64));
+            let _ = write!(peak, " at action {}", units::thousands(u64::from(k.0)));
         }
         None => peak.push_str(" before the first action"),
     }

@@ -5,7 +5,7 @@ use crate::derive::timeline::{NamedSpan, TimelineRef};
 use crate::ingest::builder::{Builder, TraceList};
 use crate::ingest::schema::FrameRow;
 use crate::layout::{Checkpoints, Layout};
-use crate::model::{Action, Annotation, EventRow, Snapshot, Stage};
+use crate::model::{Action, ActionIdx, Annotation, ElementId, EventRow, Snapshot, Stage};
 
 /// A snapshot of one device laid out, with everything a [`TimelineRef`] borrows.
 pub struct Tiny {
@@ -56,8 +56,9 @@ pub fn tiny(events: &[(&str, u64, u64, usize)], sites: &[&[(&str, &str, i64)]], 
     let layout = Layout::build(&snap, crate::model::DeviceId(0));
     let view = layout.view();
     let checkpoints = Checkpoints::build_every(view, 2);
-    let sites = (0..view.elements.len() as u32).map(|id| element_stack(&snap, view, id)).collect();
-    let times = (0..layout.actions.len() as u32).map(|k| snap.events.time_us[view.action_event(k) as usize]).collect();
+    let sites = (0..view.elements.len()).map(|id| element_stack(&snap, view, ElementId::at(id))).collect();
+    let times =
+        (0..layout.actions.len()).map(|k| snap.events.time_us[view.action_event(ActionIdx::at(k)).index()]).collect();
     let spans = spans.to_vec();
     Tiny { snap, layout, checkpoints, sites, times, spans }
 }

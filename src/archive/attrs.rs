@@ -10,7 +10,7 @@ use memviz_format::schema::{ArchivedRoot, ArchivedSegment};
 use super::restore::str_at;
 use crate::derive::timeline::{Attributes, ElementAttrs};
 use crate::layout::{LayoutRef, Origin};
-use crate::model::NONE;
+use crate::model::{ElementId, EventIdx, NONE};
 
 /// One device's elements with the archive they came from.
 #[derive(Clone, Copy)]
@@ -20,14 +20,14 @@ pub struct DeviceAttrs<'s> {
 }
 
 /// The run of a run-length column (`(first event, value)`, ascending) that holds `event`.
-pub(super) fn run<T>(runs: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: u32) -> Option<&T> {
-    let i = runs.partition_point(|p| p.0.to_native() <= event).checked_sub(1)?;
+pub(super) fn run<T>(runs: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: EventIdx) -> Option<&T> {
+    let i = runs.partition_point(|p| p.0.to_native() <= event.0).checked_sub(1)?;
     Some(&runs[i].1)
 }
 
 /// The value of a sparse column (`(event, value)`, ascending) at `event`.
-pub(super) fn sparse<T>(col: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: u32) -> Option<&T> {
-    col.binary_search_by_key(&event, |p| p.0.to_native()).ok().map(|j| &col[j].1)
+pub(super) fn sparse<T>(col: &ArchivedVec<ArchivedTuple2<u32_le, T>>, event: EventIdx) -> Option<&T> {
+    col.binary_search_by_key(&event.0, |p| p.0.to_native()).ok().map(|j| &col[j].1)
 }
 
 impl DeviceAttrs<'_> {
@@ -41,10 +41,10 @@ impl DeviceAttrs<'_> {
 }
 
 impl Attributes for DeviceAttrs<'_> {
-    fn attrs(&self, id: u32) -> ElementAttrs<'_> {
+    fn attrs(&self, id: ElementId) -> ElementAttrs<'_> {
         let r = self.root;
         let els = &self.layout.elements;
-        if id as usize >= els.len() {
+        if id.index() >= els.len() {
             return ElementAttrs::EMPTY;
         }
         let el = els.get(id);

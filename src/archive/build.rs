@@ -12,7 +12,7 @@ use crate::derive::{reserved, sites, spans};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, Layout};
 use crate::lod::{self, minimap};
-use crate::model::{BlockState, Events, NO_TIME, NONE, Snapshot, Stage};
+use crate::model::{ActionIdx, BlockState, ElementId, Events, NO_TIME, NONE, Snapshot, Stage};
 
 // The texels lod writes are the texels FORMAT.md documents.
 const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
@@ -155,13 +155,10 @@ struct FromEvents {
 fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEvents {
     let device = l.device;
     let view = l.view();
-    let action_time_us = (0..l.actions.len() as u32)
-        .map(|k| match view.action_event(k) {
-            NONE => NO_TIME,
-            e => snap.events.time_us[e as usize],
-        })
+    let action_time_us = (0..l.actions.len())
+        .map(|k| view.action_event(ActionIdx::at(k)).get().map_or(NO_TIME, |e| snap.events.time_us[e.index()]))
         .collect();
-    let stack = (0..view.elements.len() as u32).map(|id| sites::element_stack(snap, view, id)).collect();
+    let stack = (0..view.elements.len()).map(|id| sites::element_stack(snap, view, ElementId::at(id))).collect();
     let reserved = reserved::timeline(snap, device);
     let spans = spans
         .iter()
@@ -206,7 +203,7 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
         initial_total,
         totals,
         peak_bytes,
-        peak_action: peak_action.map_or(-1, i64::from),
+        peak_action: peak_action.map_or(-1, ActionIdx::signed),
         minimap: minimap
             .into_iter()
             .map(|m| f::MinMax { actions_per_bucket: m.actions_per_bucket, min: m.min, max: m.max })
@@ -233,7 +230,7 @@ fn allocator_section(snap: &Snapshot, l: &crate::layout::LayoutRef<'_>) -> f::Al
         snap,
         device,
         l.actions.len(),
-        |k| l.action_event(k as u32),
+        |k| l.action_event(ActionIdx::at(k)).0,
         |k, t| {
             block.push(t);
             if k % CHUNK_ROWS == 0 {

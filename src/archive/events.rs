@@ -10,7 +10,7 @@ use memviz_format::schema::{ArchivedChunk, ArchivedRoot};
 use super::attrs::{run, sparse};
 use super::chunks::{self, Scalar};
 use crate::allocator::EventColumns;
-use crate::model::Action;
+use crate::model::{Action, EventIdx};
 
 /// One column with its last decoded chunk.
 struct Column<'s, T> {
@@ -68,9 +68,9 @@ impl EventColumns for ArchiveEvents<'_> {
         self.size.get(e)
     }
     fn stream(&self, e: usize) -> u64 {
-        run(&self.root.events.stream, e as u32).map_or(0, |s| s.to_native())
+        run(&self.root.events.stream, EventIdx::at(e)).map_or(0, |s| s.to_native())
     }
     fn pool(&self, e: usize) -> Option<(i64, i64)> {
-        sparse(&self.root.events.pool_id, e as u32).map(|p| (p.0.to_native(), p.1.to_native()))
+        sparse(&self.root.events.pool_id, EventIdx::at(e)).map(|p| (p.0.to_native(), p.1.to_native()))
     }
 }

@@ -10,8 +10,8 @@ use memviz_format::view::{u32s, u64s};
 use super::chunks::{self, ChunkError};
 use crate::layout::{CheckpointsRef, Elements, ElementsRef, Layout, LayoutRef};
 use crate::model::{
-    Action, Annotation, Block, BlockState, DeviceId, Events, Frame, FxInfo, Oddity, Runs, Segment, Snapshot, Stage,
-    Tolerated,
+    Action, ActionIdx, Annotation, Block, BlockState, DeviceId, Events, Frame, FxInfo, Oddity, Runs, Segment, Snapshot,
+    Stage, Tolerated,
 };
 
 /// The device's layout, read in place.
@@ -37,7 +37,7 @@ pub fn layout_ref(d: &ArchivedDevice) -> LayoutRef<'_> {
         initial_total: d.initial_total.to_native(),
         totals: u64s(&d.totals),
         peak_bytes: d.peak_bytes.to_native(),
-        peak_action: u32::try_from(d.peak_action.to_native()).ok(),
+        peak_action: u32::try_from(d.peak_action.to_native()).ok().map(ActionIdx),
     }
 }
 

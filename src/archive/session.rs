@@ -12,7 +12,7 @@ use memviz_format::view::{i64s, u32s, u64s};
 use super::{Archive, ArchiveError, chunks, restore};
 use crate::derive::timeline::{ActionTimes, NamedSpan, TimelineRef};
 use crate::layout::{CheckpointsRef, LayoutRef};
-use crate::model::{DeviceId, NO_TIME};
+use crate::model::{ActionIdx, DeviceId, DeviceIdx, NO_TIME};
 
 /// An opened archive shared by the UI and the tile workers.
 pub struct Session {
@@ -64,31 +64,41 @@ impl Session {
     /// The time every printed time counts from: the earliest timed event of the snapshot, over
     /// all devices (µs since the Unix epoch). One instant has one time on every device.
     pub fn time_base_us(&self) -> Option<i64> {
-        *self.time_base.get_or_init(|| (0..self.devices()).filter_map(|d| self.trace_start_us(d)).min())
+        *self.time_base.get_or_init(|| self.device_indices().filter_map(|d| self.trace_start_us(d)).min())
     }
 
     pub fn root(&self) -> &ArchivedRoot {
         self.archive.root()
     }
 
-    pub fn device(&self, d: usize) -> &ArchivedDevice {
-        &self.root().devices[d]
+    pub fn device(&self, d: DeviceIdx) -> &ArchivedDevice {
+        &self.root().devices[d.index()]
     }
 
     pub fn devices(&self) -> usize {
         self.root().devices.len()
     }
 
-    pub fn layout(&self, d: usize) -> LayoutRef<'_> {
+    /// The CUDA ordinal (or the host) of device `d`.
+    pub fn ordinal(&self, d: DeviceIdx) -> DeviceId {
+        DeviceId(self.device(d).device.to_native())
+    }
+
+    /// Every device of the archive, in order.
+    pub fn device_indices(&self) -> impl Iterator<Item = DeviceIdx> + use<> {
+        (0..self.devices()).map(DeviceIdx)
+    }
+
+    pub fn layout(&self, d: DeviceIdx) -> LayoutRef<'_> {
         restore::layout_ref(self.device(d))
     }
 
-    pub fn checkpoints(&self, d: usize) -> CheckpointsRef<'_> {
+    pub fn checkpoints(&self, d: DeviceIdx) -> CheckpointsRef<'_> {
         restore::checkpoints_ref(self.device(d))
     }
 
     /// Element id → stack id (the allocation site), for colouring and tooltips.
-    pub fn sites(&self, d: usize) -> &[u32] {
+    pub fn sites(&self, d: DeviceIdx) -> &[u32] {
         u32s(&self.device(d).elements.stack)
     }
 
@@ -97,8 +107,8 @@ impl Session {
     }
 
     /// Time of each action (decompressed on first use; `spawn_decompress` does it early).
-    pub fn action_times(&self, d: usize) -> &[i64] {
-        self.action_times[d].get_or_init(|| {
+    pub fn action_times(&self, d: DeviceIdx) -> &[i64] {
+        self.action_times[d.index()].get_or_init(|| {
             let mut out = Vec::new();
             for c in self.device(d).action_time_us.iter() {
                 match chunks::decode_deltas(c) {
@@ -111,34 +121,34 @@ impl Session {
     }
 
     /// Times if already decompressed (never blocks the UI).
-    pub fn action_times_ready(&self, d: usize) -> Option<&[i64]> {
-        self.action_times[d].get().map(Vec::as_slice)
+    pub fn action_times_ready(&self, d: DeviceIdx) -> Option<&[i64]> {
+        self.action_times[d.index()].get().map(Vec::as_slice)
     }
 
     /// Time of action `k`, decompressing only its chunk (`None`: no time, or out of range).
-    pub fn action_time(&self, d: usize, k: u32) -> Option<i64> {
+    pub fn action_time(&self, d: DeviceIdx, k: ActionIdx) -> Option<i64> {
         if let Some(all) = self.action_times_ready(d) {
-            return all.get(k as usize).copied().filter(|&t| t != NO_TIME);
+            return all.get(k.index()).copied().filter(|&t| t != NO_TIME);
         }
-        let starts = &self.chunk_starts[d];
-        let k = u64::from(k);
+        let starts = &self.chunk_starts[d.index()];
+        let k = u64::from(k.0);
         if k >= *starts.last()? {
             return None;
         }
         let c = starts.partition_point(|&s| s <= k) - 1;
-        let times = self.time_chunks[d][c]
+        let times = self.time_chunks[d.index()][c]
             .get_or_init(|| chunks::decode_deltas(&self.device(d).action_time_us[c]).unwrap_or_default());
         times.get((k - starts[c]) as usize).copied().filter(|&t| t != NO_TIME)
     }
 
     /// A device's action times as [`ActionTimes`], decompressed chunk by chunk as they are read.
-    pub fn times(&self, d: usize) -> DeviceTimes<'_> {
+    pub fn times(&self, d: DeviceIdx) -> DeviceTimes<'_> {
         DeviceTimes { session: self, device: d }
     }
 
     /// Time of the device's first timed trace event (what "into the trace" counts from, as in
     /// `memviz stats`); reads the event times' first chunk or two, not the whole column.
-    pub fn trace_start_us(&self, d: usize) -> Option<i64> {
+    pub fn trace_start_us(&self, d: DeviceIdx) -> Option<i64> {
         let root = self.root();
         let from_events = (|| {
             let trace = self.trace(d);
@@ -155,7 +165,7 @@ impl Session {
             }
             None
         })();
-        from_events.or_else(|| (0..self.layout(d).actions.len() as u32).find_map(|k| self.action_time(d, k)))
+        from_events.or_else(|| (0..self.layout(d).actions.len()).find_map(|k| self.action_time(d, ActionIdx::at(k))))
     }
 
     /// On a named background thread: checks the checksum, then decompresses every device's action times.
@@ -168,7 +178,7 @@ impl Session {
                 s.corrupt.store(true, std::sync::atomic::Ordering::Relaxed);
                 return;
             }
-            for d in 0..s.devices() {
+            for d in s.device_indices() {
                 s.action_times(d);
             }
         });
@@ -177,12 +187,12 @@ impl Session {
         }
     }
 
-    pub fn minimap(&self, d: usize) -> Vec<(u64, &[u64], &[u64])> {
+    pub fn minimap(&self, d: DeviceIdx) -> Vec<(u64, &[u64], &[u64])> {
         self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
     }
 
     /// Annotation spans of a device with their names, in archive order (by start time).
-    pub fn named_spans(&self, d: usize) -> Vec<NamedSpan<'_>> {
+    pub fn named_spans(&self, d: DeviceIdx) -> Vec<NamedSpan<'_>> {
         self.device(d)
             .spans
             .iter()
@@ -201,7 +211,7 @@ impl Session {
     /// The allocator's segments and blocks after raw event `event` of device `d` (−1: before
     /// the first), from the archive's saved states: one chunk decoded, fewer than K events
     /// undone. `None` for an archive made before format 3 (re-index to see this).
-    pub fn allocator_state(&self, d: usize, event: i64) -> Option<crate::allocator::State> {
+    pub fn allocator_state(&self, d: DeviceIdx, event: i64) -> Option<crate::allocator::State> {
         use crate::layout::Replay as _;
         let a = &self.device(d).allocator;
         let (every, n) = (a.every.to_native() as usize, i64::from(a.events.to_native()));
@@ -218,7 +228,7 @@ impl Session {
     }
 
     /// The absolute event range of device `d`'s trace.
-    pub fn trace(&self, d: usize) -> std::ops::Range<usize> {
+    pub fn trace(&self, d: DeviceIdx) -> std::ops::Range<usize> {
         let root = self.root();
         let ordinal = self.device(d).device.to_native();
         let t = if DeviceId(ordinal).is_host() { Some(&root.host_trace) } else { root.traces.get(ordinal as usize) };
@@ -226,7 +236,7 @@ impl Session {
     }
 
     /// Reserved and allocated bytes after each action (empty before format 3), decompressed.
-    pub fn allocator_series(&self, d: usize) -> (Vec<u64>, Vec<u64>) {
+    pub fn allocator_series(&self, d: DeviceIdx) -> (Vec<u64>, Vec<u64>) {
         let a = &self.device(d).allocator;
         let column = |c: &rkyv::vec::ArchivedVec<memviz_format::schema::ArchivedChunk>| -> Vec<u64> {
             c.iter().flat_map(|chunk| chunks::decode_deltas(chunk).unwrap_or_default()).map(|v| v as u64).collect()
@@ -235,7 +245,7 @@ impl Session {
     }
 
     /// Reserved memory points (time µs, bytes) of a device.
-    pub fn reserved(&self, d: usize) -> (u64, &[i64], &[u64]) {
+    pub fn reserved(&self, d: DeviceIdx) -> (u64, &[i64], &[u64]) {
         let r = &self.device(d).reserved;
         (r.initial.to_native(), i64s(&r.time_us), u64s(&r.bytes))
     }
@@ -245,11 +255,11 @@ impl Session {
 #[derive(Clone, Copy)]
 pub struct DeviceTimes<'a> {
     session: &'a Session,
-    device: usize,
+    device: DeviceIdx,
 }
 
 impl ActionTimes for DeviceTimes<'_> {
-    fn time_us(&self, k: u32) -> Option<i64> {
+    fn time_us(&self, k: ActionIdx) -> Option<i64> {
         self.session.action_time(self.device, k)
     }
 }
@@ -257,7 +267,7 @@ impl ActionTimes for DeviceTimes<'_> {
 /// What a device's [`TimelineRef`] borrows that is not in the archive as is.
 pub struct DeviceData<'s> {
     session: &'s Session,
-    d: usize,
+    d: DeviceIdx,
     pub spans: Vec<NamedSpan<'s>>,
     times: DeviceTimes<'s>,
     trace_start_us: Option<i64>,
@@ -266,7 +276,7 @@ pub struct DeviceData<'s> {
 }
 
 impl<'s> DeviceData<'s> {
-    pub fn new(session: &'s Session, d: usize) -> Self {
+    pub fn new(session: &'s Session, d: DeviceIdx) -> Self {
         let mut spans = session.named_spans(d);
         spans.sort_by_key(|s| s.start_us);
         let attrs = super::attrs::DeviceAttrs { root: session.root(), layout: session.layout(d) };
@@ -324,14 +334,14 @@ mod tests {
             let n = snap.trace(d).len() as i64;
             let (all, _) = crate::allocator::states(&snap, d, &(-1..n).collect());
             for st in all.iter().step_by(7) {
-                let got = s.allocator_state(0, st.event).unwrap().summary(st.event);
+                let got = s.allocator_state(DeviceIdx(0), st.event).unwrap().summary(st.event);
                 assert!(got == *st, "{name}: event {}", st.event);
             }
-            let (reserved, allocated) = s.allocator_series(0);
-            let l = s.layout(0);
+            let (reserved, allocated) = s.allocator_series(DeviceIdx(0));
+            let l = s.layout(DeviceIdx(0));
             assert_eq!(reserved.len(), l.actions.len());
             for k in (0..l.actions.len() as u32).step_by(5) {
-                let e = i64::from(l.action_event(k));
+                let e = l.action_event(ActionIdx(k)).index() as i64;
                 let st = &all[(e + 1) as usize];
                 assert_eq!(
                     (reserved[k as usize], allocated[k as usize]),
@@ -345,16 +355,19 @@ mod tests {
     #[test]
     fn one_action_time_decompresses_one_chunk() {
         let s = session_of("gpt2_small.pickle");
-        let n = s.layout(0).actions.len() as u32;
+        let n = s.layout(DeviceIdx(0)).actions.len() as u32;
         assert_eq!(s.time_chunks[0].len(), 1, "3,307 actions fit one chunk");
         assert!(s.time_chunks[0][0].get().is_none());
-        let t = s.action_time(0, 1077).unwrap();
+        let t = s.action_time(DeviceIdx(0), ActionIdx(1077)).unwrap();
         assert!(s.time_chunks[0][0].get().is_some(), "its chunk is cached");
-        assert!(s.action_times_ready(0).is_none(), "the whole column was not decompressed");
-        let all = s.action_times(0).to_vec();
+        assert!(s.action_times_ready(DeviceIdx(0)).is_none(), "the whole column was not decompressed");
+        let all = s.action_times(DeviceIdx(0)).to_vec();
         assert_eq!(all[1077], t);
-        assert!((0..n).all(|k| s.action_time(0, k) == Some(all[k as usize]).filter(|&x| x != NO_TIME)));
-        assert_eq!(s.action_time(0, n), None, "past the end");
+        assert!(
+            (0..n)
+                .all(|k| s.action_time(DeviceIdx(0), ActionIdx(k)) == Some(all[k as usize]).filter(|&x| x != NO_TIME))
+        );
+        assert_eq!(s.action_time(DeviceIdx(0), ActionIdx(n)), None, "past the end");
         // The time base is the earliest event, at or before the first action.
         assert!(s.time_base_us().unwrap() <= all[0]);
     }

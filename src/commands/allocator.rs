@@ -10,7 +10,7 @@ use crate::archive::events::ArchiveEvents;
 use crate::archive::{DeviceData, Session};
 use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
 use crate::derive::timeline::TimelineRef;
-use crate::model::{Action, DeviceId, NONE};
+use crate::model::{Action, ActionIdx, DeviceIdx};
 use anyhow::bail;
 
 pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
@@ -46,7 +46,7 @@ pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
     let session = super::answers::open_input(input, cache)?;
     let mut maps = Vec::new();
     for d in super::answers::devices(&session, args.common.device, input)? {
-        let device = DeviceId(session.device(d).device.to_native());
+        let device = session.ordinal(d);
         let data = DeviceData::new(&session, d);
         let event = which_event(&session, d, &data.timeline(), args, input)?;
         let Some(state) = session.allocator_state(d, event) else {
@@ -68,7 +68,7 @@ pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
 /// The device-relative raw event the memory map is taken after.
 fn which_event(
     s: &Session,
-    d: usize,
+    d: DeviceIdx,
     t: &TimelineRef<'_>,
     args: &SegmentsArgs,
     input: &std::path::Path,
@@ -84,9 +84,9 @@ fn which_event(
         if k < 0 {
             return Ok(-1);
         }
-        match l.action_event(k as u32) {
-            NONE => Ok(n - 1),
-            e => Ok(i64::from(e) - first),
+        match l.action_event(ActionIdx(k as u32)).get() {
+            None => Ok(n - 1),
+            Some(e) => Ok(e.index() as i64 - first),
         }
     };
     if let Some(e) = args.event {

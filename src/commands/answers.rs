@@ -17,7 +17,7 @@ use crate::archive::cache::open_session;
 use crate::archive::{self, Archive, DeviceData, Session};
 use crate::cli::{ActionArg, AtArgs, DiffArgs, RangeArgs, StepsArgs, TimeArg};
 use crate::derive::timeline::TimelineRef;
-use crate::model::DeviceId;
+use crate::model::{DeviceId, DeviceIdx};
 
 /// `memviz diff` found B's peak above A's by more than the threshold: exit code 3.
 #[derive(Debug, thiserror::Error)]
@@ -50,13 +50,13 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<Session> {
 }
 
 /// Indices of the devices asked for: all, or the one with ordinal `want`.
-pub(super) fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyhow::Result<Vec<usize>> {
-    let ordinals: Vec<DeviceId> = (0..s.devices()).map(|d| DeviceId(s.device(d).device.to_native())).collect();
+pub(super) fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyhow::Result<Vec<DeviceIdx>> {
+    let ordinals: Vec<DeviceId> = s.device_indices().map(|d| s.ordinal(d)).collect();
     match want {
         None if ordinals.is_empty() => bail!("{}: no device has trace events or segments", input.display()),
-        None => Ok((0..ordinals.len()).collect()),
+        None => Ok(s.device_indices().collect()),
         Some(w) => match ordinals.iter().position(|&o| o == w) {
-            Some(d) => Ok(vec![d]),
+            Some(d) => Ok(vec![DeviceIdx(d)]),
             None => {
                 let have: Vec<String> = ordinals.iter().map(DeviceId::to_string).collect();
                 bail!(
@@ -121,7 +121,7 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
             (Some(ActionArg::Index(k)), _) => k,
             (Some(ActionArg::Last), _) => n - 1,
             (None, Some(time)) => action_at_time(&t, time, input)?,
-            (None, None) => t.layout.peak_action.map_or(-1, i64::from),
+            (None, None) => t.layout.peak_k(),
         };
         debug_assert!((-1..n).contains(&k), "device {device}: action {k}");
         reports.push(live::at(&t, session.root(), k, args.group_by.into()));
@@ -131,11 +131,12 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
 
 /// `--action K` must exist on every device answered. One that exists only on another device
 /// says which `--device` has it.
-fn check_action_exists(s: &Session, chosen: &[usize], k: i64, input: &Path) -> anyhow::Result<()> {
-    let actions = |d: usize| i64::from(s.layout(d).actions.len() as u32);
-    let label = |d: usize| DeviceId(s.device(d).device.to_native());
+fn check_action_exists(s: &Session, chosen: &[DeviceIdx], k: i64, input: &Path) -> anyhow::Result<()> {
+    let actions = |d: DeviceIdx| i64::from(s.layout(d).actions.len() as u32);
+    let label = |d: DeviceIdx| s.ordinal(d);
     let Some(&missing) = chosen.iter().find(|&&d| !(-1..actions(d)).contains(&k)) else { return Ok(()) };
-    let elsewhere: Vec<String> = (0..s.devices())
+    let elsewhere: Vec<String> = s
+        .device_indices()
         .filter(|&d| d != missing && (-1..actions(d)).contains(&k))
         .map(|d| format!("--device {}", label(d)))
         .collect();
@@ -242,11 +243,10 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
         let side_b = diff::Side { name: args.b.display().to_string(), timeline: xb.timeline(), frames: sb.root() };
         reports.push(diff::diff(&side_a, &side_b));
     }
-    let label = |s: &Session, d: usize| DeviceId(s.device(d).device.to_native());
     let unmatched_a: Vec<DeviceId> =
-        (0..sa.devices()).filter(|d| !pairs.iter().any(|p| p.0 == *d)).map(|d| label(&sa, d)).collect();
+        sa.device_indices().filter(|d| !pairs.iter().any(|p| p.0 == *d)).map(|d| sa.ordinal(d)).collect();
     let unmatched_b: Vec<DeviceId> =
-        (0..sb.devices()).filter(|d| !pairs.iter().any(|p| p.1 == *d)).map(|d| label(&sb, d)).collect();
+        sb.device_indices().filter(|d| !pairs.iter().any(|p| p.1 == *d)).map(|d| sb.ordinal(d)).collect();
     let grew = args.threshold.and_then(|limit| {
         reports.iter().find_map(|r| {
             let pct = r.peak_delta_pct.unwrap_or(if r.b.peak_bytes > 0 { f64::INFINITY } else { 0.0 });
@@ -303,20 +303,20 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
 /// Which device of A is compared with which of B: the pair asked for (`--device` for A,
 /// `--device-b` for B, which defaults to `--device`), else every ordinal both have, else (one
 /// device each) those two. Devices left out are listed as unmatched by the caller.
-fn diff_pairs(sa: &Session, sb: &Session, args: &DiffArgs) -> anyhow::Result<Vec<(usize, usize)>> {
+fn diff_pairs(sa: &Session, sb: &Session, args: &DiffArgs) -> anyhow::Result<Vec<(DeviceIdx, DeviceIdx)>> {
     let (a, b) = (args.a.as_path(), args.b.as_path());
     if args.common.device.is_some() || args.device_b.is_some() {
         let want_a = args.common.device.or(args.device_b);
         let want_b = args.device_b.or(args.common.device);
         return Ok(vec![(devices(sa, want_a, a)?[0], devices(sb, want_b, b)?[0])]);
     }
-    let ordinal = |s: &Session, d: usize| s.device(d).device.to_native();
-    let pairs: Vec<(usize, usize)> = (0..sa.devices())
-        .filter_map(|da| (0..sb.devices()).find(|&db| ordinal(sb, db) == ordinal(sa, da)).map(|db| (da, db)))
+    let pairs: Vec<(DeviceIdx, DeviceIdx)> = sa
+        .device_indices()
+        .filter_map(|da| sb.device_indices().find(|&db| sb.ordinal(db) == sa.ordinal(da)).map(|db| (da, db)))
         .collect();
     match (pairs.is_empty(), sa.devices(), sb.devices()) {
         (false, _, _) => Ok(pairs),
-        (true, 1, 1) => Ok(vec![(0, 0)]),
+        (true, 1, 1) => Ok(vec![(DeviceIdx(0), DeviceIdx(0))]),
         _ => bail!(
             "{} and {} have no device in common; pick a pair with --device and --device-b",
             a.display(),

@@ -5,17 +5,17 @@
 //! the archive implements by decompressing only the chunks a question touches.
 
 use crate::layout::{CheckpointsRef, LayoutRef};
-use crate::model::NO_TIME;
+use crate::model::{ActionIdx, ElementId, NO_TIME};
 
 /// The time of each action (µs since the Unix epoch, as recorded).
 pub trait ActionTimes {
     /// `None` when the action has no time or does not exist.
-    fn time_us(&self, k: u32) -> Option<i64>;
+    fn time_us(&self, k: ActionIdx) -> Option<i64>;
 }
 
 impl ActionTimes for Vec<i64> {
-    fn time_us(&self, k: u32) -> Option<i64> {
-        self.get(k as usize).copied().filter(|&t| t != NO_TIME)
+    fn time_us(&self, k: ActionIdx) -> Option<i64> {
+        self.get(k.index()).copied().filter(|&t| t != NO_TIME)
     }
 }
 
@@ -77,12 +77,12 @@ impl<'a> ElementAttrs<'a> {
 
 /// Looks up [`ElementAttrs`] by element id (the archive reads its event columns in place).
 pub trait Attributes {
-    fn attrs(&self, id: u32) -> ElementAttrs<'_>;
+    fn attrs(&self, id: ElementId) -> ElementAttrs<'_>;
 }
 
 /// No attributes recorded (hand-made layouts in tests).
 impl Attributes for () {
-    fn attrs(&self, _: u32) -> ElementAttrs<'_> {
+    fn attrs(&self, _: ElementId) -> ElementAttrs<'_> {
         ElementAttrs::EMPTY
     }
 }
@@ -111,13 +111,13 @@ impl<'a> TimelineRef<'a> {
     }
 
     /// The site of element `id` (`u32::MAX` when unknown).
-    pub fn site(&self, id: u32) -> u32 {
-        self.sites.get(id as usize).copied().unwrap_or(crate::model::NONE)
+    pub fn site(&self, id: ElementId) -> u32 {
+        self.sites.get(id.index()).copied().unwrap_or(crate::model::NONE)
     }
 
     /// Time of action `k` (`None` for the initial state `k = -1`).
     pub fn time_of(&self, k: i64) -> Option<i64> {
-        u32::try_from(k).ok().and_then(|k| self.times.time_us(k))
+        u32::try_from(k).ok().and_then(|k| self.times.time_us(ActionIdx(k)))
     }
 
     /// µs from the snapshot's start ([`Self::time_base_us`]) to action `k`.
@@ -138,7 +138,7 @@ impl<'a> TimelineRef<'a> {
 
     /// The time of action `k`, or of the last action before it that has one.
     fn time_or_before(&self, k: u32) -> Option<i64> {
-        (0..=k).rev().find_map(|j| self.times.time_us(j))
+        (0..=k).rev().find_map(|j| self.times.time_us(ActionIdx(j)))
     }
 
     /// Names of the spans open at `t`, outermost first.

@@ -26,7 +26,7 @@ pub use stack::{LiveStack, StackChange};
 
 use std::collections::HashMap;
 
-use crate::model::{Action, BlockState, DeviceId, NONE, Snapshot, StrId};
+use crate::model::{Action, ActionIdx, BlockState, DeviceId, ElementId, EventIdx, NONE, Snapshot, StrId};
 
 /// Where an element comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,10 +58,10 @@ impl Origin {
     }
 }
 
-/// `start` of an element that is live before the first action.
-pub const BEFORE_TRACE: u32 = u32::MAX;
-/// `end` of an element still live after the last action.
-pub const NEVER: u32 = u32::MAX;
+/// `start` column value of an element live before the first action ([`ActionIdx::BEFORE_TRACE`]).
+pub const BEFORE_TRACE: u32 = ActionIdx::BEFORE_TRACE.0;
+/// `end` column value of an element still live after the last action ([`ActionIdx::NEVER`]).
+pub const NEVER: u32 = ActionIdx::NEVER.0;
 
 /// One element, assembled from the columns.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,14 +69,14 @@ pub struct Element {
     pub addr: u64,
     pub size: u64,
     pub origin: Origin,
-    /// Action that pushed it, or [`BEFORE_TRACE`].
-    pub start: u32,
-    /// Action that removed it, or [`NEVER`].
-    pub end: u32,
-    /// The `alloc` event (absolute index into `Snapshot::events`), or [`NONE`].
-    pub alloc_event: u32,
-    /// The event that ended it, or [`NONE`].
-    pub free_event: u32,
+    /// Action that pushed it, or [`ActionIdx::BEFORE_TRACE`].
+    pub start: ActionIdx,
+    /// Action that removed it, or [`ActionIdx::NEVER`].
+    pub end: ActionIdx,
+    /// The `alloc` event, or [`EventIdx::NONE`].
+    pub alloc_event: EventIdx,
+    /// The event that ended it, or [`EventIdx::NONE`].
+    pub free_event: EventIdx,
     /// The block of a ghost (index into `Snapshot::blocks`), or [`NONE`].
     pub block: u32,
     /// Position in push order; the live stack is sorted by it.
@@ -86,22 +86,27 @@ pub struct Element {
 impl Element {
     /// Live right after action `k` (`k = -1`: the initial state).
     pub fn live_after(&self, k: i64) -> bool {
-        let started = self.start == BEFORE_TRACE || i64::from(self.start) <= k;
-        let ended = self.end != NEVER && i64::from(self.end) <= k;
+        let started = self.start == ActionIdx::BEFORE_TRACE || self.start.signed() <= k;
+        let ended = self.end != ActionIdx::NEVER && self.end.signed() <= k;
         started && !ended
     }
 
+    /// The action that pushed it, `-1` for one live before the trace.
     pub fn start_i64(&self) -> i64 {
-        if self.start == BEFORE_TRACE { -1 } else { i64::from(self.start) }
+        if self.start == ActionIdx::BEFORE_TRACE { -1 } else { self.start.signed() }
     }
 
-    pub fn end_opt(&self) -> Option<u32> {
-        (self.end != NEVER).then_some(self.end)
+    pub fn start_opt(&self) -> Option<ActionIdx> {
+        (self.start != ActionIdx::BEFORE_TRACE).then_some(self.start)
+    }
+
+    pub fn end_opt(&self) -> Option<ActionIdx> {
+        (self.end != ActionIdx::NEVER).then_some(self.end)
     }
 
     /// The event whose stack explains this element: its alloc, else the free that revealed it.
-    pub fn event(&self) -> u32 {
-        if self.alloc_event != NONE { self.alloc_event } else { self.free_event }
+    pub fn event(&self) -> EventIdx {
+        if self.alloc_event != EventIdx::NONE { self.alloc_event } else { self.free_event }
     }
 }
 
@@ -173,8 +178,8 @@ pub struct ElementsRef<'a> {
 
 impl ElementsRef<'_> {
     /// The `annotate` text of an element, if one labelled it.
-    pub fn annotation_of(&self, id: u32) -> Option<StrId> {
-        self.annotated.binary_search(&id).ok().and_then(|j| self.annotation.get(j).copied())
+    pub fn annotation_of(&self, id: ElementId) -> Option<StrId> {
+        self.annotated.binary_search(&id.0).ok().and_then(|j| self.annotation.get(j).copied())
     }
 
     pub fn len(&self) -> usize {
@@ -185,16 +190,16 @@ impl ElementsRef<'_> {
         self.addr.is_empty()
     }
 
-    pub fn get(&self, id: u32) -> Element {
-        let i = id as usize;
+    pub fn get(&self, id: ElementId) -> Element {
+        let i = id.index();
         Element {
             addr: self.addr[i],
             size: self.size[i],
             origin: Origin::from_u8(self.origin[i]),
-            start: self.start[i],
-            end: self.end[i],
-            alloc_event: self.alloc_event[i],
-            free_event: self.free_event[i],
+            start: ActionIdx(self.start[i]),
+            end: ActionIdx(self.end[i]),
+            alloc_event: EventIdx(self.alloc_event[i]),
+            free_event: EventIdx(self.free_event[i]),
             block: self.block[i],
             slot: self.slot[i],
         }
@@ -216,7 +221,7 @@ pub struct Layout {
     /// Max of the initial total and every action's total.
     pub peak_bytes: u64,
     /// First action reaching the peak; `None` when the initial state is the peak.
-    pub peak_action: Option<u32>,
+    pub peak_action: Option<ActionIdx>,
 }
 
 /// A borrowed layout: what every consumer of a timeline reads.
@@ -229,7 +234,7 @@ pub struct LayoutRef<'a> {
     pub initial_total: u64,
     pub totals: &'a [u64],
     pub peak_bytes: u64,
-    pub peak_action: Option<u32>,
+    pub peak_action: Option<ActionIdx>,
 }
 
 impl Layout {
@@ -375,7 +380,7 @@ impl Layout {
             }
             if total > peak_bytes {
                 peak_bytes = total;
-                peak_action = Some(k as u32);
+                peak_action = Some(ActionIdx::at(k));
             }
             totals.push(total);
         }
@@ -398,8 +403,13 @@ impl Layout {
 }
 
 impl<'a> LayoutRef<'a> {
-    pub fn element(&self, id: u32) -> Element {
+    pub fn element(&self, id: ElementId) -> Element {
         self.elements.get(id)
+    }
+
+    /// The peak as a signed action: `-1` when the initial state is the peak.
+    pub fn peak_k(&self) -> i64 {
+        self.peak_action.map_or(-1, ActionIdx::signed)
     }
 
     /// Total live bytes right after action `k` (`k = -1`: before the first action).
@@ -407,11 +417,20 @@ impl<'a> LayoutRef<'a> {
         if k < 0 { self.initial_total } else { self.totals[k as usize] }
     }
 
-    /// The event (absolute index) that caused action `k`, or `NONE` for the synthetic action of
-    /// a snapshot without actions.
-    pub fn action_event(&self, k: u32) -> u32 {
-        let id = self.actions[k as usize] as usize;
-        if self.elements.start[id] == k { self.elements.alloc_event[id] } else { self.elements.free_event[id] }
+    /// The event that caused action `k`, or [`EventIdx::NONE`] for the synthetic action of a
+    /// snapshot without actions.
+    pub fn action_event(&self, k: ActionIdx) -> EventIdx {
+        let id = self.actions[k.index()] as usize;
+        EventIdx(if self.elements.start[id] == k.0 {
+            self.elements.alloc_event[id]
+        } else {
+            self.elements.free_event[id]
+        })
+    }
+
+    /// The element action `k` pushed or popped.
+    pub fn action_element(&self, k: ActionIdx) -> ElementId {
+        ElementId(self.actions[k.index()])
     }
 
     /// A replay cursor positioned before the first action.
@@ -420,10 +439,10 @@ impl<'a> LayoutRef<'a> {
     }
 
     /// Element ids live right after action `k`, in stack order (bottom first). O(elements).
-    pub fn live_after(&self, k: i64) -> Vec<u32> {
-        let mut live: Vec<u32> =
-            (0..self.elements.len() as u32).filter(|&i| self.elements.get(i).live_after(k)).collect();
-        live.sort_by_key(|&i| self.elements.slot[i as usize]);
+    pub fn live_after(&self, k: i64) -> Vec<ElementId> {
+        let mut live: Vec<ElementId> =
+            (0..self.elements.len()).map(ElementId::at).filter(|&i| self.elements.get(i).live_after(k)).collect();
+        live.sort_by_key(|&i| self.elements.slot[i.index()]);
         live
     }
 }

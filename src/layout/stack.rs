@@ -2,12 +2,13 @@
 
 use super::LayoutRef;
 use super::checkpoints::Replay;
+use crate::model::ElementId;
 
 /// The live stack at some point of the replay, bottom to top (sorted by slot).
 #[derive(Debug, Clone)]
 pub struct LiveStack<'a> {
     layout: LayoutRef<'a>,
-    /// Live element ids, bottom first.
+    /// Live element ids (raw, as the checkpoints store them), bottom first.
     pub ids: Vec<u32>,
     /// `slot` of each live element (ascending), kept beside `ids` so that finding an element to
     /// remove is a binary search over contiguous memory.
@@ -21,9 +22,9 @@ pub struct LiveStack<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StackChange {
     /// Pushed on top.
-    Pushed { id: u32 },
+    Pushed { id: ElementId },
     /// Removed from position `pos`; everything from `pos` on moved down by its size.
-    Removed { id: u32, pos: usize },
+    Removed { id: ElementId, pos: usize },
 }
 
 impl<'a> LiveStack<'a> {
@@ -51,16 +52,16 @@ impl<'a> LiveStack<'a> {
             self.ids.push(id);
             self.slots.push(els.slot[id as usize]);
             self.total += size;
-            Some(StackChange::Pushed { id })
+            Some(StackChange::Pushed { id: ElementId(id) })
         } else {
             // A consistent layout always finds it; a corrupted archive must not panic the viewer.
             let Ok(pos) = self.slots.binary_search(&els.slot[id as usize]) else {
-                return Some(StackChange::Removed { id, pos: self.ids.len() });
+                return Some(StackChange::Removed { id: ElementId(id), pos: self.ids.len() });
             };
             self.ids.remove(pos);
             self.slots.remove(pos);
             self.total -= size;
-            Some(StackChange::Removed { id, pos })
+            Some(StackChange::Removed { id: ElementId(id), pos })
         }
     }
 
@@ -70,13 +71,18 @@ impl<'a> LiveStack<'a> {
     }
 
     /// `(id, offset)` of every live element, bottom first.
-    pub fn with_offsets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    pub fn with_offsets(&self) -> impl Iterator<Item = (ElementId, u64)> + '_ {
         let mut off = 0u64;
         self.ids.iter().map(move |&id| {
             let here = off;
             off += self.layout.elements.size[id as usize];
-            (id, here)
+            (ElementId(id), here)
         })
+    }
+
+    /// The live element ids, bottom first.
+    pub fn elements(&self) -> impl Iterator<Item = ElementId> + '_ {
+        self.ids.iter().map(|&id| ElementId(id))
     }
 }
 

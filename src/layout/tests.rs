@@ -49,10 +49,10 @@ fn alloc_free_moves_elements_above_down() {
     let l = Layout::build(&s, DeviceId(0));
     assert_eq!(l.actions, vec![0, 1, 2, 0]);
     assert_eq!(l.totals, vec![10, 30, 60, 50]);
-    assert_eq!((l.peak_bytes, l.peak_action), (60, Some(2)));
+    assert_eq!((l.peak_bytes, l.peak_action), (60, Some(ActionIdx(2))));
     let mut r = l.view().replay();
     while r.step().is_some() {}
-    assert_eq!(r.with_offsets().collect::<Vec<_>>(), vec![(1, 0), (2, 20)]);
+    assert_eq!(r.with_offsets().collect::<Vec<_>>(), vec![(ElementId(1), 0), (ElementId(2), 20)]);
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn annotate_labels_the_live_element_and_is_not_an_action() {
     );
     let l = Layout::build(&s, DeviceId(0));
     assert_eq!(l.actions.len(), 5, "annotate events are not actions");
-    let text = |id: u32| l.view().elements.annotation_of(id).map(|t| s.str(t).to_owned());
+    let text = |id: u32| l.view().elements.annotation_of(ElementId(id)).map(|t| s.str(t).to_owned());
     let by_addr = |addr: u64, origin: Origin| {
         (0..l.elements.addr.len() as u32)
             .find(|&i| l.elements.addr[i as usize] == addr && Origin::from_u8(l.elements.origin[i as usize]) == origin)
@@ -99,8 +99,8 @@ fn free_only_sits_above_ghosts_first_freed_on_top() {
     assert_eq!(l.initial, vec![4, 3, 2, 0]);
     assert_eq!(l.initial_total, 98);
     assert_eq!(l.totals, vec![93, 103, 100]);
-    assert_eq!(l.view().element(0).start_i64(), -1);
-    assert_eq!(l.view().element(0).end_opt(), Some(0));
+    assert_eq!(l.view().element(ElementId(0)).start_i64(), -1);
+    assert_eq!(l.view().element(ElementId(0)).end_opt(), Some(ActionIdx(0)));
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub fn drawn_stack(
     sizes: &[u64],
     keep: Option<&[bool]>,
 ) -> (u64, Vec<(u32, u64)>) {
-    let Some(keep) = keep else { return (0, stack.with_offsets().collect()) };
+    let Some(keep) = keep else { return (0, stack.with_offsets().map(|(id, off)| (id.0, off)).collect()) };
     let kept = |id: u32| keep.get(id as usize).copied().unwrap_or(true);
     let band: u64 = stack.ids.iter().filter(|&&id| !kept(id)).map(|&id| sizes[id as usize]).sum();
     let mut off = band;

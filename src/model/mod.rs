@@ -21,10 +21,12 @@ mod fxhash;
 mod intern;
 
 mod device;
+mod ids;
 mod tolerated;
 
 pub use device::DeviceId;
 pub use events::{Action, EventRow, Events, Runs};
+pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};
 pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};
 pub use tolerated::{Oddity, Tolerated};
 

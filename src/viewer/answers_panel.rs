@@ -14,7 +14,7 @@ use crate::analysis::live::{self, LiveSet};
 use crate::analysis::range::{self, RangeReport};
 use crate::analysis::units;
 use crate::archive::DeviceData;
-use crate::model::NONE;
+use crate::model::{DeviceIdx, NONE};
 
 /// Levels of the icicle drawn at most (outermost frames first).
 const ICICLE_DEPTH: usize = 16;
@@ -23,8 +23,8 @@ const ROW: f32 = 16.0;
 #[derive(Default)]
 pub struct AnswersPanel {
     pub open: bool,
-    live: Option<((usize, i64), LiveSet, Icicle)>,
-    range: Option<((usize, u32, u32), RangeReport)>,
+    live: Option<((DeviceIdx, i64), LiveSet, Icicle)>,
+    range: Option<((DeviceIdx, u32, u32), RangeReport)>,
 }
 
 /// A tree of live bytes by frame, outermost frame at the root.

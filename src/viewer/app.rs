@@ -13,7 +13,7 @@ use super::details::{ElementInfo, stack_text};
 use super::gpu::{Globals, TimelinePaint};
 use super::timeline::Timeline;
 use super::{panels, theme};
-use crate::model::NONE;
+use crate::model::{DeviceIdx, NONE};
 
 /// Options from the command line.
 #[derive(Debug, Clone, Default)]
@@ -179,7 +179,7 @@ fn timeline_screen(
     });
     let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
     if copy && let Some(hit) = t.selection.focus() {
-        let stack = t.session.sites(t.device).get(hit.element as usize).copied().unwrap_or(NONE);
+        let stack = t.session.sites(t.device).get(hit.element.index()).copied().unwrap_or(NONE);
         ui.ctx().copy_text(stack_text(&t.session, stack));
     }
 }
@@ -207,8 +207,8 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     let colours = t.colours();
     let mode = u32::from(!t.colour_by_site);
     let globals = Globals {
-        hovered: t.selection.hovered.map_or(NONE, |h| h.element),
-        pinned: t.selection.pinned.map_or(NONE, |h| h.element),
+        hovered: t.selection.hovered.map_or(NONE, |h| h.element.0),
+        pinned: t.selection.pinned.map_or(NONE, |h| h.element.0),
         outlines: u32::from(t.selection.hovered.is_some() || t.selection.pinned.is_some()),
         mode,
         n_sites: t.session.sites(t.device).len() as u32,
@@ -217,7 +217,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     };
     let paint = TimelinePaint {
         evict: frame_uploads.evict,
-        colours_for: (t.device as u32, mode),
+        colours_for: (t.device.0 as u32, mode),
         sites: Arc::new(SitesRef { session: Arc::clone(&t.session), device: t.device }),
         colours,
         uploads: frame_uploads.uploads,
@@ -245,7 +245,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
 /// Element → site table of a device, read in place from the mapped archive for the upload.
 struct SitesRef {
     session: Arc<Session>,
-    device: usize,
+    device: DeviceIdx,
 }
 
 impl AsRef<[u32]> for SitesRef {

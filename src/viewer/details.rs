@@ -7,16 +7,16 @@ use crate::analysis::shapes::ModelDims;
 use crate::analysis::{frames, units};
 use crate::archive::attrs::DeviceAttrs;
 use crate::derive::timeline::{Attributes as _, ElementAttrs};
-use crate::layout::{BEFORE_TRACE, NEVER};
+use crate::model::{ActionIdx, DeviceIdx, ElementId};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElementInfo {
-    pub id: u32,
+    pub id: ElementId,
     pub size: u64,
     pub addr: u64,
     pub origin: &'static str,
-    pub start: Option<u32>,
-    pub end: Option<u32>,
+    pub start: Option<ActionIdx>,
+    pub end: Option<ActionIdx>,
     pub alloc_time_us: Option<i64>,
     pub free_time_us: Option<i64>,
     /// Live bytes before its alloc and right after it.
@@ -37,21 +37,20 @@ pub struct ElementInfo {
 impl ElementInfo {
     pub fn gather(
         session: &Session,
-        device: usize,
-        id: u32,
+        device: DeviceIdx,
+        id: ElementId,
         model: Option<&ModelDims>,
         filter: &AnnotationFilter,
     ) -> Option<ElementInfo> {
         let l = session.layout(device);
-        if id as usize >= l.elements.len() {
+        if id.index() >= l.elements.len() {
             return None;
         }
         let el = l.element(id);
         let times = session.action_times_ready(device);
-        let time_of = |k: u32| times.and_then(|t| t.get(k as usize)).copied().filter(|&t| t != i64::MIN);
-        let start = (el.start != BEFORE_TRACE).then_some(el.start);
-        let end = (el.end != NEVER).then_some(el.end);
-        let stack = session.sites(device).get(id as usize).copied().unwrap_or(crate::model::NONE);
+        let time_of = |k: ActionIdx| times.and_then(|t| t.get(k.index())).copied().filter(|&t| t != i64::MIN);
+        let (start, end) = (el.start_opt(), el.end_opt());
+        let stack = session.sites(device).get(id.index()).copied().unwrap_or(crate::model::NONE);
         let root = session.root();
         let alloc_time_us = start.and_then(time_of);
         let device_attrs = DeviceAttrs { root, layout: l };
@@ -72,8 +71,8 @@ impl ElementInfo {
             end,
             alloc_time_us,
             free_time_us: end.and_then(time_of),
-            total_before: start.map(|k| l.total_after(i64::from(k) - 1)),
-            total_after: start.map(|k| l.total_after(i64::from(k))),
+            total_before: start.map(|k| l.total_after(k.signed() - 1)),
+            total_after: start.map(|k| l.total_after(k.signed())),
             top_frame: frames::top_frame(root, stack).map(|f| frames::describe(root, f, true)),
             annotation,
             stack,
@@ -94,16 +93,16 @@ impl ElementInfo {
         v.push((
             "allocated".into(),
             match (self.start, self.alloc_time_us) {
-                (Some(k), Some(t)) => format!("action {}, {}", units::thousands(u64::from(k)), since(t)),
-                (Some(k), None) => format!("action {}", units::thousands(u64::from(k))),
+                (Some(k), Some(t)) => format!("action {}, {}", units::thousands(u64::from(k.0)), since(t)),
+                (Some(k), None) => format!("action {}", units::thousands(u64::from(k.0))),
                 (None, _) => "before the trace".into(),
             },
         ));
         v.push((
             "freed".into(),
             match (self.end, self.free_time_us) {
-                (Some(k), Some(t)) => format!("action {}, {}", units::thousands(u64::from(k)), since(t)),
-                (Some(k), None) => format!("action {}", units::thousands(u64::from(k))),
+                (Some(k), Some(t)) => format!("action {}, {}", units::thousands(u64::from(k.0)), since(t)),
+                (Some(k), None) => format!("action {}", units::thousands(u64::from(k.0))),
                 (None, _) => "never (live at the end)".into(),
             },
         ));

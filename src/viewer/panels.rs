@@ -7,7 +7,7 @@ use super::details::ElementInfo;
 use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::{frames, units};
-use crate::model::DeviceId;
+use crate::model::{DeviceId, DeviceIdx};
 
 /// `cuda:0`, or `host` for pinned host memory.
 pub fn device_label(d: DeviceId) -> String {
@@ -23,10 +23,10 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOp
         let devices: Vec<DeviceId> = root.devices.iter().map(|d| DeviceId(d.device.to_native())).collect();
         let mut chosen = t.device;
         egui::ComboBox::from_id_salt("device")
-            .selected_text(devices.get(t.device).map_or_else(String::new, |&d| device_label(d)))
+            .selected_text(devices.get(t.device.index()).map_or_else(String::new, |&d| device_label(d)))
             .show_ui(ui, |ui| {
                 for (i, &d) in devices.iter().enumerate() {
-                    ui.selectable_value(&mut chosen, i, device_label(d));
+                    ui.selectable_value(&mut chosen, DeviceIdx(i), device_label(d));
                 }
             });
         if chosen != t.device {

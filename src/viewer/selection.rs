@@ -2,10 +2,12 @@
 //! pointer, the pinned one, and the last selected range. A view that follows the timeline's
 //! cursor (the live & range panel today, a memory map next) reads this, not the timeline.
 
+use crate::model::ElementId;
+
 /// An element under the pointer (or pinned).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
-    pub element: u32,
+    pub element: ElementId,
     /// Where it was picked, in data space (action or µs, bytes).
     pub x: f64,
     pub byte: f64,

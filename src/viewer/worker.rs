@@ -1,6 +1,7 @@
 //! Background work for the viewer, on named threads behind bounded channels: decompressing
 //! archive tiles and rasterising views from checkpoints. The UI thread only polls results.
 
+use crate::model::DeviceIdx;
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use memviz_format::{TILE_H, TILE_W};
 /// What a view raster covers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ViewSpec {
-    pub device: usize,
+    pub device: DeviceIdx,
     /// Actions `[x0, x1)`, or µs when `time_axis`.
     pub x0: f64,
     pub x1: f64,
@@ -31,7 +32,7 @@ pub struct ViewSpec {
 }
 
 enum Job {
-    Tile { key: TexKey, device: usize, level: usize, tile: usize },
+    Tile { key: TexKey, device: DeviceIdx, level: usize, tile: usize },
     Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>> },
 }
 
@@ -75,7 +76,7 @@ impl Worker {
     }
 
     /// Asks for a pyramid tile; false when the queue is full (ask again next frame).
-    pub fn request_tile(&mut self, key: TexKey, device: usize, level: usize, tile: usize) -> bool {
+    pub fn request_tile(&mut self, key: TexKey, device: DeviceIdx, level: usize, tile: usize) -> bool {
         self.submit(key, Job::Tile { key, device, level, tile })
     }
 

@@ -11,6 +11,7 @@ mod draw;
 mod input;
 mod pick;
 
+use crate::model::DeviceIdx;
 use std::sync::Arc;
 
 use eframe::egui::{self, Pos2, Rect};
@@ -39,7 +40,7 @@ pub enum Drag {
 
 pub struct Timeline {
     pub session: Arc<Session>,
-    pub device: usize,
+    pub device: DeviceIdx,
     pub view: View,
     pub time_axis: bool,
     pub colour_by_site: bool,
@@ -51,12 +52,12 @@ pub struct Timeline {
     pub worker: Worker,
     pub textures: Textures,
     /// Shape candidates of the device (`h=… i=… v=…`), inferred once.
-    candidates: Option<(usize, Option<String>)>,
+    candidates: Option<(DeviceIdx, Option<String>)>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
-    keep: Option<Cached<(usize, usize), Vec<bool>>>,
+    keep: Option<Cached<(DeviceIdx, usize), Vec<bool>>>,
     /// The palette for (device, by-site?), computed once per choice.
-    colours: Option<Cached<(usize, bool), Vec<u32>>>,
+    colours: Option<Cached<(DeviceIdx, bool), Vec<u32>>>,
     /// The newest raster received, and the one asked for last (each with its texture key).
     raster: Option<(ViewSpec, TexKey)>,
     wanted: Option<(ViewSpec, TexKey)>,
@@ -71,7 +72,7 @@ impl Timeline {
         let worker = Worker::start(Arc::clone(&session), ctx.clone());
         let mut t = Timeline {
             session,
-            device: 0,
+            device: DeviceIdx(0),
             view: View::fit(1, 1),
             time_axis: false,
             colour_by_site: true,
@@ -91,12 +92,12 @@ impl Timeline {
             plot_rect: Rect::NOTHING,
             pixels_per_point: 1.0,
         };
-        t.select_device(0);
+        t.select_device(DeviceIdx(0));
         t
     }
 
-    pub fn select_device(&mut self, d: usize) {
-        self.device = d.min(self.session.devices().saturating_sub(1));
+    pub fn select_device(&mut self, d: DeviceIdx) {
+        self.device = DeviceIdx(d.index().min(self.session.devices().saturating_sub(1)));
         self.load_coarsest();
         self.fit();
         self.selection.clear();
@@ -223,9 +224,9 @@ impl Timeline {
         let Some(k) = l.peak_action else { return };
         let span = (self.view.x1 - self.view.x0).min(l.actions.len() as f64 / 8.0).max(16.0);
         let x = if self.time_axis {
-            self.session.action_times_ready(self.device).map_or(k as f64, |t| t[k as usize] as f64)
+            self.session.action_times_ready(self.device).map_or(f64::from(k.0), |t| t[k.index()] as f64)
         } else {
-            k as f64 + 0.5
+            f64::from(k.0) + 0.5
         };
         self.view.x0 = x - span / 2.0;
         self.view.x1 = x + span / 2.0;
@@ -234,12 +235,12 @@ impl Timeline {
         }
         self.view.y0 = 0.0;
         self.view.y1 = l.peak_bytes as f64 * 1.05;
-        let stack = self.session.checkpoints(self.device).stack_after(l, i64::from(k));
-        let largest = stack.with_offsets().max_by_key(|&(id, _)| (l.elements.size[id as usize], std::cmp::Reverse(id)));
+        let stack = self.session.checkpoints(self.device).stack_after(l, k.signed());
+        let largest = stack.with_offsets().max_by_key(|&(id, _)| (l.elements.size[id.index()], std::cmp::Reverse(id)));
         self.selection.pinned = largest.map(|(id, off)| Hit {
             element: id,
             x,
-            byte: off as f64 + l.elements.size[id as usize] as f64 / 2.0,
+            byte: off as f64 + l.elements.size[id.index()] as f64 / 2.0,
         });
     }
 
@@ -281,10 +282,10 @@ impl Timeline {
 /// A value computed for one key (device, setting), shared with the GPU side or the workers.
 type Cached<K, V> = (K, Arc<V>);
 
-pub fn tile_key(device: usize, level: usize, index: usize) -> TexKey {
-    TexKey::Tile { device: device as u32, level: level as u32, index: index as u32 }
+pub fn tile_key(device: DeviceIdx, level: usize, index: usize) -> TexKey {
+    TexKey::Tile { device: device.0 as u32, level: level as u32, index: index as u32 }
 }
 
 pub fn raster_key(spec: &ViewSpec, generation: u64) -> TexKey {
-    TexKey::Raster { device: spec.device as u32, generation }
+    TexKey::Raster { device: spec.device.0 as u32, generation }
 }

@@ -6,6 +6,7 @@ use memviz_format::{TILE_H, TILE_W};
 
 use super::{Hit, Timeline, tile_key};
 use crate::lod::raster::{AGGREGATED, EMPTY};
+use crate::model::ElementId;
 
 impl Timeline {
     /// The element drawn at a screen point: read from the same texels the GPU shows.
@@ -16,7 +17,7 @@ impl Timeline {
         }
         let (x, byte) = self.view.data_from_screen(rect, p);
         let id = self.texel_at(x, byte)?;
-        (id != EMPTY && id < AGGREGATED).then_some(Hit { element: id, x, byte })
+        (id != EMPTY && id < AGGREGATED).then_some(Hit { element: ElementId(id), x, byte })
     }
 
     fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
