@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use memviz::archive::{Archive, chunks, restore};
 use memviz::lod::raster::{RasterSpec, rasterize, sample_actions};
+use memviz_format::rkyv;
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -143,12 +144,24 @@ fn allocator_state(path: &std::path::Path) {
     for d in session.device_indices() {
         let a = &session.device(d).allocator;
         let (n, every) = (u64::from(a.events.to_native()), a.every.to_native());
-        let stored: usize = a.states.iter().map(|c| c.data.len()).sum::<usize>()
-            + a.reserved.iter().chain(a.allocated.iter()).map(|c| c.data.len()).sum::<usize>();
+        // Sizes as stored: each section re-serialized on its own.
+        let bytes_of = |section: &dyn Fn() -> rkyv::util::AlignedVec| section().len() as f64 / 1e6;
+        let allocator = bytes_of(&|| {
+            let s: memviz_format::schema::AllocatorSection = rkyv::deserialize::<_, rkyv::rancor::Error>(a).unwrap();
+            rkyv::to_bytes::<rkyv::rancor::Error>(&s).unwrap()
+        });
+        let timeline = bytes_of(&|| {
+            let t = &session.device(d).segment_timeline;
+            let s: memviz_format::schema::SegmentTimeline = rkyv::deserialize::<_, rkyv::rancor::Error>(t).unwrap();
+            rkyv::to_bytes::<rkyv::rancor::Error>(&s).unwrap()
+        });
+        let file = std::fs::metadata(path).unwrap().len() as f64 / 1e6;
         println!(
-            "allocator, device {d}: {n} events; a state saved every {every} events ({} states); section {:.1} MB",
+            "allocator, device {d}: {n} events; a state saved every {every} events ({} states); \
+             allocator section {allocator:.1} MB, segment timeline {timeline:.2} MB, of a {file:.1} MB archive \
+             (+{:.1} % over the archive without them)",
             a.states.len(),
-            stored as f64 / 1e6
+            100.0 * (allocator + timeline) / (file - allocator - timeline)
         );
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut times = Vec::new();

@@ -18,10 +18,86 @@ fn export_state_and_segments_equal_the_oracle() {
         assert!(ours == json_file(&data(&format!("allocator/{name}.state.json"))), "{name}: export state differs");
         let segs = memviz_ok(["export".as_ref(), "segments".as_ref(), snap.as_os_str()]);
         let ours: serde_json::Value = serde_json::from_slice(&segs).unwrap();
-        assert!(
-            ours == json_file(&data(&format!("allocator/{name}.segments.json"))),
-            "{name}: export segments differs"
-        );
+        let golden = json_file(&data(&format!("allocator/{name}.segments.json")));
+        assert!(ours == golden, "{name}: export segments differs");
+
+        // The archive stores the segment timeline: exported from it, it is the same.
+        let dir = tempdir();
+        let archive = dir.path().join(format!("{name}.memviz"));
+        memviz_ok(["index".as_ref(), snap.as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+        let stored = memviz_ok(["export".as_ref(), "segments".as_ref(), archive.as_os_str()]);
+        let stored: serde_json::Value = serde_json::from_slice(&stored).unwrap();
+        assert!(stored == golden, "{name}: the archive's segment timeline differs");
+    }
+}
+
+/// Every per-action series of the archive equals the allocator's state right after that
+/// action's event, and its min/max levels bound the values.
+#[test]
+fn the_archive_series_follow_the_state() {
+    use memviz::archive::{Archive, Session};
+    use memviz::model::{ActionIdx, DeviceId, DeviceIdx};
+    for name in FIXTURES {
+        let snap_path = data(&format!("{name}.pickle"));
+        let dir = tempdir();
+        let archive = dir.path().join("a.memviz");
+        memviz_ok(["index".as_ref(), snap_path.as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+        let s = Session::from_archive(Archive::open(&archive).unwrap());
+        let (snap, _) = memviz::ingest::read_path(&snap_path).unwrap();
+        let d = DeviceIdx(0);
+        let n = snap.trace(DeviceId(0)).len() as i64;
+        let (all, _) = memviz::allocator::states(&snap, DeviceId(0), &(-1..n).collect());
+        let l = s.layout(d);
+        let series = [
+            ("reserved", s.allocator_series(d, |a| &a.reserved)),
+            ("allocated", s.allocator_series(d, |a| &a.allocated)),
+            ("requested", s.allocator_series(d, |a| &a.requested)),
+            ("pending free", s.allocator_series(d, |a| &a.pending_free)),
+            ("unallocated", s.allocator_series(d, |a| &a.unallocated)),
+            ("largest free", s.allocator_series(d, |a| &a.largest_free)),
+            ("segments", s.allocator_series(d, |a| &a.segments)),
+        ];
+        let pools = &s.device(d).allocator.pools;
+        for k in 0..l.actions.len() {
+            let st = match l.action_event(ActionIdx::at(k)).get() {
+                Some(e) => &all[(e.index() - snap.trace(DeviceId(0)).start) + 1],
+                None => all.last().unwrap(),
+            };
+            let want = [
+                st.reserved,
+                st.allocated,
+                st.requested,
+                st.pending_free,
+                st.free(),
+                st.largest_free,
+                st.segments.len() as u64,
+            ];
+            for ((what, got), want) in series.iter().zip(want) {
+                assert_eq!(got[k], want, "{name}: {what} after action {k}");
+            }
+            for p in pools.iter() {
+                let pool = (p.pool.0.to_native(), p.pool.1.to_native());
+                let j = p.actions.iter().rposition(|a| a.to_native() as usize <= k).unwrap();
+                let want: u64 =
+                    st.segments.iter().filter(|m| m.segment.pool == Some(pool)).map(|m| m.segment.size).sum();
+                assert_eq!(p.reserved[j].to_native(), want, "{name}: pool {pool:?} after action {k}");
+            }
+        }
+        if name == "cudagraph" {
+            assert!(!pools.is_empty(), "cudagraph has private pools");
+        }
+        for (what, level) in
+            [("reserved", &s.device(d).allocator.reserved), ("largest", &s.device(d).allocator.largest_free)]
+        {
+            let values = if what == "reserved" { &series[0].1 } else { &series[5].1 };
+            let finest = &level.levels[0];
+            for (b, chunk) in values.chunks(finest.actions_per_bucket.to_native() as usize).enumerate() {
+                assert_eq!(finest.min[b].to_native(), *chunk.iter().min().unwrap(), "{name}: {what} bucket {b}");
+                assert_eq!(finest.max[b].to_native(), *chunk.iter().max().unwrap(), "{name}: {what} bucket {b}");
+            }
+            let top = level.levels.last().unwrap();
+            assert_eq!(top.max[0].to_native(), *values.iter().max().unwrap());
+        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod header;
 pub mod schema;
 pub mod v1;
 pub mod v2;
+pub mod v3;
 pub mod view;
 
 pub use header::{

@@ -74,11 +74,13 @@ pub struct Device {
     pub reserved: Reserved,
     /// The allocator's state over time. Since version 3.
     pub allocator: AllocatorSection,
+    /// The Active Cached Segment Timeline. Since version 4.
+    pub segment_timeline: SegmentTimeline,
 }
 
 /// The caching allocator's state over the device's trace (since version 3): saved states to
-/// rebuild the segments and blocks after any event by undoing fewer than `every` events, and the
-/// reserved and allocated bytes after each action.
+/// rebuild the segments and blocks after any event by undoing fewer than `every` events, and its
+/// figures after each action (the per-action series, since version 4).
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct AllocatorSection {
     /// Raw trace events of the device.
@@ -87,14 +89,66 @@ pub struct AllocatorSection {
     pub every: u32,
     /// State `j` as `u64` words in one zstd chunk (layout in FORMAT.md).
     pub states: Vec<Chunk>,
-    /// Reserved and allocated bytes right after each action, in chunks of `i64` delta-coded
-    /// like `EventTable::time_us`.
-    pub reserved: Vec<Chunk>,
-    pub allocated: Vec<Chunk>,
+    /// Bytes of segments right after each action.
+    pub reserved: Series,
+    /// Bytes of live blocks (allocated or pending free) right after each action.
+    pub allocated: Series,
+    /// Requested bytes of live blocks (`allocated − requested`: rounding waste).
+    pub requested: Series,
+    /// Bytes of blocks freed but waiting on another stream.
+    pub pending_free: Series,
+    /// `reserved − allocated`: free bytes inside segments.
+    pub unallocated: Series,
+    /// The largest free block inside one segment.
+    pub largest_free: Series,
+    /// The number of segments.
+    pub segments: Series,
+    /// Reserved bytes of each private pool over the actions, ascending pool id.
+    pub pools: Vec<PoolSeries>,
 }
 
-impl From<crate::v2::Root> for Root {
-    fn from(r: crate::v2::Root) -> Self {
+/// One value per action (since version 4): the values in chunks of `i64` delta-coded like
+/// `EventTable::time_us`, and their min/max over buckets of actions, coarsening by 4 per level
+/// like `Device::minimap`, for drawing a zoomed-out view without reading the values.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Series {
+    pub chunks: Vec<Chunk>,
+    pub levels: Vec<MinMax>,
+}
+
+/// The reserved bytes of one private pool as a step function of the action (since version 4):
+/// `reserved[j]` holds right after action `actions[j]` up to the next; `actions[0]` is 0.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct PoolSeries {
+    /// `segment_pool_id` of the pool.
+    pub pool: (i64, i64),
+    pub actions: Vec<u32>,
+    pub reserved: Vec<u64>,
+}
+
+/// The Active Cached Segment Timeline (since version 4): segments stacked over the segment
+/// actions with the element timeline's rules (FORMAT.md), with its own checkpoints and tiles.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct SegmentTimeline {
+    /// Per segment: `stack` is the stack of its `segment_alloc` (or `segment_free`) event, for a
+    /// segment of the dump its recorded stack; `block`, `annotated` and `annotation` are empty.
+    pub elements: Elements,
+    /// Segment id of each action.
+    pub actions: Vec<u32>,
+    pub initial: Vec<u32>,
+    pub initial_total: u64,
+    /// Reserved bytes right after each action.
+    pub totals: Vec<u64>,
+    pub peak_bytes: u64,
+    /// First action at the peak, -1 for the initial state.
+    pub peak_action: i64,
+    pub checkpoints: Checkpoints,
+    /// Level-of-detail tiles of segment ids, finest level first.
+    pub tiles: Vec<TileLevel>,
+}
+
+impl From<crate::v3::Root> for Root {
+    fn from(r: crate::v3::Root) -> Self {
         Root {
             source: r.source,
             strings: r.strings,
@@ -115,8 +169,12 @@ impl From<crate::v2::Root> for Root {
     }
 }
 
-impl From<crate::v2::Device> for Device {
-    fn from(d: crate::v2::Device) -> Self {
+/// A version-3 device: its reserved and allocated series keep their chunks (levels are not
+/// derived: a zoomed-out view of them reads the chunks); the other series and the segment
+/// timeline are empty ("re-index to see this").
+impl From<crate::v3::Device> for Device {
+    fn from(d: crate::v3::Device) -> Self {
+        let a = d.allocator;
         Device {
             device: d.device,
             elements: d.elements,
@@ -132,7 +190,15 @@ impl From<crate::v2::Device> for Device {
             tiles: d.tiles,
             spans: d.spans,
             reserved: d.reserved,
-            allocator: AllocatorSection::default(),
+            allocator: AllocatorSection {
+                events: a.events,
+                every: a.every,
+                states: a.states,
+                reserved: Series { chunks: a.reserved, levels: Vec::new() },
+                allocated: Series { chunks: a.allocated, levels: Vec::new() },
+                ..AllocatorSection::default()
+            },
+            segment_timeline: SegmentTimeline::default(),
         }
     }
 }

@@ -18,12 +18,16 @@
 //! Its figures are PyTorch's own: at a real OOM, `allocated` and `reserved − allocated` are the
 //! "allocated by PyTorch" and "reserved by PyTorch but unallocated" of torch's message.
 
+mod figures;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 use crate::layout::Replay;
 use crate::model::{Action, BlockState, DeviceId, Events, Snapshot};
+
+pub use figures::Figures;
 
 /// A segment: memory reserved from CUDA by the caching allocator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -81,22 +85,6 @@ impl EventColumns for Events {
     }
 }
 
-/// Reserved and allocated bytes, kept up to date event by event (for the per-action series).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Totals {
-    pub reserved: u64,
-    pub allocated: u64,
-}
-
-impl Totals {
-    pub fn of(st: &State) -> Totals {
-        Totals {
-            reserved: st.segments.iter().map(|s| s.size).sum(),
-            allocated: st.blocks.values().map(|b| b.size).sum(),
-        }
-    }
-}
-
 fn pool(p: Option<(i64, i64)>) -> Option<(i64, i64)> {
     p.filter(|&p| p != (0, 0))
 }
@@ -123,26 +111,28 @@ impl State {
         st
     }
 
-    /// Undoes event `e` (an absolute index into the snapshot's events), keeping `totals` up to
+    /// Undoes event `e` (an absolute index into the snapshot's events), keeping `figures` up to
     /// date.
-    pub fn undo(&mut self, ev: &dyn EventColumns, e: usize, totals: &mut Totals) {
+    pub fn undo(&mut self, ev: &dyn EventColumns, e: usize, figures: &mut Figures) {
         let (action, addr, size) = (ev.action(e), ev.addr(e), ev.size(e));
-        let mut block = |blocks: &mut BTreeMap<u64, Block>, new: Option<Block>| {
+        let block = |st: &mut State, figures: &mut Figures, new: Option<Block>| {
             let old = match new {
-                Some(b) => blocks.insert(addr, b),
-                None => blocks.remove(&addr),
+                Some(b) => st.blocks.insert(addr, b),
+                None => st.blocks.remove(&addr),
             };
-            totals.allocated = totals.allocated - old.map_or(0, |b| b.size) + new.map_or(0, |b| b.size);
+            figures.block_changed(st, addr, old, new);
         };
         match action {
-            Action::Alloc => block(&mut self.blocks, None),
+            Action::Alloc => block(self, figures, None),
             Action::FreeCompleted => {
-                block(&mut self.blocks, Some(Block { addr, size, requested: size, pending_free: true }));
+                block(self, figures, Some(Block { addr, size, requested: size, pending_free: true }));
             }
-            Action::Free => block(&mut self.blocks, Some(Block { addr, size, requested: size, pending_free: false })),
+            Action::Free => block(self, figures, Some(Block { addr, size, requested: size, pending_free: false })),
             Action::FreeRequested => {
                 if let Some(b) = self.blocks.get_mut(&addr) {
+                    let was = b.pending_free;
                     b.pending_free = false;
+                    figures.pending_changed(b, was);
                 }
             }
             a @ (Action::SegmentFree | Action::SegmentUnmap) => {
@@ -157,9 +147,9 @@ impl State {
             Action::SegmentMap => self.cut(addr, size),
             _ => {}
         }
-        // Segment events are rare next to blocks': their total is summed again.
+        // Segment events are rare next to blocks': their figures are derived again.
         if matches!(action, Action::SegmentFree | Action::SegmentUnmap | Action::SegmentAlloc | Action::SegmentMap) {
-            totals.reserved = self.segments.iter().map(|s| s.size).sum();
+            figures.segments_changed(self);
         }
     }
 
@@ -201,33 +191,28 @@ impl State {
         }
     }
 
+    /// Each segment with the blocks that start inside it (a block outside every segment is in
+    /// none).
+    fn segment_maps(&self) -> Vec<SegmentMap> {
+        let mut segments = Vec::with_capacity(self.segments.len());
+        for s in &self.segments {
+            let blocks = self.blocks.range(s.addr..s.addr + s.size).map(|(_, b)| *b).collect();
+            segments.push(SegmentMap { segment: s.clone(), blocks });
+        }
+        segments
+    }
+
     /// The totals and the memory map, segment by segment.
     pub fn summary(&self, event: i64) -> Summary {
-        let blocks: Vec<Block> = self.blocks.values().copied().collect();
-        let mut segments = Vec::with_capacity(self.segments.len());
-        let (mut largest_free, mut j) = (0u64, 0usize);
-        for s in &self.segments {
-            let s_end = s.addr + s.size;
-            while j < blocks.len() && blocks[j].addr < s.addr {
-                j += 1;
-            }
-            let mut k = j;
-            let mut cursor = s.addr;
-            while k < blocks.len() && blocks[k].addr < s_end {
-                let b = blocks[k];
-                largest_free = largest_free.max(b.addr.saturating_sub(cursor));
-                cursor = cursor.max(b.addr + b.size);
-                k += 1;
-            }
-            largest_free = largest_free.max(s_end.saturating_sub(cursor));
-            segments.push(SegmentMap { segment: s.clone(), blocks: blocks[j..k].to_vec() });
-        }
+        let segments = self.segment_maps();
+        let largest_free = segments.iter().flat_map(|m| m.holes()).map(|(_, size)| size).max().unwrap_or(0);
+        let blocks = self.blocks.values();
         Summary {
             event,
             reserved: self.segments.iter().map(|s| s.size).sum(),
-            allocated: blocks.iter().map(|b| b.size).sum(),
-            requested: blocks.iter().map(|b| b.requested).sum(),
-            pending_free: blocks.iter().filter(|b| b.pending_free).map(|b| b.size).sum(),
+            allocated: blocks.clone().map(|b| b.size).sum(),
+            requested: blocks.clone().map(|b| b.requested).sum(),
+            pending_free: blocks.filter(|b| b.pending_free).map(|b| b.size).sum(),
             largest_free,
             segments,
         }
@@ -312,7 +297,7 @@ pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec
     wanted.extend(ooms.iter().map(|&i| i - 1));
     wanted.insert(n - 1);
     let mut st = State::at_dump(snap, device);
-    let mut totals = Totals::of(&st);
+    let mut figures = Figures::of(&st, false);
     let mut found: BTreeMap<i64, Summary> = BTreeMap::new();
     if wanted.contains(&(n - 1)) {
         found.insert(n - 1, st.summary(n - 1));
@@ -320,7 +305,7 @@ pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec
     // Undo only back to the oldest state asked for: undoing event `i` gives the state after `i − 1`.
     let oldest = wanted.first().copied().unwrap_or(n - 1);
     for i in ((oldest + 1).max(0)..n).rev() {
-        st.undo(&snap.events, first + i as usize, &mut totals);
+        st.undo(&snap.events, first + i as usize, &mut figures);
         if wanted.contains(&(i - 1)) {
             found.insert(i - 1, st.summary(i - 1));
         }
@@ -351,7 +336,7 @@ pub struct Undo<'s> {
     n: usize,
     undone: usize,
     pub state: State,
-    pub totals: Totals,
+    pub figures: Figures,
 }
 
 const SEGMENT_WORDS: usize = 6;
@@ -361,7 +346,8 @@ impl<'s> Undo<'s> {
     pub fn at_dump(snap: &'s Snapshot, device: DeviceId) -> Undo<'s> {
         let trace = snap.trace(device);
         let state = State::at_dump(snap, device);
-        Undo { events: &snap.events, first: trace.start, n: trace.len(), undone: 0, totals: Totals::of(&state), state }
+        let figures = Figures::of(&state, false);
+        Undo { events: &snap.events, first: trace.start, n: trace.len(), undone: 0, figures, state }
     }
 
     /// A state saved by [`Replay::save`] after `undone` steps (a checkpoint; malformed words
@@ -373,7 +359,7 @@ impl<'s> Undo<'s> {
         undone: usize,
     ) -> Undo<'s> {
         let state = State::from_words(words).unwrap_or_default();
-        Undo { events, first: trace.start, n: trace.len(), undone, totals: Totals::of(&state), state }
+        Undo { events, first: trace.start, n: trace.len(), undone, figures: Figures::of(&state, false), state }
     }
 }
 
@@ -386,7 +372,7 @@ impl Replay for Undo<'_> {
         if self.undone >= self.n {
             return false;
         }
-        self.state.undo(self.events, self.first + self.n - 1 - self.undone, &mut self.totals);
+        self.state.undo(self.events, self.first + self.n - 1 - self.undone, &mut self.figures);
         self.undone += 1;
         true
     }
@@ -434,36 +420,87 @@ fn words(st: &State) -> u64 {
     (2 + st.segments.len() * SEGMENT_WORDS + st.blocks.len() * BLOCK_WORDS) as u64
 }
 
-/// One backward pass over a device's trace: hands `at_action(k, totals)` the reserved and
-/// allocated bytes right after each action, last action first, and returns the states' summed
-/// size (to size the checkpoints). `action_event(k)` is the absolute event of action `k`
-/// (ascending in `k`; `NONE` for the one synthetic action of a trace without actions, which gets
-/// the dump's totals).
+/// One backward pass over a device's trace, from the dump: hands `keep(words)` the state every
+/// `every` undone events (the checkpoints [`Undo`] resumes from) and `at_action(k, figures)` the
+/// allocator's figures (the largest free block tracked) right after each action, last action
+/// first. `action_event(k)` is the absolute event of action `k` (ascending in `k`; `NONE` for
+/// the one synthetic action of a trace without actions, which gets the dump's figures).
 pub fn pass(
     snap: &Snapshot,
     device: DeviceId,
     actions: usize,
     action_event: impl Fn(usize) -> u32,
-    mut at_action: impl FnMut(usize, Totals),
-) -> u64 {
+    every: u32,
+    at_action: impl FnMut(usize, &Figures),
+    keep: impl FnMut(&[u64]),
+) {
     let mut undo = Undo::at_dump(snap, device);
-    let mut total = words(&undo.state);
-    let mut k = actions;
-    let mut give = |k: usize, t: Totals| at_action(k, t);
-    for i in (0..undo.n).rev() {
-        // The state now is the one right after event `first + i`.
-        let e = (undo.first + i) as u32;
-        while k > 0 && (action_event(k - 1) == crate::model::NONE || action_event(k - 1) >= e) {
-            k -= 1;
-            // An action's event is at or before the newest event not undone yet.
-            give(k, undo.totals);
+    undo.figures = Figures::of(&undo.state, true);
+    let n = undo.n;
+    let mut replay = WithFigures { undo, k: actions, action_event, at_action };
+    crate::layout::record_with(&mut replay, n, every, keep);
+    while replay.step() {}
+    replay.hand_over(None);
+}
+
+/// An [`Undo`] that hands over each action's figures as the replay passes its event.
+struct WithFigures<'s, A, F> {
+    undo: Undo<'s>,
+    /// Actions not handed over yet: `0..k`.
+    k: usize,
+    action_event: A,
+    at_action: F,
+}
+
+impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> WithFigures<'_, A, F> {
+    /// Hands over the actions whose event is at or after `newest` (the newest event not undone
+    /// yet: the state now is the one right after it); `None`: all that are left.
+    fn hand_over(&mut self, newest: Option<u32>) {
+        while self.k > 0 {
+            let e = (self.action_event)(self.k - 1);
+            if newest.is_some_and(|newest| e != crate::model::NONE && e < newest) {
+                return;
+            }
+            self.k -= 1;
+            (self.at_action)(self.k, &self.undo.figures);
         }
-        undo.step();
-        total += words(&undo.state);
     }
-    while k > 0 {
-        k -= 1;
-        give(k, undo.totals);
+}
+
+impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> Replay for WithFigures<'_, A, F> {
+    type Word = u64;
+    fn applied(&self) -> usize {
+        self.undo.undone
+    }
+    fn step(&mut self) -> bool {
+        let u = &self.undo;
+        if u.undone >= u.n {
+            return false;
+        }
+        self.hand_over(Some((u.first + u.n - 1 - u.undone) as u32));
+        self.undo.step()
+    }
+    fn save(&self, out: &mut Vec<u64>) {
+        self.undo.save(out);
+    }
+}
+
+/// The summed size of the states after every event, in words, estimated from the event kinds
+/// alone (a block or a segment appears or goes per event; merges are not followed), to size the
+/// checkpoints before the pass that saves them.
+pub fn estimate_words(snap: &Snapshot, device: DeviceId) -> u64 {
+    let st = State::at_dump(snap, device);
+    let (mut segs, mut blocks) = (st.segments.len() as i64, st.blocks.len() as i64);
+    let mut total = words(&st);
+    for e in snap.trace(device).rev() {
+        match snap.events.action[e] {
+            Action::Alloc => blocks -= 1,
+            Action::FreeCompleted | Action::Free => blocks += 1,
+            Action::SegmentAlloc => segs -= 1,
+            Action::SegmentFree | Action::SegmentUnmap | Action::SegmentMap => segs += 1,
+            _ => {}
+        }
+        total += (2 + segs.max(0) * SEGMENT_WORDS as i64 + blocks.max(0) * BLOCK_WORDS as i64) as u64;
     }
     total
 }
@@ -480,7 +517,7 @@ mod tests {
 
     /// The allocator's state every K events from the dump backwards, K sized as `index` sizes it.
     fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
-        let every = every_for(pass(snap, device, 0, |_| 0, |_, _| {}));
+        let every = every_for(estimate_words(snap, device));
         Checkpoints::record(Undo::at_dump(snap, device), snap.trace(device).len(), every)
     }
 

@@ -7,7 +7,6 @@ use memviz_format::schema::{self as f, Chunk};
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::allocator;
 use crate::derive::{reserved, sites, spans};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, Layout};
@@ -25,15 +24,16 @@ pub const FINEST_TILE_ACTIONS: u64 = 256;
 /// Stages of building, for progress reporting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuildStage {
+    /// The allocator's pass beside checkpoints, tiles and the event table's compression.
     Derive,
-    Compress,
 }
 
 /// Builds the root. Consumes the model and layouts so their columns move in without copies.
 ///
-/// Order matters for peak memory: what needs the raw events (spans, reserved memory) comes
-/// first, then the events are compressed and their raw columns freed, and only then are the
-/// checkpoints and tiles derived from the layouts.
+/// The allocator's backward pass is one long sequential walk per device: it runs on one worker
+/// while the others lay out checkpoints and tiles and compress the event table (by reference: the
+/// pass reads the raw events meanwhile), so a 2-core machine stays busy. The raw event columns
+/// are freed when both are done.
 pub fn build_root(
     snap: Snapshot,
     source: &SourceInfo,
@@ -43,7 +43,19 @@ pub fn build_root(
 ) -> f::Root {
     let spans = spans::spans(&snap);
     let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
-    stage(BuildStage::Compress);
+    stage(BuildStage::Derive);
+    let (allocators, (lods, columns)) = rayon::join(
+        || layouts.iter().map(|l| super::series::allocator_section(&snap, &l.view())).collect::<Vec<_>>(),
+        || {
+            rayon::join(
+                || {
+                    let lods = layouts.par_iter().zip(&from_events);
+                    lods.map(|(l, fe)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()))).collect::<Vec<_>>()
+                },
+                || compress_columns(&snap.events),
+            )
+        },
+    );
     let Snapshot {
         strings,
         frames,
@@ -59,10 +71,9 @@ pub fn build_root(
         host_trace,
         tolerated,
     } = snap;
-    let events = event_table(events);
-    stage(BuildStage::Derive);
-    let devices: Vec<f::Device> =
-        layouts.into_par_iter().zip(from_events).map(|(l, from_events)| device(l, from_events)).collect();
+    let events = event_table(events, columns);
+    let parts = layouts.into_iter().zip(from_events).zip(allocators).zip(lods);
+    let devices: Vec<f::Device> = parts.map(|(((l, fe), a), lod)| device(l, fe, a, lod)).collect();
     f::Root {
         source: f::Source {
             name: name.to_owned(),
@@ -149,7 +160,8 @@ struct FromEvents {
     reserved: f::Reserved,
     action_time_us: Vec<i64>,
     stack: Vec<u32>,
-    allocator: f::AllocatorSection,
+    /// The segment timeline and the stack of each of its segments.
+    segments: (Layout, Vec<u32>),
 }
 
 fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEvents {
@@ -170,19 +182,88 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEven
         time_us: reserved.points.iter().map(|p| p.0).collect(),
         bytes: reserved.points.iter().map(|p| p.1).collect(),
     };
-    FromEvents { spans, reserved, action_time_us, stack, allocator: allocator_section(snap, &view) }
+    let segments = Layout::segments(snap, device);
+    let segment_stacks = sites::segment_stacks(snap, segments.view());
+    FromEvents { spans, reserved, action_time_us, stack, segments: (segments, segment_stacks) }
 }
 
-fn device(l: Layout, from_events: FromEvents) -> f::Device {
-    let FromEvents { spans, reserved, action_time_us, stack, allocator } = from_events;
-    let view = l.view();
-    let cps = Checkpoints::build(view);
-    let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
-    let tiles = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, chunks::encode::<u32>);
+fn device(l: Layout, from_events: FromEvents, allocator: f::AllocatorSection, lods: (Lod, Lod)) -> f::Device {
+    let FromEvents { spans, reserved, action_time_us, stack, segments } = from_events;
     let minimap = minimap::build(&l.totals);
-    let Layout { device, elements: e, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
+    let device = l.device.0;
+    let t = stacked(l, stack, lods.0);
+    let s = stacked(segments.0, segments.1, lods.1);
     f::Device {
-        device: device.0,
+        device,
+        elements: t.elements,
+        actions: t.actions,
+        action_time_us: action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
+        initial: t.initial,
+        initial_total: t.initial_total,
+        totals: t.totals,
+        peak_bytes: t.peak_bytes,
+        peak_action: t.peak_action,
+        minimap: minimap
+            .into_iter()
+            .map(|m| f::MinMax { actions_per_bucket: m.actions_per_bucket, min: m.min, max: m.max })
+            .collect(),
+        checkpoints: t.checkpoints,
+        tiles: t.tiles,
+        spans,
+        reserved,
+        allocator,
+        segment_timeline: f::SegmentTimeline {
+            elements: s.elements,
+            actions: s.actions,
+            initial: s.initial,
+            initial_total: s.initial_total,
+            totals: s.totals,
+            peak_bytes: s.peak_bytes,
+            peak_action: s.peak_action,
+            checkpoints: s.checkpoints,
+            tiles: s.tiles,
+        },
+    }
+}
+
+/// A timeline's checkpoints and tiles.
+struct Lod {
+    checkpoints: f::Checkpoints,
+    tiles: Vec<f::TileLevel>,
+}
+
+impl Lod {
+    fn of(view: crate::layout::LayoutRef<'_>) -> Lod {
+        let cps = Checkpoints::build(view);
+        let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
+        let tiles = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, chunks::encode::<u32>);
+        Lod {
+            checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids },
+            tiles: tiles
+                .into_iter()
+                .map(|t| f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: t.tiles })
+                .collect(),
+        }
+    }
+}
+
+/// What the element timeline and the segment timeline both store: the layout's columns with
+/// the stack of each element, its checkpoints and its tiles.
+struct Stacked {
+    elements: f::Elements,
+    actions: Vec<u32>,
+    initial: Vec<u32>,
+    initial_total: u64,
+    totals: Vec<u64>,
+    peak_bytes: u64,
+    peak_action: i64,
+    checkpoints: f::Checkpoints,
+    tiles: Vec<f::TileLevel>,
+}
+
+fn stacked(l: Layout, stack: Vec<u32>, lod: Lod) -> Stacked {
+    let Layout { device: _, elements: e, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
+    Stacked {
         elements: f::Elements {
             addr: e.addr,
             size: e.size,
@@ -198,78 +279,54 @@ fn device(l: Layout, from_events: FromEvents) -> f::Device {
             annotation: e.annotation,
         },
         actions,
-        action_time_us: action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
         initial,
         initial_total,
         totals,
         peak_bytes,
         peak_action: peak_action.map_or(-1, ActionIdx::signed),
-        minimap: minimap
-            .into_iter()
-            .map(|m| f::MinMax { actions_per_bucket: m.actions_per_bucket, min: m.min, max: m.max })
-            .collect(),
-        checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids },
-        tiles: tiles
-            .into_iter()
-            .map(|t| f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: t.tiles })
-            .collect(),
-        spans,
-        reserved,
-        allocator,
+        checkpoints: lod.checkpoints,
+        tiles: lod.tiles,
     }
 }
 
-/// The allocator's saved states (one zstd chunk of words each) and the reserved / allocated
-/// bytes after each action (the dump's for the one synthetic action of a trace without any).
-fn allocator_section(snap: &Snapshot, l: &crate::layout::LayoutRef<'_>) -> f::AllocatorSection {
-    let device = l.device;
-    // One pass gives the series (compressed a chunk at a time, last chunk first) and sizes the
-    // checkpoints; a second one saves them.
-    let (mut reserved, mut allocated, mut block) = (Vec::new(), Vec::new(), Vec::with_capacity(CHUNK_ROWS));
-    let words = allocator::pass(
-        snap,
-        device,
-        l.actions.len(),
-        |k| l.action_event(ActionIdx::at(k)).0,
-        |k, t| {
-            block.push(t);
-            if k % CHUNK_ROWS == 0 {
-                block.reverse();
-                reserved.push(chunks::encode_deltas(&block.iter().map(|t| t.reserved as i64).collect::<Vec<_>>()));
-                allocated.push(chunks::encode_deltas(&block.iter().map(|t| t.allocated as i64).collect::<Vec<_>>()));
-                block.clear();
-            }
-        },
-    );
-    reserved.reverse();
-    allocated.reverse();
-    // Each saved state is compressed as it is made: the raw words are never all held.
-    let every = allocator::every_for(words);
-    let mut states = Vec::new();
-    crate::layout::record_with(allocator::Undo::at_dump(snap, device), snap.trace(device).len(), every, |w| {
-        states.push(chunks::encode::<u64>(w));
-    });
-    f::AllocatorSection { events: snap.trace(device).len() as u32, every, states, reserved, allocated }
+/// The event table's large columns, compressed in chunks in parallel.
+struct Columns {
+    action: Vec<Chunk>,
+    addr: Vec<Chunk>,
+    size: Vec<Chunk>,
+    time_us: Vec<Chunk>,
+    stack: Vec<Chunk>,
 }
 
-/// Compresses every column in chunks, in parallel; the raw columns are dropped as they go.
-fn event_table(ev: Events) -> f::EventTable {
-    fn column<T: chunks::Scalar + Send + Sync>(v: Vec<T>) -> Vec<Chunk> {
+fn compress_columns(ev: &Events) -> Columns {
+    fn column<T: chunks::Scalar + Send + Sync>(v: &[T]) -> Vec<Chunk> {
         v.par_chunks(CHUNK_ROWS).map(chunks::encode).collect()
     }
-    let len = ev.len() as u32;
-    let action = column(ev.action.iter().map(|&a| a as u8).collect());
-    drop(ev.action);
-    let time_us = ev.time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect();
-    drop(ev.time_us);
+    let codes: Vec<Chunk> = ev
+        .action
+        .par_chunks(CHUNK_ROWS)
+        .map(|c| chunks::encode(&c.iter().map(|&a| a as u8).collect::<Vec<_>>()))
+        .collect();
+    Columns {
+        action: codes,
+        addr: column(&ev.addr),
+        size: column(&ev.size),
+        time_us: ev.time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
+        stack: column(&ev.stack),
+    }
+}
+
+/// The event table: the compressed columns and the run-length and sparse columns moved in (the
+/// raw columns are dropped).
+fn event_table(ev: Events, c: Columns) -> f::EventTable {
     f::EventTable {
-        len,
+        len: ev.len() as u32,
         chunk_rows: CHUNK_ROWS as u32,
-        action,
-        addr: column(ev.addr),
-        size: column(ev.size),
-        time_us,
-        stack: column(ev.stack),
+        action: c.action,
+        addr: c.addr,
+        size: c.size,
+        time_us: c.time_us,
+        stack: c.stack,
         stream: ev.stream.starts.into_iter().zip(ev.stream.values).collect(),
         compile_context: ev.compile_context.starts.into_iter().zip(ev.compile_context.values).collect(),
         user_metadata: ev.user_metadata.starts.into_iter().zip(ev.user_metadata.values).collect(),

@@ -3,7 +3,9 @@
 //! were not written by memviz (a colleague's file is untrusted input). One pass over the hot
 //! data, no chunk decompressed (chunks are checked when they are decompressed).
 
-use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
+use memviz_format::schema::{
+    ArchivedAllocatorSection, ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot, ArchivedTileLevel,
+};
 use memviz_format::view::{u32s, u64s};
 
 use crate::model::NONE;
@@ -77,8 +79,64 @@ pub fn check(r: &ArchivedRoot) -> Result<(), String> {
     Ok(())
 }
 
+/// The counts every id of a device is checked against.
+#[derive(Clone, Copy)]
+struct Tables {
+    events: usize,
+    blocks: usize,
+    stacks: usize,
+    strings: usize,
+}
+
+/// The columns a stacked timeline (elements, or the segment timeline) has.
+struct Stacked<'a> {
+    elements: &'a ArchivedElements,
+    actions: &'a [u32],
+    totals: usize,
+    initial: &'a [u32],
+    initial_total: u64,
+    checkpoints: &'a ArchivedCheckpoints,
+    tiles: &'a [ArchivedTileLevel],
+}
+
 fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strings: usize) -> Result<(), String> {
-    let e = &d.elements;
+    let tables = Tables { events, blocks, stacks, strings };
+    let actions = u32s(&d.actions);
+    stacked(
+        &Stacked {
+            elements: &d.elements,
+            actions,
+            totals: d.totals.len(),
+            initial: u32s(&d.initial),
+            initial_total: d.initial_total.to_native(),
+            checkpoints: &d.checkpoints,
+            tiles: &d.tiles,
+        },
+        tables,
+    )?;
+    let t = &d.segment_timeline;
+    // A segment timeline written by memviz always has checkpoints; an upgraded archive has none.
+    if t.checkpoints.every.to_native() != 0 {
+        let timeline = Stacked {
+            elements: &t.elements,
+            actions: u32s(&t.actions),
+            totals: t.totals.len(),
+            initial: u32s(&t.initial),
+            initial_total: t.initial_total.to_native(),
+            checkpoints: &t.checkpoints,
+            tiles: &t.tiles,
+        };
+        stacked(&timeline, tables).map_err(|e| format!("segment timeline: {e}"))?;
+    }
+    allocator(&d.allocator, actions.len())?;
+    for s in d.spans.iter() {
+        id_or_none("a span's name", s.name.to_native(), strings)?;
+    }
+    Ok(())
+}
+
+fn stacked(t: &Stacked<'_>, tables: Tables) -> Result<(), String> {
+    let e = t.elements;
     let n = e.addr.len();
     same_len(
         "element columns",
@@ -95,10 +153,10 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
             e.slot.len(),
         ],
     )?;
-    let actions = u32s(&d.actions);
+    let actions = t.actions;
     ids_in("actions", actions, n)?;
-    if d.totals.len() != actions.len() {
-        return Err(format!("{} totals for {} actions", d.totals.len(), actions.len()));
+    if t.totals != actions.len() {
+        return Err(format!("{} totals for {} actions", t.totals, actions.len()));
     }
     for (what, col) in [("start", u32s(&e.start)), ("end", u32s(&e.end))] {
         if col.iter().any(|&k| k != NONE && k as usize >= actions.len()) {
@@ -106,10 +164,10 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
         }
     }
     for (what, col, len) in [
-        ("alloc event", u32s(&e.alloc_event), events),
-        ("free event", u32s(&e.free_event), events),
-        ("block", u32s(&e.block), blocks),
-        ("stack", u32s(&e.stack), stacks),
+        ("alloc event", u32s(&e.alloc_event), tables.events),
+        ("free event", u32s(&e.free_event), tables.events),
+        ("block", u32s(&e.block), tables.blocks),
+        ("stack", u32s(&e.stack), tables.stacks),
     ] {
         if col.iter().any(|&i| i != NONE && i as usize >= len) {
             return Err(format!("an element's {what} is out of range"));
@@ -122,17 +180,17 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
             return Err(format!("action {k} neither starts nor ends element {id}"));
         }
     }
-    ids_in("initial elements", u32s(&d.initial), n)?;
-    let initial: u64 = u32s(&d.initial).iter().map(|&i| u64s(&e.size)[i as usize]).sum();
-    if initial != d.initial_total.to_native() {
+    ids_in("initial elements", t.initial, n)?;
+    let initial: u64 = t.initial.iter().map(|&i| u64s(&e.size)[i as usize]).sum();
+    if initial != t.initial_total {
         return Err("the initial total is not the initial elements' sizes".into());
     }
     ids_in("annotated elements", u32s(&e.annotated), n)?;
     for &s in u32s(&e.annotation) {
-        id_or_none("annotation texts", s, strings)?;
+        id_or_none("annotation texts", s, tables.strings)?;
     }
     same_len("annotation columns", &[e.annotated.len(), e.annotation.len()])?;
-    let c = &d.checkpoints;
+    let c = t.checkpoints;
     let (starts, ids) = (u32s(&c.starts), u32s(&c.ids));
     if c.every.to_native() == 0 || starts.len() < 2 || starts[0] != 0 || starts.windows(2).any(|w| w[0] > w[1]) {
         return Err("checkpoints are not in order".into());
@@ -141,28 +199,47 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
         return Err("a checkpoint runs past its ids".into());
     }
     ids_in("checkpoint elements", ids, n)?;
-    let a = &d.allocator;
+    for level in t.tiles {
+        let (columns, samples) = (level.columns.to_native() as usize, u32s(&level.sample));
+        if samples.len() != columns {
+            return Err(format!("tile level {} has {} samples for {columns} columns", level.level, samples.len()));
+        }
+        ids_in("tile samples", samples, actions.len())?;
+    }
+    Ok(())
+}
+
+fn allocator(a: &ArchivedAllocatorSection, actions: usize) -> Result<(), String> {
     if a.every.to_native() != 0 {
         let expected = (a.events.to_native() as usize) / a.every.to_native() as usize + 1;
         if a.states.len() != expected {
             return Err(format!("{} allocator states for {} events every {}", a.states.len(), a.events, a.every));
         }
     }
-    for (what, column) in [("reserved", &a.reserved), ("allocated", &a.allocated)] {
-        let rows: u64 = column.iter().map(|c| u64::from(c.rows.to_native())).sum();
-        if !column.is_empty() && rows != actions.len() as u64 {
-            return Err(format!("the allocator's {what} series has {rows} values for {} actions", actions.len()));
+    let series = [
+        ("reserved", &a.reserved),
+        ("allocated", &a.allocated),
+        ("requested", &a.requested),
+        ("pending free", &a.pending_free),
+        ("unallocated", &a.unallocated),
+        ("largest free block", &a.largest_free),
+        ("segment count", &a.segments),
+    ];
+    for (what, s) in series {
+        let rows: u64 = s.chunks.iter().map(|c| u64::from(c.rows.to_native())).sum();
+        if !s.chunks.is_empty() && rows != actions as u64 {
+            return Err(format!("the allocator's {what} series has {rows} values for {actions} actions"));
+        }
+        if s.levels.iter().any(|l| l.min.len() != l.max.len()) {
+            return Err(format!("the allocator's {what} levels have unequal min and max"));
         }
     }
-    for s in d.spans.iter() {
-        id_or_none("a span's name", s.name.to_native(), strings)?;
-    }
-    for level in d.tiles.iter() {
-        let (columns, samples) = (level.columns.to_native() as usize, u32s(&level.sample));
-        if samples.len() != columns {
-            return Err(format!("tile level {} has {} samples for {columns} columns", level.level, samples.len()));
+    for p in a.pools.iter() {
+        let points = u32s(&p.actions);
+        if points.len() != p.reserved.len() || points.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("a pool's series is not in order".into());
         }
-        ids_in("tile samples", samples, actions.len())?;
+        ids_in("a pool's actions", points, actions.max(1))?;
     }
     Ok(())
 }

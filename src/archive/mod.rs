@@ -11,6 +11,7 @@ pub mod events;
 pub mod open;
 pub mod pipeline;
 pub mod restore;
+pub mod series;
 pub mod session;
 pub mod write;
 

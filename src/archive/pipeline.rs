@@ -63,8 +63,7 @@ pub fn write_archive(
     let devices = layouts.len();
     let stage = |s: BuildStage| {
         message(match s {
-            BuildStage::Compress => "compressing events",
-            BuildStage::Derive => "checkpoints, tiles",
+            BuildStage::Derive => "allocator states, checkpoints, tiles, compressing events",
         })
     };
     // Each worker holds a tile raster and a compression buffer at a time, and glibc keeps a heap

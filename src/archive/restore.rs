@@ -4,7 +4,9 @@
 use memviz_format::rkyv;
 use std::collections::BTreeMap;
 
-use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
+use memviz_format::rkyv::rend::{u32_le, u64_le};
+use memviz_format::rkyv::vec::ArchivedVec;
+use memviz_format::schema::{ArchivedDevice, ArchivedElements, ArchivedRoot};
 use memviz_format::view::{u32s, u64s};
 
 use super::chunks::{self, ChunkError};
@@ -16,9 +18,44 @@ use crate::model::{
 
 /// The device's layout, read in place.
 pub fn layout_ref(d: &ArchivedDevice) -> LayoutRef<'_> {
-    let e = &d.elements;
+    let parts = Parts { elements: &d.elements, actions: &d.actions, initial: &d.initial, totals: &d.totals };
+    stacked_ref(
+        d.device.to_native(),
+        parts,
+        d.initial_total.to_native(),
+        d.peak_bytes.to_native(),
+        d.peak_action.to_native(),
+    )
+}
+
+/// A device's Active Cached Segment Timeline; `None` for an archive made before format 4.
+pub fn segment_layout_ref(d: &ArchivedDevice) -> Option<LayoutRef<'_>> {
+    let t = &d.segment_timeline;
+    if t.checkpoints.every.to_native() == 0 {
+        return None;
+    }
+    let parts = Parts { elements: &t.elements, actions: &t.actions, initial: &t.initial, totals: &t.totals };
+    Some(stacked_ref(
+        d.device.to_native(),
+        parts,
+        t.initial_total.to_native(),
+        t.peak_bytes.to_native(),
+        t.peak_action.to_native(),
+    ))
+}
+
+/// The column vectors a stacked timeline (the elements' or the segments') is made of.
+struct Parts<'a> {
+    elements: &'a ArchivedElements,
+    actions: &'a ArchivedVec<u32_le>,
+    initial: &'a ArchivedVec<u32_le>,
+    totals: &'a ArchivedVec<u64_le>,
+}
+
+fn stacked_ref(device: u32, p: Parts<'_>, initial_total: u64, peak_bytes: u64, peak_action: i64) -> LayoutRef<'_> {
+    let e = p.elements;
     LayoutRef {
-        device: DeviceId(d.device.to_native()),
+        device: DeviceId(device),
         elements: ElementsRef {
             addr: u64s(&e.addr),
             size: u64s(&e.size),
@@ -32,17 +69,23 @@ pub fn layout_ref(d: &ArchivedDevice) -> LayoutRef<'_> {
             annotated: u32s(&e.annotated),
             annotation: u32s(&e.annotation),
         },
-        actions: u32s(&d.actions),
-        initial: u32s(&d.initial),
-        initial_total: d.initial_total.to_native(),
-        totals: u64s(&d.totals),
-        peak_bytes: d.peak_bytes.to_native(),
-        peak_action: u32::try_from(d.peak_action.to_native()).ok().map(ActionIdx),
+        actions: u32s(p.actions),
+        initial: u32s(p.initial),
+        initial_total,
+        totals: u64s(p.totals),
+        peak_bytes,
+        peak_action: u32::try_from(peak_action).ok().map(ActionIdx),
     }
 }
 
 pub fn checkpoints_ref(d: &ArchivedDevice) -> CheckpointsRef<'_> {
     let c = &d.checkpoints;
+    CheckpointsRef { every: c.every.to_native(), starts: u32s(&c.starts), ids: u32s(&c.ids) }
+}
+
+/// The segment timeline's checkpoints (see [`segment_layout_ref`]).
+pub fn segment_checkpoints_ref(d: &ArchivedDevice) -> CheckpointsRef<'_> {
+    let c = &d.segment_timeline.checkpoints;
     CheckpointsRef { every: c.every.to_native(), starts: u32s(&c.starts), ids: u32s(&c.ids) }
 }
 

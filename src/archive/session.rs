@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use memviz_format::rkyv;
-use memviz_format::schema::{ArchivedDevice, ArchivedRoot};
+use memviz_format::schema::{ArchivedAllocatorSection, ArchivedDevice, ArchivedRoot, ArchivedSeries};
 use memviz_format::view::{i64s, u32s, u64s};
 
 use super::{Archive, ArchiveError, chunks, restore};
@@ -95,6 +94,13 @@ impl Session {
 
     pub fn checkpoints(&self, d: DeviceIdx) -> CheckpointsRef<'_> {
         restore::checkpoints_ref(self.device(d))
+    }
+
+    /// The Active Cached Segment Timeline of device `d` and its checkpoints (`None`: an archive
+    /// made before format 4, re-index to see this).
+    pub fn segment_layout(&self, d: DeviceIdx) -> Option<(LayoutRef<'_>, CheckpointsRef<'_>)> {
+        let dev = self.device(d);
+        Some((restore::segment_layout_ref(dev)?, restore::segment_checkpoints_ref(dev)))
     }
 
     /// Element id → stack id (the allocation site), for colouring and tooltips.
@@ -235,13 +241,15 @@ impl Session {
         t.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize)
     }
 
-    /// Reserved and allocated bytes after each action (empty before format 3), decompressed.
-    pub fn allocator_series(&self, d: DeviceIdx) -> (Vec<u64>, Vec<u64>) {
-        let a = &self.device(d).allocator;
-        let column = |c: &rkyv::vec::ArchivedVec<memviz_format::schema::ArchivedChunk>| -> Vec<u64> {
-            c.iter().flat_map(|chunk| chunks::decode_deltas(chunk).unwrap_or_default()).map(|v| v as u64).collect()
-        };
-        (column(&a.reserved), column(&a.allocated))
+    /// One of the allocator's per-action series of device `d`, decompressed (empty when the
+    /// archive predates it): `series(d, |a| &a.reserved)`.
+    pub fn allocator_series(
+        &self,
+        d: DeviceIdx,
+        which: impl Fn(&ArchivedAllocatorSection) -> &ArchivedSeries,
+    ) -> Vec<u64> {
+        let s = which(&self.device(d).allocator);
+        s.chunks.iter().flat_map(|chunk| chunks::decode_deltas(chunk).unwrap_or_default()).map(|v| v as u64).collect()
     }
 
     /// Reserved memory points (time µs, bytes) of a device.
@@ -337,7 +345,8 @@ mod tests {
                 let got = s.allocator_state(DeviceIdx(0), st.event).unwrap().summary(st.event);
                 assert!(got == *st, "{name}: event {}", st.event);
             }
-            let (reserved, allocated) = s.allocator_series(DeviceIdx(0));
+            let (reserved, allocated) =
+                (s.allocator_series(DeviceIdx(0), |a| &a.reserved), s.allocator_series(DeviceIdx(0), |a| &a.allocated));
             let l = s.layout(DeviceIdx(0));
             assert_eq!(reserved.len(), l.actions.len());
             for k in (0..l.actions.len() as u32).step_by(5) {

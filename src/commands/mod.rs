@@ -217,8 +217,22 @@ pub fn export_state(args: &ExportArgs, every: Option<u64>, events: &[i64], cache
     })
 }
 
-/// The Active Cached Segment Timeline in the layout's schema.
+/// The Active Cached Segment Timeline in the layout's schema: an archive's stored one (format 4
+/// on), else laid out from the snapshot.
 pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+    if crate::archive::is_archive(&args.input) {
+        if let Some(out) = &args.output {
+            crate::output::refuse_overwriting(out, &[&args.input])?;
+        }
+        let session = answers::open_input(&args.input, cache)?;
+        let chosen = answers::devices(&session, args.device, &args.input)?;
+        let stored: Option<Vec<LayoutRef<'_>>> =
+            chosen.iter().map(|&d| session.segment_layout(d).map(|(l, _)| l)).collect();
+        if let Some(stored) = stored {
+            let doc = export::LayoutExport { devices: stored.into_iter().map(export::device_layout).collect() };
+            return crate::output::write_to(args.output.as_deref(), |w| Ok(serde_json::to_writer(w, &doc)?));
+        }
+    }
     export_with(args, cache, |loaded, views, w| {
         let layouts: Vec<Layout> = views.iter().map(|l| Layout::segments(&loaded.snapshot, l.device)).collect();
         let doc = export::LayoutExport { devices: layouts.iter().map(|l| export::device_layout(l.view())).collect() };

@@ -4,6 +4,23 @@
 use crate::layout::{LayoutRef, Origin};
 use crate::model::{ElementId, Snapshot, StackId};
 
+/// The stack of each segment of a segment timeline (`Layout::segments`): its `segment_alloc`
+/// (or, for one whose alloc the trace lost, its `segment_free`) event's, for a segment of the
+/// dump the dump's.
+pub fn segment_stacks(snap: &Snapshot, segments: LayoutRef<'_>) -> Vec<StackId> {
+    let dump: std::collections::HashMap<u64, StackId> =
+        snap.device_segments(segments.device).map(|s| (s.address, s.stack)).collect();
+    (0..segments.elements.len())
+        .map(|i| {
+            let el = segments.element(ElementId::at(i));
+            match el.origin {
+                Origin::Ghost => dump.get(&el.addr).copied().unwrap_or(crate::model::NONE),
+                _ => snap.events.stack[el.event().index()],
+            }
+        })
+        .collect()
+}
+
 /// The stack that explains element `id` of `layout`.
 pub fn element_stack(snap: &Snapshot, layout: LayoutRef<'_>, id: ElementId) -> StackId {
     let el = layout.element(id);

@@ -40,9 +40,9 @@ pub struct CheckpointsRef<'a, T = u32> {
 
 impl<T: Copy> Checkpoints<T> {
     /// Replays `state` through `steps` steps, saving it every `every` steps (and at the start).
-    pub fn record<R: Replay<Word = T>>(state: R, steps: usize, every: u32) -> Checkpoints<T> {
+    pub fn record<R: Replay<Word = T>>(mut state: R, steps: usize, every: u32) -> Checkpoints<T> {
         let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
-        record_with(state, steps, every, |words| {
+        record_with(&mut state, steps, every, |words| {
             cps.ids.extend_from_slice(words);
             cps.starts.push(cps.ids.len() as u32);
         });
@@ -55,8 +55,9 @@ impl<T: Copy> Checkpoints<T> {
 }
 
 /// [`Checkpoints::record`] handing each saved state to `keep` as it is made (a writer that
-/// compresses them one by one never holds them all).
-pub fn record_with<R: Replay>(mut state: R, steps: usize, every: u32, mut keep: impl FnMut(&[R::Word])) {
+/// compresses them one by one never holds them all). It stops at the last saved state: the
+/// caller may step `state` on to the end.
+pub fn record_with<R: Replay>(state: &mut R, steps: usize, every: u32, mut keep: impl FnMut(&[R::Word])) {
     let mut words = Vec::new();
     loop {
         words.clear();

@@ -15,28 +15,54 @@ const FACTOR: usize = 4;
 
 /// Levels from [`FINEST_BUCKET`] actions per bucket up to a single bucket.
 pub fn build(totals: &[u64]) -> Vec<MinMax> {
-    if totals.is_empty() {
-        return Vec::new();
+    let mut acc = Accumulator::new(totals.len());
+    for (k, &v) in totals.iter().enumerate() {
+        acc.add(k, v);
     }
-    let chunk = FINEST_BUCKET as usize;
-    let mut level = MinMax {
-        actions_per_bucket: FINEST_BUCKET,
-        min: totals.chunks(chunk).map(|c| *c.iter().min().expect("non-empty")).collect(),
-        max: totals.chunks(chunk).map(|c| *c.iter().max().expect("non-empty")).collect(),
-    };
-    let mut levels = Vec::new();
-    loop {
-        let done = level.min.len() == 1;
-        let next = MinMax {
-            actions_per_bucket: level.actions_per_bucket * FACTOR as u64,
-            min: level.min.chunks(FACTOR).map(|c| *c.iter().min().expect("non-empty")).collect(),
-            max: level.max.chunks(FACTOR).map(|c| *c.iter().max().expect("non-empty")).collect(),
-        };
-        levels.push(level);
-        if done {
-            return levels;
+    acc.finish()
+}
+
+/// The levels of a series whose values arrive one action at a time, in any order (the
+/// allocator's series are made last action first): only the finest level is held meanwhile.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    min: Vec<u64>,
+    max: Vec<u64>,
+}
+
+impl Accumulator {
+    /// For a series of `actions` values.
+    pub fn new(actions: usize) -> Accumulator {
+        let buckets = actions.div_ceil(FINEST_BUCKET as usize);
+        Accumulator { min: vec![u64::MAX; buckets], max: vec![0; buckets] }
+    }
+
+    /// The value after action `k`.
+    pub fn add(&mut self, k: usize, v: u64) {
+        let i = k / FINEST_BUCKET as usize;
+        self.min[i] = self.min[i].min(v);
+        self.max[i] = self.max[i].max(v);
+    }
+
+    pub fn finish(self) -> Vec<MinMax> {
+        if self.min.is_empty() {
+            return Vec::new();
         }
-        level = next;
+        let mut level = MinMax { actions_per_bucket: FINEST_BUCKET, min: self.min, max: self.max };
+        let mut levels = Vec::new();
+        loop {
+            let done = level.min.len() == 1;
+            let next = MinMax {
+                actions_per_bucket: level.actions_per_bucket * FACTOR as u64,
+                min: level.min.chunks(FACTOR).map(|c| *c.iter().min().expect("non-empty")).collect(),
+                max: level.max.chunks(FACTOR).map(|c| *c.iter().max().expect("non-empty")).collect(),
+            };
+            levels.push(level);
+            if done {
+                return levels;
+            }
+            level = next;
+        }
     }
 }
 
@@ -50,5 +76,18 @@ mod tests {
         assert_eq!(levels.last().unwrap().max, vec![*totals.iter().max().unwrap()]);
         assert_eq!(levels.last().unwrap().min, vec![*totals.iter().min().unwrap()]);
         assert_eq!(levels[1].actions_per_bucket, 256);
+        assert_eq!(levels[0].max[0], *totals[..64].iter().max().unwrap());
+        assert_eq!(levels[0].min[15], *totals[960..].iter().min().unwrap());
+    }
+
+    #[test]
+    fn values_in_any_order_give_the_same_levels() {
+        let totals: Vec<u64> = (0..300).map(|i| (i * 31) % 97).collect();
+        let mut acc = super::Accumulator::new(totals.len());
+        for k in (0..totals.len()).rev() {
+            acc.add(k, totals[k]);
+        }
+        assert_eq!(acc.finish(), super::build(&totals));
+        assert!(super::build(&[]).is_empty());
     }
 }

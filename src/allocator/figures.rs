@@ -1,0 +1,144 @@
+//! The allocator's figures — reserved, allocated, requested, pending free, segment count, reserved
+//! per private pool and the largest free block — kept up to date while events are undone, so the
+//! archive's per-action series cost O(log n) an event rather than a walk of the memory map.
+//!
+//! The largest free block is the largest element of a multiset of hole sizes. A block that
+//! appears or disappears at `addr` changes only the hole between its neighbours inside its
+//! segment (`[end of the block before, start of the block after)`, clipped to the segment): that
+//! one hole is split or re-joined. A segment event re-derives the holes of the whole map (they
+//! are rare next to block events). Holes are measured as [`super::State::summary`] measures them.
+
+use std::collections::BTreeMap;
+
+use super::{Block, Segment, State};
+
+/// The allocator's figures after one event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// Sum of segment sizes.
+    pub reserved: u64,
+    /// Sum of live block sizes (allocated and pending free).
+    pub allocated: u64,
+    pub requested: u64,
+    pub pending_free: u64,
+    pub segments: u64,
+    /// Reserved bytes per private pool; pools without a segment are absent.
+    pub pools: BTreeMap<(i64, i64), u64>,
+    /// Hole size → how many holes have it; `None` when not tracked.
+    holes: Option<BTreeMap<u64, u32>>,
+}
+
+impl Figures {
+    /// The figures of `st`, derived from scratch; `holes` also tracks the largest free block.
+    pub fn of(st: &State, holes: bool) -> Figures {
+        let mut f = Figures {
+            allocated: st.blocks.values().map(|b| b.size).sum(),
+            requested: st.blocks.values().map(|b| b.requested).sum(),
+            pending_free: st.blocks.values().filter(|b| b.pending_free).map(|b| b.size).sum(),
+            holes: holes.then(BTreeMap::new),
+            ..Figures::default()
+        };
+        f.segments_changed(st);
+        f
+    }
+
+    /// The largest free block inside one segment (tracked figures only).
+    pub fn largest_free(&self) -> Option<u64> {
+        Some(self.holes.as_ref()?.last_key_value().map_or(0, |(&size, _)| size))
+    }
+
+    /// Bytes reserved but not allocated.
+    pub fn unallocated(&self) -> u64 {
+        self.reserved.saturating_sub(self.allocated)
+    }
+
+    /// The block at `addr` changed from `old` to `new`; `st` is the state after the change.
+    pub(super) fn block_changed(&mut self, st: &State, addr: u64, old: Option<Block>, new: Option<Block>) {
+        for (b, sign) in [(old, false), (new, true)] {
+            let Some(b) = b else { continue };
+            let pending = if b.pending_free { b.size } else { 0 };
+            if sign {
+                self.allocated += b.size;
+                self.requested += b.requested;
+                self.pending_free += pending;
+            } else {
+                self.allocated -= b.size;
+                self.requested -= b.requested;
+                self.pending_free -= pending;
+            }
+        }
+        if self.holes.is_none() || old.map(|b| b.size) == new.map(|b| b.size) {
+            return;
+        }
+        let Some(seg) = segment_at(&st.segments, addr) else { return };
+        let (start, end) = (seg.addr, seg.addr + seg.size);
+        // One-sided ranges: the tree is searched for one bound only.
+        let before = st.blocks.range(..addr).next_back().filter(|(_, b)| b.addr >= start);
+        let lo = before.map_or(start, |(_, b)| (b.addr + b.size).max(start));
+        let after = st.blocks.range((std::ops::Bound::Excluded(addr), std::ops::Bound::Unbounded)).next();
+        let hi = after.filter(|(_, b)| b.addr < end).map_or(end, |(_, b)| b.addr);
+        let split = |b: Option<Block>| match b {
+            None => [hi.saturating_sub(lo), 0],
+            Some(b) => [b.addr.saturating_sub(lo), hi.saturating_sub(lo.max(b.addr + b.size))],
+        };
+        for size in split(old) {
+            self.remove_hole(size);
+        }
+        for size in split(new) {
+            self.add_hole(size);
+        }
+    }
+
+    /// The block at `addr` stopped (or started) waiting on another stream.
+    pub(super) fn pending_changed(&mut self, b: &Block, was_pending: bool) {
+        if was_pending && !b.pending_free {
+            self.pending_free -= b.size;
+        } else if !was_pending && b.pending_free {
+            self.pending_free += b.size;
+        }
+    }
+
+    /// A segment appeared, went or changed size: the segment figures and holes are re-derived.
+    pub(super) fn segments_changed(&mut self, st: &State) {
+        self.reserved = st.segments.iter().map(|s| s.size).sum();
+        self.segments = st.segments.len() as u64;
+        self.pools.clear();
+        for s in &st.segments {
+            if let Some(p) = s.pool {
+                *self.pools.entry(p).or_default() += s.size;
+            }
+        }
+        if self.holes.is_some() {
+            let mut holes = BTreeMap::new();
+            for m in st.segment_maps() {
+                for (_, size) in m.holes() {
+                    *holes.entry(size).or_default() += 1;
+                }
+            }
+            self.holes = Some(holes);
+        }
+    }
+
+    fn add_hole(&mut self, size: u64) {
+        if let (Some(h), true) = (self.holes.as_mut(), size > 0) {
+            *h.entry(size).or_default() += 1;
+        }
+    }
+
+    fn remove_hole(&mut self, size: u64) {
+        let Some(h) = self.holes.as_mut() else { return };
+        if let Some(n) = h.get_mut(&size) {
+            *n -= 1;
+            if *n == 0 {
+                h.remove(&size);
+            }
+        }
+    }
+}
+
+/// The segment holding `addr` (segments are sorted by address and disjoint).
+fn segment_at(segs: &[Segment], addr: u64) -> Option<&Segment> {
+    let i = segs.partition_point(|s| s.addr <= addr).checked_sub(1)?;
+    let s = &segs[i];
+    (addr < s.addr + s.size).then_some(s)
+}
