@@ -286,6 +286,21 @@ pub struct OomState {
     pub before: Summary,
 }
 
+/// States kept somewhere that answers faster than a replay from the dump (an archive's saved
+/// states): the same answer as [`states`], or `None` when they were not kept.
+pub trait SavedStates {
+    fn states(&self, device: DeviceId, wanted: &BTreeSet<i64>) -> Option<(Vec<Summary>, Vec<OomState>)>;
+}
+
+/// No saved states: every answer is a replay.
+pub struct Replayed;
+
+impl SavedStates for Replayed {
+    fn states(&self, _: DeviceId, _: &BTreeSet<i64>) -> Option<(Vec<Summary>, Vec<OomState>)> {
+        None
+    }
+}
+
 /// The states after the events `wanted` (device-relative; −1 = before the first), plus after the
 /// last event and just before every `oom`; one backward pass from the dump to the oldest of them.
 pub fn states(snap: &Snapshot, device: DeviceId, wanted: &BTreeSet<i64>) -> (Vec<Summary>, Vec<OomState>) {

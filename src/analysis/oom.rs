@@ -15,17 +15,19 @@
 //! Then what filled it (the largest sites live at that instant, with the annotations in effect)
 //! and the advice those numbers support.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::annotations::{self, Span};
+use super::annotations::{self, AnnotationFilter, Span};
+use super::frames::FrameSource;
 use super::{frames, units};
-use crate::allocator::{self, OomState};
+use crate::allocator::OomState;
 use crate::derive::sites::element_stack;
+use crate::derive::timeline::{TimelineRef, open_at};
 use crate::layout::LayoutRef;
-use crate::model::{ActionIdx, NO_TIME, Snapshot};
+use crate::model::{ActionIdx, DeviceId, EventIdx, NO_TIME, Snapshot, StackId};
 
 /// The allocator's smallest block: requests are rounded up to a multiple of it.
 const MIN_BLOCK: u64 = 512;
@@ -81,35 +83,105 @@ pub struct OomReport {
     pub advice: Vec<String>,
 }
 
-/// Every OOM of one device, explained.
-pub fn explain(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[Span]) -> Vec<OomReport> {
-    let (_, ooms) = allocator::states(snap, layout.device, &BTreeSet::new());
-    reports(snap, layout, spans, &ooms)
+/// What the explainer reads about one OOM besides the allocator's state: where the request came
+/// from and what was live. Gathered from the model ([`reports`]) or from an archive's timeline
+/// ([`context_in`]).
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub device: DeviceId,
+    /// The stack of the `oom` event.
+    pub stack: StackId,
+    /// The last action before the OOM (−1: none).
+    pub action: i64,
+    /// The annotations open at the OOM, outermost first.
+    pub annotation: Vec<String>,
+    /// Per allocation site, the bytes and the count live right after `action`.
+    pub live_by_site: HashMap<StackId, (u64, u64)>,
+    /// `expandable_segments` was on.
+    pub expandable: bool,
 }
 
-/// [`explain`] for OOM states already replayed (`allocator::states`, asked for other states too).
+/// `expandable_segments` is on in the snapshot's `allocator_settings`.
+pub fn expandable(settings: Option<&serde_json::Value>) -> bool {
+    settings
+        .and_then(|s| s.get("expandable_segments"))
+        .is_some_and(|v| v.as_bool() == Some(true) || v.as_i64() == Some(1))
+}
+
+/// Every OOM of one device explained from the model, given the states before them
+/// (`allocator::states`).
 pub fn reports(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[Span], ooms: &[OomState]) -> Vec<OomReport> {
     let first = snap.trace(layout.device).start;
-    let expandable = snap
-        .allocator_settings
-        .as_ref()
-        .and_then(|s| s.get("expandable_segments"))
-        .is_some_and(|v| v.as_bool() == Some(true) || v.as_i64() == Some(1));
-    ooms.iter().map(|o| report(snap, layout, spans, o, first, expandable)).collect()
+    let expandable = expandable(snap.allocator_settings.as_ref());
+    ooms.iter()
+        .map(|o| {
+            let e = first + o.event as usize;
+            let action = last_action_before(layout, e);
+            let mut live_by_site: HashMap<StackId, (u64, u64)> = HashMap::new();
+            for id in layout.live_after(action) {
+                let cell = live_by_site.entry(element_stack(snap, layout, id)).or_default();
+                cell.0 += layout.elements.size[id.index()];
+                cell.1 += 1;
+            }
+            let time = snap.events.time_us[e];
+            let annotation = if time == NO_TIME {
+                Vec::new()
+            } else {
+                annotations::in_effect(spans, layout.device, time).into_iter().map(|s| snap.str(s).to_owned()).collect()
+            };
+            let cx = Context {
+                device: layout.device,
+                stack: snap.events.stack[e],
+                action,
+                annotation,
+                live_by_site,
+                expandable,
+            };
+            report(snap, o, cx)
+        })
+        .collect()
 }
 
-fn report(
-    snap: &Snapshot,
-    layout: LayoutRef<'_>,
-    spans: &[Span],
-    o: &OomState,
-    first: usize,
+/// The context of the OOM at absolute event `e` from a device's timeline (read in place from an
+/// archive: the live set from the nearest checkpoint); `time` and `stack` are the event's.
+pub fn context_in(
+    t: &TimelineRef<'_>,
+    e: EventIdx,
+    time: Option<i64>,
+    stack: StackId,
+    filter: &AnnotationFilter,
     expandable: bool,
-) -> OomReport {
+) -> Context {
+    let l = t.layout;
+    let action = last_action_before(l, e.index());
+    let mut live_by_site: HashMap<StackId, (u64, u64)> = HashMap::new();
+    for (id, _) in t.checkpoints.stack_after(l, action).with_offsets() {
+        let cell = live_by_site.entry(t.site(id)).or_default();
+        cell.0 += l.elements.size[id.index()];
+        cell.1 += 1;
+    }
+    let annotation = time
+        .map(|time| {
+            open_at(t.spans.iter().filter(|s| filter.keeps(s.name)), time).into_iter().map(str::to_owned).collect()
+        })
+        .unwrap_or_default();
+    Context { device: l.device, stack, action, annotation, live_by_site, expandable }
+}
+
+/// The last action whose event comes before absolute event `e` (−1: none).
+fn last_action_before(layout: LayoutRef<'_>, e: usize) -> i64 {
+    let n = layout.actions.len() as u32;
+    let before = crate::derive::timeline::partition(n, |k| {
+        layout.action_event(ActionIdx(k)).get().is_none_or(|ev| ev.index() < e)
+    });
+    i64::from(before) - 1
+}
+
+/// One OOM explained: the verdict from the state before it, what filled the memory, advice.
+pub fn report<F: FrameSource>(frames: &F, o: &OomState, cx: Context) -> OomReport {
     let b = &o.before;
     let block = rounded(o.requested);
     let free_inside = b.free();
-    let e = first + o.event as usize;
     let kind = if o.device_free.is_some_and(|f| block > f.saturating_add(b.reserved)) {
         Kind::TooLarge
     } else if free_inside >= block && b.largest_free < block {
@@ -150,21 +222,9 @@ fn report(
             bytes(b.reserved)
         ),
     };
-    // The last action before the OOM event, and what was live right after it.
-    let n = layout.actions.len() as u32;
-    let before = crate::derive::timeline::partition(n, |k| {
-        layout.action_event(ActionIdx(k)).get().is_none_or(|ev| ev.index() < e)
-    });
-    let action = i64::from(before) - 1;
-    let mut by_site: HashMap<u32, (u64, u64)> = HashMap::new();
-    for id in layout.live_after(action) {
-        let cell = by_site.entry(element_stack(snap, layout, id)).or_default();
-        cell.0 += layout.elements.size[id.index()];
-        cell.1 += 1;
-    }
-    let mut sites: Vec<(u32, (u64, u64))> = by_site.into_iter().collect();
+    let mut sites: Vec<(StackId, (u64, u64))> = cx.live_by_site.into_iter().collect();
     sites.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(&b.0)));
-    let frame_of = |stack| frames::top_frame(snap, stack).map(|f| frames::describe(snap, f, true));
+    let frame_of = |stack| frames::top_frame(frames, stack).map(|f| frames::describe(frames, f, true));
     let filled_by: Vec<Site> = sites
         .iter()
         .take(TOP_SITES)
@@ -174,15 +234,9 @@ fn report(
             count,
         })
         .collect();
-    let time = snap.events.time_us[e];
-    let annotation = if time == NO_TIME {
-        Vec::new()
-    } else {
-        annotations::in_effect(spans, layout.device, time).into_iter().map(|s| snap.str(s).to_owned()).collect()
-    };
-    let advice = advice(kind, o, block, expandable, filled_by.first(), b.allocated);
+    let advice = advice(kind, o, block, cx.expandable, filled_by.first(), b.allocated);
     OomReport {
-        device: layout.device,
+        device: cx.device,
         event: o.event,
         requested_bytes: o.requested,
         rounded_bytes: block,
@@ -195,9 +249,9 @@ fn report(
         fragmentation: b.fragmentation(),
         kind,
         verdict,
-        frame: frame_of(snap.events.stack[e]),
-        action,
-        annotation,
+        frame: frame_of(cx.stack),
+        action: cx.action,
+        annotation: cx.annotation,
         filled_by,
         advice,
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::annotations::AnnotationFilter;
 use super::shapes::{self, Candidates, ModelDims};
 use super::{annotations, frames, units};
+use crate::allocator::SavedStates;
 use crate::derive::reserved;
 use crate::derive::sites::element_stack;
 use crate::layout::{LayoutRef, Origin};
@@ -139,10 +140,12 @@ fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {
     frames::top_frame(snap, stack).map(|f| frames::describe(snap, f, true))
 }
 
-pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOptions) -> Stats {
+/// The statistics of `snap`; the allocator's states at the peak and before each OOM come from
+/// `saved` when it has them (an archive), else from a replay of the model.
+pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOptions, saved: &dyn SavedStates) -> Stats {
     let spans = annotations::spans_filtered(snap, &options.annotations);
     let base = snap.start_time_us();
-    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans, options.model.as_ref(), base)).collect();
+    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans, options.model.as_ref(), base, saved)).collect();
     let shape_candidates = options.model.is_none().then(|| {
         let allocations: Vec<(u64, u32)> = layouts
             .iter()
@@ -174,6 +177,7 @@ fn device_stats(
     spans: &[annotations::Span],
     model: Option<&ModelDims>,
     base: Option<i64>,
+    saved: &dyn SavedStates,
 ) -> DeviceStats {
     let since = |t: Option<i64>| Some(t? - base?);
     let ev = &snap.events;
@@ -242,7 +246,9 @@ fn device_stats(
     // One backward pass gives the state at the peak and the state before each OOM.
     let peak_event = layout.peak_action.and_then(|k| layout.action_event(k).get());
     let peak_rel = peak_event.map(|e| e.index() as i64 - trace.start as i64);
-    let (states, oom_states) = crate::allocator::states(snap, layout.device, &peak_rel.into_iter().collect());
+    let wanted = peak_rel.into_iter().collect();
+    let (states, oom_states) =
+        saved.states(layout.device, &wanted).unwrap_or_else(|| crate::allocator::states(snap, layout.device, &wanted));
     for (o, r) in ooms.iter_mut().zip(super::oom::reports(snap, layout, spans, &oom_states)) {
         (o.kind, o.verdict) = (Some(r.kind), Some(r.verdict));
     }

@@ -16,21 +16,31 @@ use crate::model::{Action, EventIdx};
 struct Column<'s, T> {
     chunks: &'s ArchivedVec<ArchivedChunk>,
     rows: usize,
+    decode: fn(&ArchivedChunk) -> Result<Vec<T>, chunks::ChunkError>,
     last: RefCell<Option<(usize, Vec<T>)>>,
 }
 
 impl<'s, T: Scalar> Column<'s, T> {
     fn new(chunks: &'s ArchivedVec<ArchivedChunk>, rows: usize) -> Self {
-        Column { chunks, rows: rows.max(1), last: RefCell::new(None) }
+        Column { chunks, rows: rows.max(1), decode: chunks::decode::<T>, last: RefCell::new(None) }
     }
+}
 
+impl<'s> Column<'s, i64> {
+    /// A delta-coded column (`time_us`).
+    fn deltas(chunks: &'s ArchivedVec<ArchivedChunk>, rows: usize) -> Self {
+        Column { chunks, rows: rows.max(1), decode: chunks::decode_deltas, last: RefCell::new(None) }
+    }
+}
+
+impl<T: Copy + Default> Column<'_, T> {
     /// The value at event `e` (the default when its chunk does not decode: the verify that
     /// opened the archive says so already).
     fn get(&self, e: usize) -> T {
         let (c, i) = (e / self.rows, e % self.rows);
         let mut last = self.last.borrow_mut();
         if last.as_ref().is_none_or(|(have, _)| *have != c) {
-            let values = self.chunks.get(c).and_then(|ch| chunks::decode::<T>(ch).ok()).unwrap_or_default();
+            let values = self.chunks.get(c).and_then(|ch| (self.decode)(ch).ok()).unwrap_or_default();
             *last = Some((c, values));
         }
         last.as_ref().and_then(|(_, v)| v.get(i).copied()).unwrap_or_default()
@@ -42,6 +52,8 @@ pub struct ArchiveEvents<'s> {
     action: Column<'s, u8>,
     addr: Column<'s, u64>,
     size: Column<'s, u64>,
+    stack: Column<'s, u32>,
+    time_us: Column<'s, i64>,
 }
 
 impl<'s> ArchiveEvents<'s> {
@@ -53,7 +65,24 @@ impl<'s> ArchiveEvents<'s> {
             action: Column::new(&t.action, rows),
             addr: Column::new(&t.addr, rows),
             size: Column::new(&t.size, rows),
+            stack: Column::new(&t.stack, rows),
+            time_us: Column::deltas(&t.time_us, rows),
         }
+    }
+
+    /// The stack of absolute event `e`.
+    pub fn stack(&self, e: usize) -> u32 {
+        self.stack.get(e)
+    }
+
+    /// The time of event `e` (`None`: not recorded).
+    pub fn time_us(&self, e: usize) -> Option<i64> {
+        Some(self.time_us.get(e)).filter(|&t| t != crate::model::NO_TIME)
+    }
+
+    /// The device's free memory an `oom` event recorded.
+    pub fn device_free(&self, e: usize) -> Option<u64> {
+        sparse(&self.root.events.device_free, EventIdx::at(e)).map(|v| v.to_native())
     }
 }
 

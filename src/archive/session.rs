@@ -2,6 +2,7 @@
 //! demand (action times). The viewer shares one between its UI and its tile workers; the
 //! command-line answers (`at`, `range`, `steps`, `diff`) read one the same way.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -233,6 +234,30 @@ impl Session {
         Some(replay.state)
     }
 
+    /// Every `oom` event of device `d` with the allocator's state just before it, from the saved
+    /// states (the action column is read to find them). `None` before format 3.
+    pub fn oom_states(&self, d: DeviceIdx) -> Option<Vec<crate::allocator::OomState>> {
+        use crate::allocator::EventColumns as _;
+        if self.device(d).allocator.states.is_empty() {
+            return None;
+        }
+        let trace = self.trace(d);
+        let events = super::events::ArchiveEvents::new(self.root());
+        let mut out = Vec::new();
+        for e in trace.clone() {
+            if events.action(e) == crate::model::Action::Oom {
+                let i = (e - trace.start) as i64;
+                out.push(crate::allocator::OomState {
+                    event: i,
+                    requested: events.size(e),
+                    device_free: events.device_free(e),
+                    before: self.allocator_state(d, i - 1)?.summary(i - 1),
+                });
+            }
+        }
+        Some(out)
+    }
+
     /// The absolute event range of device `d`'s trace.
     pub fn trace(&self, d: DeviceIdx) -> std::ops::Range<usize> {
         let root = self.root();
@@ -256,6 +281,25 @@ impl Session {
     pub fn reserved(&self, d: DeviceIdx) -> (u64, &[i64], &[u64]) {
         let r = &self.device(d).reserved;
         (r.initial.to_native(), i64s(&r.time_us), u64s(&r.bytes))
+    }
+}
+
+/// The states at the peak and before each OOM from the saved states: one chunk decoded and
+/// fewer than K events undone each (`None` for an archive made before format 3).
+impl crate::allocator::SavedStates for Session {
+    fn states(
+        &self,
+        device: DeviceId,
+        wanted: &BTreeSet<i64>,
+    ) -> Option<(Vec<crate::allocator::Summary>, Vec<crate::allocator::OomState>)> {
+        let d = self.device_indices().find(|&d| self.ordinal(d) == device)?;
+        let ooms = self.oom_states(d)?;
+        let n = self.trace(d).len() as i64;
+        let mut all: BTreeSet<i64> = wanted.iter().copied().filter(|i| (-1..n).contains(i)).collect();
+        all.insert(n - 1);
+        all.extend(ooms.iter().map(|o| o.event - 1));
+        let states = all.into_iter().map(|e| Some(self.allocator_state(d, e)?.summary(e))).collect::<Option<_>>()?;
+        Some((states, ooms))
     }
 }
 

@@ -1,31 +1,54 @@
-//! `memviz segments` and `memviz oom`: the allocator's state, from the model of the input.
+//! `memviz segments` and `memviz oom`: the allocator's state, from the archive of the input (its
+//! saved states: one chunk decoded and fewer than K events undone per state).
 
 use super::answers::print_all;
-use super::{save_cache, select};
 use crate::allocator::EventColumns as _;
-use crate::analysis::annotations::{self, AnnotationFilter};
+use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::{oom, segments};
-use crate::archive::cache::load;
 use crate::archive::events::ArchiveEvents;
 use crate::archive::{DeviceData, Session};
 use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
 use crate::derive::timeline::TimelineRef;
-use crate::model::{Action, ActionIdx, DeviceIdx};
+use crate::model::{Action, ActionIdx, DeviceIdx, EventIdx};
 use anyhow::bail;
 
+/// `memviz oom` answers from the archive: the state before each OOM from the saved states, what
+/// was live from the nearest checkpoint.
 pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
-    let loaded = load(input, cache)?;
-    let views = select(&loaded, args.common.device, input)?;
-    let spans = annotations::spans_filtered(&loaded.snapshot, &AnnotationFilter::default());
-    let per_device: Vec<Vec<oom::OomReport>> =
-        views.iter().map(|&l| oom::explain(&loaded.snapshot, l, &spans)).collect();
-    let reports: Vec<&oom::OomReport> = per_device.iter().flatten().collect();
+    let session = super::answers::open_input(input, cache)?;
+    let root = session.root();
+    let settings = root.allocator_settings.as_ref().and_then(|s| serde_json::from_str(s.as_str()).ok());
+    let expandable = oom::expandable(settings.as_ref());
+    let events = ArchiveEvents::new(root);
+    let filter = AnnotationFilter::default();
+    let mut per_device = Vec::new();
+    for d in super::answers::devices(&session, args.common.device, input)? {
+        let Some(states) = session.oom_states(d) else {
+            bail!(
+                "{}: made before archive format 3, without the allocator's states: re-index to see this",
+                input.display()
+            );
+        };
+        let data = DeviceData::new(&session, d);
+        let t = data.timeline();
+        let first = session.trace(d).start;
+        let reports: Vec<oom::OomReport> = states
+            .iter()
+            .map(|o| {
+                let e = first + o.event as usize;
+                let cx = oom::context_in(&t, EventIdx::at(e), events.time_us(e), events.stack(e), &filter, expandable);
+                oom::report(root, o, cx)
+            })
+            .collect();
+        per_device.push((session.ordinal(d), reports));
+    }
+    let reports: Vec<&oom::OomReport> = per_device.iter().flat_map(|(_, r)| r).collect();
     print_all(input, args.common.json, &reports, |out| {
-        for (l, reps) in views.iter().zip(&per_device) {
+        for (device, reps) in &per_device {
             out.push('\n');
             if reps.is_empty() {
-                out.push_str(&format!("device {} — no OOM event\n", l.device));
+                out.push_str(&format!("device {device} — no OOM event\n"));
             }
             for (i, r) in reps.iter().enumerate() {
                 if i > 0 {
@@ -34,9 +57,7 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
                 oom::render_text(out, r, i, reps.len());
             }
         }
-    })?;
-    save_cache(loaded);
-    Ok(())
+    })
 }
 
 /// `memviz segments` answers from the archive's saved allocator states: one chunk decoded and

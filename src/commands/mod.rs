@@ -140,7 +140,13 @@ pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
     let (annotations, model) = model_options(&args.model)?;
     let loaded = load(&args.input, cache)?;
     let views = select(&loaded, None, &args.input)?;
-    let mut s = stats::compute(&loaded.snapshot, &views, &stats::StatsOptions { annotations, model });
+    // An archive answers the allocator's states from its saved ones; a snapshot replays them.
+    let saved: Box<dyn crate::allocator::SavedStates> = match crate::archive::is_archive(&args.input) {
+        true => Box::new(crate::archive::Session::from_archive(crate::archive::Archive::open(&args.input)?)),
+        false => Box::new(crate::allocator::Replayed),
+    };
+    let options = stats::StatsOptions { annotations, model };
+    let mut s = stats::compute(&loaded.snapshot, &views, &options, saved.as_ref());
     s.input = args.input.display().to_string();
     s.format = loaded.described.clone();
     crate::output::write_to(None, |w| {
