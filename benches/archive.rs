@@ -1,4 +1,5 @@
-//! Archive benchmarks on the 195 MB scale_2m7 snapshot (or an archive given as argument):
+//! Archive benchmarks on the 195 MB scale_2m7 snapshot (rebuilt when its archive is of an older
+//! format; or an archive given as argument):
 //! open (validate) time, coarsest-tile decode, live-stack rebuild from checkpoints at random
 //! actions, the tile crossover (rasterising one tile on the fly vs decompressing it), and the
 //! allocator's state at random events from the archive's saved states.
@@ -28,7 +29,8 @@ fn archive_path() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("target/bench-data");
     let archive = data.join("scale_2m7.memviz");
-    if !archive.exists() {
+    let current = Archive::open(&archive).is_ok_and(|a| a.format_version() == memviz_format::FORMAT_VERSION);
+    if !current {
         let pickle = data.join("scale_2m7.pickle");
         if !pickle.exists() {
             std::fs::create_dir_all(&data).unwrap();

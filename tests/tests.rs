@@ -9,6 +9,7 @@ mod answers;
 mod archive;
 mod bad_input;
 mod differential;
+mod generator;
 mod golden;
 mod layers;
 mod model;
