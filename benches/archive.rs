@@ -69,6 +69,9 @@ fn main() {
     let t = Instant::now();
     a.verify().unwrap();
     println!("full verify, checksum + id consistency (archives given as input): {:.1} ms", ms(t));
+    let t = Instant::now();
+    memviz::archive::consistency::check(a.root()).unwrap();
+    println!("  of which the id consistency check: {:.1} ms", ms(t));
     let dev = &a.root().devices[0];
     let (layout, cps) = (restore::layout_ref(dev), restore::checkpoints_ref(dev));
     let n = layout.actions.len();

@@ -24,6 +24,29 @@ fn golden_archive() -> std::path::PathBuf {
     data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION))
 }
 
+/// A colleague's archive with a valid checksum but an id out of range: the viewer shows one
+/// error line before reading anything in place, never a panic.
+#[test]
+fn an_archive_with_ids_out_of_range_is_refused_before_it_is_read() {
+    use memviz_format::rkyv;
+    let bytes = std::fs::read(golden_archive()).unwrap();
+    let a = memviz::archive::Archive::from_memory(&bytes, Path::new("g.memviz")).unwrap();
+    let mut root: memviz_format::schema::Root = rkyv::deserialize::<_, rkyv::rancor::Error>(a.root()).unwrap();
+    let n = root.devices[0].elements.addr.len() as u32;
+    root.devices[0].checkpoints.ids[3] = n + 7;
+    let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
+    let mut file = memviz_format::Header::new(&body, a.header().source).to_bytes().to_vec();
+    file.extend_from_slice(&body);
+    let dir = tempdir();
+    let bad = dir.path().join("bad.memviz");
+    std::fs::write(&bad, file).unwrap();
+    let mut app = ViewerApp::new(ViewerOptions::default());
+    app.open_archive(&bad, &egui::Context::default());
+    assert!(app.timeline().is_none());
+    let failure = app.failure().unwrap();
+    assert!(failure.contains("checkpoint elements") && failure.contains("out of range"), "{failure}");
+}
+
 #[test]
 fn screenshot_ids_equal_the_layout_and_hover_agrees() {
     let (mut gpu, app) = open(&golden_archive(), 1200, 700);
