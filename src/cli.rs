@@ -98,6 +98,19 @@ pub struct OpenArgs {
     /// Draw only the N largest allocations individually; the rest form one summarized band.
     #[arg(long, value_name = "N")]
     pub max_entries: Option<usize>,
+    /// The view shown first (also for --screenshot): timeline, segments, state (the memory map
+    /// at the selected event), settings. --oom alone opens the state view.
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub view: Option<crate::viewer::tabs::Tab>,
+    /// Open at this raw trace event (device-relative; the memory map's instant).
+    #[arg(long, allow_negative_numbers = true, value_name = "K", group = "open_at")]
+    pub event: Option<i64>,
+    /// Open at this action of the timeline.
+    #[arg(long, value_name = "K", group = "open_at")]
+    pub action: Option<i64>,
+    /// Open just before the N-th OOM event (1 = the first; 0 = the last).
+    #[arg(long, value_name = "N", group = "open_at")]
+    pub oom: Option<usize>,
     #[command(flatten)]
     pub model: ModelArgs,
 }

@@ -9,7 +9,9 @@ use memviz::viewer::offscreen::Offscreen;
 use memviz::viewer::{ViewerApp, ViewerOptions};
 
 use crate::support::*;
+use memviz::archive::Plane;
 use memviz::model::{DeviceIdx, ElementId};
+use memviz::viewer::tabs::Tab;
 
 fn open(archive: &Path, w: u32, h: u32) -> (Offscreen, ViewerApp) {
     let ctx = egui::Context::default();
@@ -50,16 +52,21 @@ fn an_archive_with_ids_out_of_range_is_refused_before_it_is_read() {
 #[test]
 fn screenshot_ids_equal_the_layout_and_hover_agrees() {
     let (mut gpu, app) = open(&golden_archive(), 1200, 700);
-    let (rect, ids) = gpu.read_ids(&app).expect("an open timeline");
-    let t = app.timeline().unwrap();
     let golden = json_file(&data("gpt2_small.layout.json"));
-    let g = &golden["devices"][0];
+    let non_empty = assert_ids_equal_golden(&mut gpu, &app, &golden["devices"][0]);
+    assert!(non_empty >= 12, "most sampled points hit elements ({non_empty}/20)");
+}
+
+/// At 20 points spread over the plot, the drawn id (and the hovered one) is the golden layout's
+/// element there; returns how many points hit an element.
+fn assert_ids_equal_golden(gpu: &mut Offscreen, app: &ViewerApp, g: &serde_json::Value) -> usize {
+    let (rect, ids) = gpu.read_ids(app).expect("an open timeline");
+    let t = app.timeline().unwrap();
     let elements = g["elements"].as_array().unwrap();
     let totals: Vec<u64> = g["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
     let (x0, x1, y0, y1) = (t.view.x0, t.view.x1, t.view.y0, t.view.y1);
     let (cols, rows) = (rect.width().round() as usize, rect.height().round() as usize);
 
-    let mut checked = 0;
     let mut non_empty = 0;
     for i in 0..20 {
         // Spread over the plot: columns across the whole trace, rows low to high.
@@ -82,11 +89,133 @@ fn screenshot_ids_equal_the_layout_and_hover_agrees() {
         assert_eq!(got, expect, "pixel ({px}, {py}) = action {k}, byte {byte}");
         let hover = t.pick(egui::pos2(px as f32 + 0.5, py as f32 + 0.5)).map_or(u32::MAX, |h| h.element.0);
         assert_eq!(hover, got, "hover at ({px}, {py}) disagrees with the drawn id");
-        checked += 1;
         non_empty += usize::from(got != u32::MAX);
     }
-    assert_eq!(checked, 20);
-    assert!(non_empty >= 12, "most sampled points hit elements ({non_empty}/20)");
+    non_empty
+}
+
+/// frag_oom indexed into a temporary archive (the allocator views need format 4 sections).
+fn frag_oom_archive(dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("frag_oom.memviz");
+    memviz_ok(["index".as_ref(), data("frag_oom.pickle").as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    out
+}
+
+fn open_with(archive: &Path, options: ViewerOptions, w: u32, h: u32) -> (Offscreen, ViewerApp) {
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(options);
+    app.open_archive(archive, &ctx);
+    let mut gpu = Offscreen::new(w, h, ctx).expect("a wgpu adapter");
+    gpu.settle(&mut app, 3000);
+    (gpu, app)
+}
+
+/// The Active Cached Segment Timeline draws `allocator_oracle.py`'s segment layout.
+#[test]
+fn the_segment_timeline_ids_equal_the_oracle() {
+    let dir = tempdir();
+    let options = ViewerOptions { tab: Tab::Segments, ..ViewerOptions::default() };
+    let (mut gpu, app) = open_with(&frag_oom_archive(dir.path()), options, 1200, 700);
+    assert_eq!(app.timeline().unwrap().plane, Plane::Segments);
+    let golden = json_file(&data("allocator/frag_oom.segments.json"));
+    let non_empty = assert_ids_equal_golden(&mut gpu, &app, &golden["devices"][0]);
+    assert!(non_empty >= 8, "sampled points hit segments ({non_empty}/20)");
+}
+
+/// The memory map at frag_oom's last OOM: the oracle's segments and blocks, each drawn where the
+/// map says, in its site's colour, the holes dark; ←/→ and Home/End step the event.
+#[test]
+fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
+    use memviz::viewer::memory_map::FREE;
+    use memviz::viewer::tabs::OpenAt;
+    let dir = tempdir();
+    let options = ViewerOptions { tab: Tab::State, at: Some(OpenAt::Oom(0)), ..ViewerOptions::default() };
+    let (mut gpu, mut app) = open_with(&frag_oom_archive(dir.path()), options, 1400, 900);
+    let golden = json_file(&data("allocator/frag_oom.state.json"));
+    let state = golden["devices"][0]["states"].as_array().unwrap().iter().find(|s| s["event"] == 2353).unwrap();
+    let segments = state["segments"].as_array().unwrap();
+    let shown = app.map.shown.as_ref().expect("the map shows a state");
+    assert_eq!(shown.event, 2353, "just before the last OOM (event 2,354)");
+    let ours = &shown.summary.segments;
+    assert_eq!(ours.len(), segments.len());
+    let rgba = gpu.read_rgba();
+    let px = |p: egui::Pos2| {
+        let i = (p.y as usize * gpu.width as usize + p.x as usize) * 4;
+        egui::Color32::from_rgb(rgba[i], rgba[i + 1], rgba[i + 2])
+    };
+    let g = app.map.geometry.clone().expect("drawn");
+    let t = app.timeline().unwrap();
+    let sites = t.session.elements(t.device).sites;
+    let mut checked = 0;
+    for (i, (m, want)) in ours.iter().zip(segments).enumerate().step_by(13) {
+        assert_eq!(m.segment.addr, want["addr"].as_u64().unwrap());
+        assert_eq!(m.segment.size, want["size"].as_u64().unwrap());
+        let blocks = want["blocks"].as_array().unwrap();
+        assert_eq!(m.blocks.len(), blocks.len(), "segment {i}");
+        for (b, w) in m.blocks.iter().zip(blocks) {
+            assert_eq!((b.addr, b.size), (w[0].as_u64().unwrap(), w[1].as_u64().unwrap()));
+            let rect = g.bytes(ours, i, b.addr, b.size)[0];
+            if rect.width() >= 4.0 && g.rect.contains(rect.center()) {
+                assert_eq!(px(rect.center()), shown.colour(sites, b), "block {:#x}", b.addr);
+                checked += 1;
+            }
+        }
+        for (addr, size) in m.holes() {
+            let rect = g.bytes(ours, i, addr, size)[0];
+            if rect.width() >= 6.0 && g.rect.contains(rect.center()) && Some((i, addr, size)) != shown.largest {
+                assert_eq!(px(rect.center()), FREE, "hole {addr:#x}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "checked {checked} blocks and holes");
+
+    let key = |k: egui::Key| egui::Event::Key {
+        key: k,
+        physical_key: None,
+        pressed: true,
+        repeat: false,
+        modifiers: egui::Modifiers::NONE,
+    };
+    let event = |app: &ViewerApp| app.timeline().unwrap().selection.event;
+    gpu.frame(&mut app, vec![key(egui::Key::ArrowLeft)]);
+    assert_eq!(event(&app), Some(2352));
+    gpu.frame(&mut app, vec![key(egui::Key::ArrowRight), key(egui::Key::ArrowRight)]);
+    assert_eq!(event(&app), Some(2354));
+    gpu.frame(&mut app, vec![key(egui::Key::Home)]);
+    assert_eq!(event(&app), Some(-1));
+    gpu.frame(&mut app, vec![key(egui::Key::End)]);
+    assert_eq!(event(&app), Some(2354));
+    gpu.frame(&mut app, Vec::new());
+    assert_eq!(app.map.shown.as_ref().unwrap().event, 2354, "the map follows");
+}
+
+/// The OOM events are red markers at their action on the element timeline, over the reserved
+/// line.
+#[test]
+fn oom_markers_are_drawn_at_their_actions() {
+    let dir = tempdir();
+    let (mut gpu, mut app) = open_with(&frag_oom_archive(dir.path()), ViewerOptions::default(), 1200, 700);
+    // The markers arrive from a background thread.
+    for _ in 0..200 {
+        if app.timeline_mut().unwrap().ooms().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    gpu.frame(&mut app, Vec::new());
+    gpu.frame(&mut app, Vec::new());
+    let rgba = gpu.read_rgba();
+    let t = app.timeline_mut().unwrap();
+    let marks = t.ooms().unwrap().to_vec();
+    assert_eq!(marks.len(), 2);
+    assert!(marks[1].verdict.contains("fragmentation"), "{}", marks[1].verdict);
+    let rect = t.plot_rect;
+    let x = t.view.screen_from_action(rect, marks[0].action as f64 + 1.0).round() as usize;
+    let y = rect.center().y as usize;
+    let i = (y * gpu.width as usize + x) * 4;
+    let red = memviz::viewer::reserved::OOM;
+    assert_eq!(&rgba[i..i + 3], &[red.r(), red.g(), red.b()], "the first OOM's marker at x = {x}");
 }
 
 #[test]
@@ -262,7 +391,7 @@ fn details_show_metadata_forward_frames_and_fx() {
     let l = session.layout(DeviceIdx(0));
     let find = |addr: u64| (0..l.elements.len() as u32).find(|&i| l.elements.addr[i as usize] == addr).unwrap();
     let info = |addr: u64| {
-        ElementInfo::gather(&session, DeviceIdx(0), ElementId(find(addr)), None, &Default::default())
+        ElementInfo::gather(&session, DeviceIdx(0), Plane::Elements, ElementId(find(addr)), None, &Default::default())
             .unwrap()
             .lines(None)
     };
@@ -271,7 +400,8 @@ fn details_show_metadata_forward_frames_and_fx() {
     assert!(has(&kv, "annotated", "kv cache layer 3 (seq 0..127)"), "{kv:?}");
     let backward_id = find(0x7f3a_4080_0000);
     let backward =
-        ElementInfo::gather(&session, DeviceIdx(0), ElementId(backward_id), None, &Default::default()).unwrap();
+        ElementInfo::gather(&session, DeviceIdx(0), Plane::Elements, ElementId(backward_id), None, &Default::default())
+            .unwrap();
     let lines = backward.lines(None);
     assert!(has(&lines, "metadata", "step=1"), "{lines:?}");
     assert!(has(&lines, "internal", "autograd: AddmmBackward0"), "{lines:?}");
@@ -299,8 +429,15 @@ fn viewer_time_base_and_narrow_top_bar() {
     let peak = l.peak_action.unwrap();
     let id = l.action_element(peak);
     session.action_times(DeviceIdx(0));
-    let info =
-        memviz::viewer::details::ElementInfo::gather(&session, DeviceIdx(0), id, None, &Default::default()).unwrap();
+    let info = memviz::viewer::details::ElementInfo::gather(
+        &session,
+        DeviceIdx(0),
+        Plane::Elements,
+        id,
+        None,
+        &Default::default(),
+    )
+    .unwrap();
     let lines = info.lines(session.time_base_us());
     let allocated = &lines.iter().find(|(k, _)| k == "allocated").unwrap().1;
     assert_eq!(allocated, "action 1,077, +686.2 ms", "the same time `memviz at --action 1,077` prints");

@@ -18,7 +18,7 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 pub use open::{Archive, ArchiveError, is_archive};
-pub use session::{DeviceData, DeviceTimes, Session};
+pub use session::{DeviceData, DeviceTimes, Plane, Session, StackedRef};
 
 /// Suffixes stripped from a snapshot's name to name its archive.
 const SNAPSHOT_SUFFIXES: [&str; 7] = [".gz", ".zst", ".zstd", ".pickle", ".pkl", ".json", ".pt"];

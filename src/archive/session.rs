@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use memviz_format::schema::{ArchivedAllocatorSection, ArchivedDevice, ArchivedRoot, ArchivedSeries};
+use memviz_format::rkyv;
+use memviz_format::schema::{
+    ArchivedAllocatorSection, ArchivedDevice, ArchivedRoot, ArchivedSeries, ArchivedTileLevel,
+};
 use memviz_format::view::{i64s, u32s, u64s};
 
 use super::{Archive, ArchiveError, chunks, restore};
@@ -95,13 +98,6 @@ impl Session {
 
     pub fn checkpoints(&self, d: DeviceIdx) -> CheckpointsRef<'_> {
         restore::checkpoints_ref(self.device(d))
-    }
-
-    /// The Active Cached Segment Timeline of device `d` and its checkpoints (`None`: an archive
-    /// made before format 4, re-index to see this).
-    pub fn segment_layout(&self, d: DeviceIdx) -> Option<(LayoutRef<'_>, CheckpointsRef<'_>)> {
-        let dev = self.device(d);
-        Some((restore::segment_layout_ref(dev)?, restore::segment_checkpoints_ref(dev)))
     }
 
     /// Element id → stack id (the allocation site), for colouring and tooltips.
@@ -281,6 +277,56 @@ impl Session {
     pub fn reserved(&self, d: DeviceIdx) -> (u64, &[i64], &[u64]) {
         let r = &self.device(d).reserved;
         (r.initial.to_native(), i64s(&r.time_us), u64s(&r.bytes))
+    }
+}
+
+/// Which stacked timeline of a device: the elements' (the Active Memory Timeline) or the
+/// segments' (the Active Cached Segment Timeline). Both are laid out by the same rules and read
+/// the same way; a view draws one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Plane {
+    #[default]
+    Elements,
+    Segments,
+}
+
+/// One stacked timeline of a device, read in place: its layout, checkpoints, tiles, and the
+/// stack of each element (for segments: of its `segment_alloc`).
+#[derive(Clone, Copy)]
+pub struct StackedRef<'s> {
+    pub layout: LayoutRef<'s>,
+    pub checkpoints: CheckpointsRef<'s>,
+    pub tiles: &'s rkyv::vec::ArchivedVec<ArchivedTileLevel>,
+    pub sites: &'s [u32],
+}
+
+impl Session {
+    /// Device `d`'s timeline of `plane`; `None` for the segments of an archive made before
+    /// format 4.
+    pub fn stacked(&self, d: DeviceIdx, plane: Plane) -> Option<StackedRef<'_>> {
+        let dev = self.device(d);
+        Some(match plane {
+            Plane::Elements => self.elements(d),
+            Plane::Segments => StackedRef {
+                layout: restore::segment_layout_ref(dev)?,
+                checkpoints: restore::segment_checkpoints_ref(dev),
+                tiles: &dev.segment_timeline.tiles,
+                sites: u32s(&dev.segment_timeline.elements.stack),
+            },
+        })
+    }
+}
+
+impl Session {
+    /// Device `d`'s element timeline (every archive has one).
+    pub fn elements(&self, d: DeviceIdx) -> StackedRef<'_> {
+        let dev = self.device(d);
+        StackedRef {
+            layout: restore::layout_ref(dev),
+            checkpoints: restore::checkpoints_ref(dev),
+            tiles: &dev.tiles,
+            sites: u32s(&dev.elements.stack),
+        }
     }
 }
 

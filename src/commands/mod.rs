@@ -4,6 +4,7 @@ mod allocator;
 mod answers;
 mod index;
 
+use crate::viewer::tabs::{OpenAt, Tab};
 use std::time::Instant;
 
 use anyhow::bail;
@@ -85,6 +86,13 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             model,
             max_entries: args.max_entries,
             no_cache: !cache,
+            tab: args.view.unwrap_or(if args.oom.is_some() { Tab::State } else { Tab::Timeline }),
+            at: match (args.event, args.action, args.oom) {
+                (Some(e), _, _) => Some(OpenAt::Event(e)),
+                (_, Some(k), _) => Some(OpenAt::Action(k)),
+                (_, _, Some(n)) => Some(OpenAt::Oom(n)),
+                _ => None,
+            },
         },
     })
 }
@@ -233,7 +241,7 @@ pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
         let session = answers::open_input(&args.input, cache)?;
         let chosen = answers::devices(&session, args.device, &args.input)?;
         let stored: Option<Vec<LayoutRef<'_>>> =
-            chosen.iter().map(|&d| session.segment_layout(d).map(|(l, _)| l)).collect();
+            chosen.iter().map(|&d| session.stacked(d, crate::archive::Plane::Segments).map(|s| s.layout)).collect();
         if let Some(stored) = stored {
             let doc = export::LayoutExport { devices: stored.into_iter().map(export::device_layout).collect() };
             return crate::output::write_to(args.output.as_deref(), |w| Ok(serde_json::to_writer(w, &doc)?));

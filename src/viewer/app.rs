@@ -8,12 +8,14 @@ use std::sync::mpsc::Receiver;
 use eframe::egui::{self, Rect, Sense, pos2};
 use eframe::egui_wgpu;
 
-use super::data::Session;
+use super::data::{Plane, Session};
 use super::details::{ElementInfo, stack_text};
 use super::gpu::{Globals, TimelinePaint};
+use super::memory_map::MemoryMap;
+use super::tabs::{OpenAt, Tab};
 use super::timeline::Timeline;
 use super::{panels, theme};
-use crate::model::{DeviceIdx, NONE};
+use crate::model::NONE;
 
 /// Options from the command line.
 #[derive(Debug, Clone, Default)]
@@ -28,6 +30,10 @@ pub struct ViewerOptions {
     pub max_entries: Option<usize>,
     /// `--no-cache`: index snapshots into a temporary archive instead of the cache.
     pub no_cache: bool,
+    /// `--view`: the view shown first.
+    pub tab: Tab,
+    /// `--event`, `--action`, `--oom`: the instant shown first.
+    pub at: Option<OpenAt>,
 }
 
 /// What the window shows: a timeline, or progress while a snapshot is indexed.
@@ -51,6 +57,9 @@ pub struct ViewerApp {
     pub full_paths: bool,
     /// Frames drawn so far.
     pub frames: u64,
+    /// The view shown.
+    pub tab: Tab,
+    pub map: MemoryMap,
 }
 
 impl ViewerApp {
@@ -58,10 +67,12 @@ impl ViewerApp {
         ViewerApp {
             content: Content::Empty,
             answers: Default::default(),
+            tab: options.tab,
             options,
             stack_filter: String::new(),
             full_paths: false,
             frames: 0,
+            map: MemoryMap::default(),
         }
     }
 
@@ -85,6 +96,9 @@ impl ViewerApp {
         session.spawn_decompress();
         let mut t = Timeline::new(session, ctx);
         t.max_entries = self.options.max_entries;
+        if let Some(at) = self.options.at {
+            open_at(&mut t, at);
+        }
         self.content = Content::Open(Box::new(t));
     }
 
@@ -102,6 +116,11 @@ impl ViewerApp {
             Content::Open(t) => Some(t),
             _ => None,
         }
+    }
+
+    /// True when the view shown draws a timeline (every view but the settings).
+    pub fn draws_timeline(&self) -> bool {
+        self.tab != Tab::Settings
     }
 
     /// The one line shown instead of a timeline when opening failed.
@@ -144,7 +163,14 @@ impl ViewerApp {
         }
         if let Content::Open(t) = &mut self.content {
             let t: &mut Timeline = t;
-            timeline_screen(ui, t, &self.options, &mut self.answers, &mut self.stack_filter, &mut self.full_paths);
+            let screen = Screen {
+                tab: &mut self.tab,
+                map: &mut self.map,
+                answers: &mut self.answers,
+                stack_filter: &mut self.stack_filter,
+                full_paths: &mut self.full_paths,
+            };
+            timeline_screen(ui, t, &self.options, screen);
             return;
         }
         egui::Frame::new().fill(theme::BACKGROUND).show(ui, |ui| match &mut self.content {
@@ -172,35 +198,89 @@ impl ViewerApp {
     }
 }
 
-/// The main screen of an open archive.
-fn timeline_screen(
-    ui: &mut egui::Ui,
-    t: &mut Timeline,
-    options: &ViewerOptions,
-    answers: &mut super::answers_panel::AnswersPanel,
-    stack_filter: &mut String,
-    full_paths: &mut bool,
-) {
-    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, &mut answers.open));
+/// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,
+/// and for an action or an OOM the view centred on it.
+fn open_at(t: &mut Timeline, at: OpenAt) {
+    let event = match at {
+        OpenAt::Event(e) => e,
+        OpenAt::Action(k) => super::memory_map::action_event(t, k.max(0) as usize),
+        OpenAt::Oom(n) => {
+            let marks = super::ooms::marks(&t.session, t.device);
+            let pick = if n == 0 { marks.last() } else { marks.get(n - 1) };
+            match pick {
+                Some(m) => m.event - 1,
+                None => return,
+            }
+        }
+    };
+    t.selection.event = Some(event);
+    let k = super::memory_map::action_before(t, event);
+    t.centre_on(k.max(0) as f64 + 0.5);
+}
+
+/// The app state the main screen changes besides the timeline.
+struct Screen<'a> {
+    tab: &'a mut Tab,
+    map: &'a mut MemoryMap,
+    answers: &'a mut super::answers_panel::AnswersPanel,
+    stack_filter: &'a mut String,
+    full_paths: &'a mut bool,
+}
+
+/// The main screen of an open archive: the top bar with the view switch, then the view.
+fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions, s: Screen<'_>) {
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
+    let plane = if *s.tab == Tab::Segments { Plane::Segments } else { Plane::Elements };
+    let has_plane = t.set_plane(plane);
+    if *s.tab == Tab::Settings {
+        egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+            super::settings::ui(ui, t.session.root().allocator_settings.as_ref().map(|s| s.as_str()));
+        });
+        return;
+    }
+    if !has_plane {
+        egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+            ui.centered_and_justified(|ui| {
+                ui.label("This archive was made before format 4, without the segment timeline: re-index to see this.")
+            });
+        });
+        return;
+    }
     egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
-        panels::bottom_bar_ui(ui, t, options, stack_filter, full_paths);
+        panels::bottom_bar_ui(ui, t, options, s.stack_filter, s.full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
-    if answers.open {
-        egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| answers.ui(ui, t));
+    if *s.tab == Tab::State {
+        let height = ui.available_height() * 0.55;
+        egui::Panel::right("events").resizable(true).default_size(300.0).show(ui, |ui| {
+            super::events_list::ui(ui, t);
+        });
+        egui::Panel::bottom("memory map").resizable(true).default_size(height).show(ui, |ui| {
+            s.map.ui(ui, t);
+        });
+        super::events_list::keys(ui, t);
+    } else if s.answers.open && *s.tab == Tab::Timeline {
+        egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| s.answers.ui(ui, t));
     }
-    egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
-        plot_ui(ui, t, options);
-    });
+    let oom = egui::CentralPanel::default()
+        .frame(egui::Frame::new().fill(theme::BACKGROUND))
+        .show(ui, |ui| plot_ui(ui, t, options))
+        .inner;
+    // A click on an OOM marker: the memory map just before it.
+    if let Some(e) = oom {
+        *s.tab = Tab::State;
+        t.selection.event = Some(e - 1);
+    }
     let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
     if copy && let Some(hit) = t.selection.focus() {
-        let stack = t.session.sites(t.device).get(hit.element.index()).copied().unwrap_or(NONE);
+        let stack = t.stacked().sites.get(hit.element.index()).copied().unwrap_or(NONE);
         ui.ctx().copy_text(stack_text(&t.session, stack));
     }
 }
 
-/// The plot: GPU quads through a paint callback, egui overlays, input, tooltip.
-fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
+/// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
+/// whose marker was clicked.
+fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
     let full = ui.available_rect_before_wrap();
     let lane = Rect::from_min_max(
         pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()),
@@ -211,7 +291,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
         pos2(full.right() - 8.0, full.bottom() - theme::X_AXIS_HEIGHT),
     );
     if rect.width() < 10.0 || rect.height() < 10.0 {
-        return;
+        return None;
     }
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let ppp = ui.ctx().pixels_per_point();
@@ -220,20 +300,21 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     let quads = t.draw_list(rect, ppp);
     let frame_uploads = t.textures.begin_frame();
     let colours = t.colours();
+    let sites = t.site_table();
     let mode = u32::from(!t.colour_by_site);
     let globals = Globals {
-        hovered: t.selection.hovered.map_or(NONE, |h| h.element.0),
+        hovered: t.selection.hovered.map(|h| h.element).or(t.selection.map_hover).map_or(NONE, |e| e.0),
         pinned: t.selection.pinned.map_or(NONE, |h| h.element.0),
         outlines: u32::from(t.selection.hovered.is_some() || t.selection.pinned.is_some()),
         mode,
-        n_sites: t.session.sites(t.device).len() as u32,
+        n_sites: sites.as_ref().as_ref().len() as u32,
         n_colours: colours.len() as u32,
         pad: [0; 2],
     };
     let paint = TimelinePaint {
         evict: frame_uploads.evict,
-        colours_for: (t.device.0 as u32, mode),
-        sites: Arc::new(SitesRef { session: Arc::clone(&t.session), device: t.device }),
+        colours_for: (t.device.0 as u32 * 2 + t.plane as u32, mode),
+        sites,
         colours,
         uploads: frame_uploads.uploads,
         quads,
@@ -242,31 +323,28 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) {
     };
     t.grid(ui.painter());
     ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
+    t.reserved_overlay(ui.painter());
     t.overlays(ui.painter(), full, options.gpu);
     t.annotations_ui(ui, lane, &options.annotations);
+    let oom = t.oom_markers(ui);
     if t.worker.busy() || t.textures.pending() > 0 {
         ui.ctx().request_repaint();
     }
     if let Some(hit) = t.selection.hovered
         && !t.tooltip_hidden
-        && let Some(info) =
-            ElementInfo::gather(&t.session, t.device, hit.element, options.model.as_ref(), &options.annotations)
+        && let Some(info) = ElementInfo::gather(
+            &t.session,
+            t.device,
+            t.plane,
+            hit.element,
+            options.model.as_ref(),
+            &options.annotations,
+        )
     {
         let start = t.session.time_base_us();
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
     }
-}
-
-/// Element → site table of a device, read in place from the mapped archive for the upload.
-struct SitesRef {
-    session: Arc<Session>,
-    device: DeviceIdx,
-}
-
-impl AsRef<[u32]> for SitesRef {
-    fn as_ref(&self) -> &[u32] {
-        self.session.sites(self.device)
-    }
+    oom
 }
 
 impl eframe::App for ViewerApp {

@@ -1,7 +1,7 @@
 //! Everything shown about one element (tooltip, bottom bar, clipboard), gathered from the
 //! archive in place: O(frames of its stack), well under a millisecond.
 
-use super::data::Session;
+use super::data::{Plane, Session};
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
 use crate::analysis::{frames, units};
@@ -35,22 +35,27 @@ pub struct ElementInfo {
 }
 
 impl ElementInfo {
+    /// Element `id` of device `device`'s timeline of `plane` (a segment of the segment timeline:
+    /// its size, address, stream, pool and the stack of its `segment_alloc`; segment actions have
+    /// no stored times).
     pub fn gather(
         session: &Session,
         device: DeviceIdx,
+        plane: Plane,
         id: ElementId,
         model: Option<&ModelDims>,
         filter: &AnnotationFilter,
     ) -> Option<ElementInfo> {
-        let l = session.layout(device);
+        let stacked = session.stacked(device, plane)?;
+        let l = stacked.layout;
         if id.index() >= l.elements.len() {
             return None;
         }
         let el = l.element(id);
-        let times = session.action_times_ready(device);
+        let times = if plane == Plane::Elements { session.action_times_ready(device) } else { None };
         let time_of = |k: ActionIdx| times.and_then(|t| t.get(k.index())).copied().filter(|&t| t != i64::MIN);
         let (start, end) = (el.start_opt(), el.end_opt());
-        let stack = session.sites(device).get(id.index()).copied().unwrap_or(crate::model::NONE);
+        let stack = stacked.sites.get(id.index()).copied().unwrap_or(crate::model::NONE);
         let root = session.root();
         let alloc_time_us = start.and_then(time_of);
         let device_attrs = DeviceAttrs { root, layout: l };

@@ -15,12 +15,18 @@ pub mod app;
 pub mod axis;
 pub mod data;
 pub mod details;
+pub mod events_list;
 pub mod gpu;
 pub mod indexing;
+pub mod memory_map;
 pub mod offscreen;
+pub mod ooms;
 pub mod overlays;
 pub mod panels;
+pub mod reserved;
 pub mod selection;
+pub mod settings;
+pub mod tabs;
 pub mod textures;
 pub mod theme;
 pub mod timeline;
@@ -97,7 +103,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     // Textures are uploaded with the frame that first draws them; the coarsest tile is decoded
     // on open, so normally the first frame already shows the whole trace.
     for _ in 0..500 {
-        if app.timeline().is_none_or(|t| t.textures.uploaded > 0) {
+        if !app.draws_timeline() || app.timeline().is_none_or(|t| t.textures.uploaded > 0) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));

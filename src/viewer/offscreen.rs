@@ -146,7 +146,8 @@ impl Offscreen {
     pub fn settle(&mut self, app: &mut ViewerApp, max_frames: usize) {
         for _ in 0..max_frames {
             self.frame(app, Vec::new());
-            let busy = app.timeline().is_some_and(|t| t.worker.busy() || t.textures.pending() > 0);
+            let busy =
+                app.draws_timeline() && app.timeline().is_some_and(|t| t.worker.busy() || t.textures.pending() > 0);
             if !busy {
                 self.frame(app, Vec::new());
                 return;

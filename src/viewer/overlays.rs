@@ -103,7 +103,7 @@ impl Timeline {
         lane: Rect,
         filter: &crate::analysis::annotations::AnnotationFilter,
     ) {
-        let Some(times) = self.session.action_times_ready(self.device) else { return };
+        let Some(times) = self.action_times() else { return };
         let painter = ui.painter_at(lane);
         let v = &self.view;
         let rect = self.plot_rect;

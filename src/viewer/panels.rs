@@ -3,7 +3,9 @@
 
 use eframe::egui::{self, Rect, Sense, Stroke, pos2};
 
+use super::data::Plane;
 use super::details::ElementInfo;
+use super::tabs::Tab;
 use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::{frames, units};
@@ -14,11 +16,23 @@ pub fn device_label(d: DeviceId) -> String {
     if d.is_host() { "host (pinned)".to_owned() } else { format!("cuda:{}", d.0) }
 }
 
-pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOptions, answers_open: &mut bool) {
+pub fn top_bar_ui(
+    ui: &mut egui::Ui,
+    t: &mut Timeline,
+    options: &super::ViewerOptions,
+    tab: &mut Tab,
+    answers_open: &mut bool,
+) {
     // Wraps onto a second row in a narrow window rather than clipping the controls.
     ui.horizontal_wrapped(|ui| {
         let root = t.session.root();
         ui.strong(root.source.name.as_str());
+        ui.separator();
+        egui::ComboBox::from_id_salt("view").selected_text(tab.title()).show_ui(ui, |ui| {
+            for v in Tab::ALL {
+                ui.selectable_value(tab, v, v.title());
+            }
+        });
         ui.separator();
         let devices: Vec<DeviceId> = root.devices.iter().map(|d| DeviceId(d.device.to_native())).collect();
         let mut chosen = t.device;
@@ -35,11 +49,12 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOp
         ui.separator();
         let mut time_axis = t.time_axis;
         ui.selectable_value(&mut time_axis, false, "actions");
-        let times_ready = t.session.action_times_ready(t.device).is_some();
+        let times_ready = t.action_times().is_some();
         ui.add_enabled_ui(times_ready, |ui| ui.selectable_value(&mut time_axis, true, "wall time"));
         t.set_time_axis(time_axis);
         ui.separator();
-        ui.selectable_value(&mut t.colour_by_site, true, "colour by site");
+        let by = if t.plane == Plane::Segments { "colour by stream / pool" } else { "colour by site" };
+        ui.selectable_value(&mut t.colour_by_site, true, by);
         ui.selectable_value(&mut t.colour_by_site, false, "by allocation");
         ui.separator();
         if ui.button("fit").clicked() {
@@ -52,7 +67,7 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOp
         ui.separator();
         // The detail slider: everything individually, or only the N largest (the rest form one
         // summarized band at the bottom, as in PyTorch's viewer).
-        let n = t.session.layout(t.device).elements.len().max(1);
+        let n = t.stacked().layout.elements.len().max(1);
         let mut summarize = t.max_entries.is_some();
         ui.checkbox(&mut summarize, "summarize");
         if summarize {
@@ -62,7 +77,7 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &super::ViewerOp
         } else {
             t.max_entries = None;
         }
-        let l = t.session.layout(t.device);
+        let l = t.stacked().layout;
         ui.label(format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64)));
         if options.model.is_none()
             && let Some(c) = t.shape_candidates()
@@ -95,7 +110,7 @@ pub fn bottom_bar_ui(
         return;
     };
     let Some(info) =
-        ElementInfo::gather(&t.session, t.device, pin.element, options.model.as_ref(), &options.annotations)
+        ElementInfo::gather(&t.session, t.device, t.plane, pin.element, options.model.as_ref(), &options.annotations)
     else {
         return;
     };
@@ -172,7 +187,8 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 0.0, theme::BACKGROUND);
-    let l = t.session.layout(t.device);
+    let session = std::sync::Arc::clone(&t.session);
+    let l = super::timeline::stacked_in(&session, t.device, t.plane).layout;
     let n = l.actions.len();
     if n == 0 {
         return;
@@ -180,7 +196,8 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let peak = l.peak_bytes.max(1) as f32;
     let width = rect.width().max(1.0) as usize;
     let per = n as f64 / width as f64;
-    let levels = t.session.minimap(t.device);
+    // The segment timeline has few actions: its minimap reads the totals.
+    let levels = if t.plane == Plane::Elements { session.minimap(t.device) } else { Vec::new() };
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
     for px in 0..width {
         let (a, b) = (

@@ -20,6 +20,11 @@ pub struct Selection {
     pub pinned: Option<Hit>,
     /// The last range selected with Ctrl/Cmd + drag, in actions `[a, b)`.
     pub range: Option<(u32, u32)>,
+    /// The raw event (device-relative; −1: before the first) the memory map shows when the
+    /// timeline is not hovered: set by a click on the timeline, ←/→, the event list, an OOM marker.
+    pub event: Option<i64>,
+    /// The element of the block under the pointer in the memory map (outlined on the timeline).
+    pub map_hover: Option<ElementId>,
 }
 
 impl Selection {

@@ -96,7 +96,12 @@ mod tests {
     use super::*;
 
     fn tile(index: u32) -> TexData {
-        TexData { key: TexKey::Tile { device: 0, level: 8, index }, width: 1, height: 1, texels: Arc::new(vec![index]) }
+        TexData {
+            key: TexKey::Tile { device: 0, plane: 0, level: 8, index },
+            width: 1,
+            height: 1,
+            texels: Arc::new(vec![index]),
+        }
     }
 
     #[test]

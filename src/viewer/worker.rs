@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use eframe::egui;
 
-use super::data::Session;
+use super::data::{Plane, Session};
 use super::gpu::{TexData, TexKey};
 use crate::archive::chunks;
 use crate::lod::raster::{action_columns, rasterize_columns, samples_for_ranges, time_columns};
@@ -18,6 +18,7 @@ use memviz_format::{TILE_H, TILE_W};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ViewSpec {
     pub device: DeviceIdx,
+    pub plane: Plane,
     /// Actions `[x0, x1)`, or µs when `time_axis`.
     pub x0: f64,
     pub x1: f64,
@@ -32,7 +33,7 @@ pub struct ViewSpec {
 }
 
 enum Job {
-    Tile { key: TexKey, device: DeviceIdx, level: usize, tile: usize },
+    Tile { key: TexKey, device: DeviceIdx, plane: Plane, level: usize, tile: usize },
     Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>> },
 }
 
@@ -76,8 +77,8 @@ impl Worker {
     }
 
     /// Asks for a pyramid tile; false when the queue is full (ask again next frame).
-    pub fn request_tile(&mut self, key: TexKey, device: DeviceIdx, level: usize, tile: usize) -> bool {
-        self.submit(key, Job::Tile { key, device, level, tile })
+    pub fn request_tile(&mut self, key: TexKey, device: DeviceIdx, plane: Plane, level: usize, tile: usize) -> bool {
+        self.submit(key, Job::Tile { key, device, plane, level, tile })
     }
 
     pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>>) -> bool {
@@ -118,8 +119,8 @@ impl Worker {
 
 fn run(session: &Session, job: Job) -> Option<TexData> {
     match job {
-        Job::Tile { key, device, level, tile } => {
-            let chunk = session.device(device).tiles.get(level)?.tiles.get(tile)?;
+        Job::Tile { key, device, plane, level, tile } => {
+            let chunk = session.stacked(device, plane)?.tiles.get(level)?.tiles.get(tile)?;
             let texels = chunks::decode::<u32>(chunk).ok()?;
             (texels.len() == (TILE_W * TILE_H) as usize).then(|| TexData {
                 key,
@@ -134,8 +135,8 @@ fn run(session: &Session, job: Job) -> Option<TexData> {
 
 /// Rasterises exactly what a view shows, one texel per screen pixel.
 pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<&[bool]>) -> TexData {
-    let layout = session.layout(spec.device);
-    let cps = session.checkpoints(spec.device);
+    let stacked = session.stacked(spec.device, spec.plane).unwrap_or_else(|| session.elements(spec.device));
+    let (layout, cps) = (stacked.layout, stacked.checkpoints);
     let samples = if spec.time_axis {
         let times = session.action_times(spec.device);
         samples_for_ranges(layout.totals, time_columns(times, spec.x0, spec.x1, spec.columns))

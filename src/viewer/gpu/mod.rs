@@ -13,11 +13,12 @@ use eframe::egui;
 use eframe::egui_wgpu::{self, wgpu};
 use wgpu::util::DeviceExt as _;
 
-/// Which texture: a tile of the archive's pyramid, or a raster made for the view.
+/// Which texture: a tile of the archive's pyramid, or a raster made for the view (`plane`: 0
+/// the elements' timeline, 1 the segments').
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TexKey {
-    Tile { device: u32, level: u32, index: u32 },
-    Raster { device: u32, generation: u64 },
+    Tile { device: u32, plane: u8, level: u32, index: u32 },
+    Raster { device: u32, plane: u8, generation: u64 },
 }
 
 /// Element ids for one texture, row 0 = the lowest bytes.

@@ -18,9 +18,11 @@ impl Timeline {
         }
         self.note_arrivals();
         let mut quads = Vec::new();
-        let dev = self.session.device(self.device);
-        let levels = dev.tiles.len();
-        let peak = dev.peak_bytes.to_native().max(1) as f64;
+        let session = std::sync::Arc::clone(&self.session);
+        let stacked = super::stacked_in(&session, self.device, self.plane);
+        let tiles = stacked.tiles;
+        let levels = tiles.len();
+        let peak = stacked.layout.peak_bytes.max(1) as f64;
         let width_px = (rect.width() * pixels_per_point).max(1.0);
         let y_zoomed = self.view.y0 > peak * 0.01 || (self.view.y1 - self.view.y0) < peak * 0.66;
         let mut need_raster = self.time_axis || y_zoomed || levels == 0 || self.max_entries.is_some();
@@ -28,24 +30,24 @@ impl Timeline {
         if !self.time_axis && levels > 0 && self.max_entries.is_none() {
             let apx = self.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
             // Finest level whose columns are at least a pixel wide; coarser ones stand in.
-            let finest = dev.tiles[0].level.to_native();
+            let finest = tiles[0].level.to_native();
             if apx < f64::from(1u32 << finest) {
                 need_raster = true;
             }
             let wanted =
-                (0..levels).find(|&li| f64::from(1u32 << dev.tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
+                (0..levels).find(|&li| f64::from(1u32 << tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
             // Finest resident tile wins; a coarser tile is drawn only where no finer one covers
             // the view, so each pixel is shaded about once.
             let (vx0, vx1) = (self.view.x0.max(0.0), self.view.x1);
             let mut covered: Vec<(f64, f64)> = Vec::new();
             let mut chosen = Vec::new();
             for li in wanted..levels {
-                let level = &dev.tiles[li];
+                let level = &tiles[li];
                 let span = (1u64 << level.level.to_native()) as f64 * f64::from(TILE_W);
                 let first = (vx0 / span).floor() as usize;
                 let last = ((vx1 / span).ceil() as usize).min(level.tiles.len());
                 for tile in first..last {
-                    let key = tile_key(self.device, li, tile);
+                    let key = tile_key(self.device, self.plane, li, tile);
                     let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
                     if self.textures.is_resident(&key) {
                         if !is_covered(&covered, x0.max(vx0), x1.min(vx1)) {
@@ -54,7 +56,7 @@ impl Timeline {
                             covered.push((x0, x1));
                         }
                     } else if (li == wanted || li == levels - 1) && !self.textures.is_known(&key) {
-                        self.worker.request_tile(key, self.device, li, tile);
+                        self.worker.request_tile(key, self.device, self.plane, li, tile);
                     }
                 }
             }
@@ -69,6 +71,7 @@ impl Timeline {
         }
         if let Some((spec, key)) = self.raster
             && spec.device == self.device
+            && spec.plane == self.plane
             && spec.time_axis == self.time_axis
             && self.textures.is_resident(&key)
             && (need_raster || self.wanted.is_none())
@@ -88,6 +91,7 @@ impl Timeline {
     fn raster_matches_view(&self, r: &ViewSpec, key: &TexKey, rect: Rect, ppp: f32) -> bool {
         let v = &self.view;
         r.device == self.device
+            && r.plane == self.plane
             && r.time_axis == self.time_axis
             && (r.x0, r.x1, r.y0, r.y1) == (v.x0, v.x1, v.y0, v.y1)
             && r.columns == (rect.width() * ppp).round() as u32
@@ -98,6 +102,7 @@ impl Timeline {
     fn want_raster(&mut self, rect: Rect, ppp: f32, width_px: f32) {
         let spec = ViewSpec {
             device: self.device,
+            plane: self.plane,
             x0: self.view.x0,
             x1: self.view.x1,
             y0: self.view.y0,
@@ -107,7 +112,7 @@ impl Timeline {
             time_axis: self.time_axis,
             max_entries: self.max_entries.map(|n| n as u32),
         };
-        if self.time_axis && self.session.action_times_ready(self.device).is_none() {
+        if self.time_axis && self.action_times().is_none() {
             return;
         }
         let in_flight = self.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));

@@ -29,7 +29,7 @@ impl Timeline {
             if dy != 0.0 {
                 let factor = (f64::from(dy) * 0.005).exp();
                 if shift {
-                    self.view.zoom_y(b, factor, self.session.layout(self.device).peak_bytes as f64 * 4.0);
+                    self.view.zoom_y(b, factor, self.stacked().layout.peak_bytes as f64 * 4.0);
                 } else {
                     self.zoom_x_at(x, factor, max_x0, extent);
                 }
@@ -63,7 +63,7 @@ impl Timeline {
                 if b - a > 1e-6 {
                     self.view.x0 = a;
                     self.view.x1 = b;
-                    let n = self.session.layout(self.device).actions.len() as u32;
+                    let n = self.stacked().layout.actions.len() as u32;
                     let first = self.action_at(a).map_or(0, |k| k as u32);
                     let last = self.action_at(b).map_or(n, |k| k as u32 + 1);
                     self.selection.range = Some((first.min(n), last.clamp(first.min(n), n)));
@@ -87,6 +87,12 @@ impl Timeline {
         self.selection.hovered = hovered;
         if response.clicked() {
             self.selection.pinned = self.selection.hovered;
+            // The memory map then stays at the clicked action's event.
+            if self.plane == super::Plane::Elements
+                && let Some(k) = pointer.and_then(|p| self.action_at(self.view.data_from_screen(self.plot_rect, p).0))
+            {
+                self.selection.event = Some(crate::viewer::memory_map::action_event(self, k));
+            }
         }
         if response.secondary_clicked() {
             self.tooltip_hidden = true;

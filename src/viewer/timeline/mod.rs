@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Pos2, Rect};
 
-use super::data::Session;
+use super::data::{Plane, Session, StackedRef};
 use super::gpu::TexKey;
 use super::textures::Textures;
 use super::theme;
@@ -41,6 +41,8 @@ pub enum Drag {
 pub struct Timeline {
     pub session: Arc<Session>,
     pub device: DeviceIdx,
+    /// The elements' timeline or the segments' (the Active Cached Segment Timeline).
+    pub plane: Plane,
     pub view: View,
     pub time_axis: bool,
     pub colour_by_site: bool,
@@ -56,8 +58,14 @@ pub struct Timeline {
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
     keep: Option<Cached<(DeviceIdx, usize), Vec<bool>>>,
-    /// The palette for (device, by-site?), computed once per choice.
-    colours: Option<Cached<(DeviceIdx, bool), Vec<u32>>>,
+    /// The palette for (device, plane, by-site?), computed once per choice.
+    colours: Option<Cached<(DeviceIdx, Plane, bool), Vec<u32>>>,
+    /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
+    segment_keys: Option<Cached<DeviceIdx, Vec<u32>>>,
+    /// The device's OOM events for the markers, worked out in the background.
+    ooms: Option<super::ooms::Pending>,
+    /// Decoded chunks of the reserved series, for the reserved line.
+    pub reserved_cache: super::reserved::ReservedCache,
     /// The newest raster received, and the one asked for last (each with its texture key).
     raster: Option<(ViewSpec, TexKey)>,
     wanted: Option<(ViewSpec, TexKey)>,
@@ -73,6 +81,7 @@ impl Timeline {
         let mut t = Timeline {
             session,
             device: DeviceIdx(0),
+            plane: Plane::Elements,
             view: View::fit(1, 1),
             time_axis: false,
             colour_by_site: true,
@@ -86,6 +95,9 @@ impl Timeline {
             candidates: None,
             keep: None,
             colours: None,
+            segment_keys: None,
+            ooms: None,
+            reserved_cache: Default::default(),
             raster: None,
             wanted: None,
             generation: 0,
@@ -98,6 +110,43 @@ impl Timeline {
 
     pub fn select_device(&mut self, d: DeviceIdx) {
         self.device = DeviceIdx(d.index().min(self.session.devices().saturating_sub(1)));
+        if self.session.stacked(self.device, self.plane).is_none() {
+            self.plane = Plane::Elements;
+        }
+        self.reset();
+    }
+
+    /// Draws `plane` instead; false (and nothing changes) when the archive lacks it.
+    pub fn set_plane(&mut self, plane: Plane) -> bool {
+        if plane == self.plane {
+            return true;
+        }
+        if self.session.stacked(self.device, plane).is_none() {
+            return false;
+        }
+        self.plane = plane;
+        // Segment actions have no stored times: that view is drawn over actions.
+        if plane == Plane::Segments {
+            self.time_axis = false;
+        }
+        self.reset();
+        true
+    }
+
+    /// The timeline drawn: the device's elements, or its segments.
+    pub fn stacked(&self) -> StackedRef<'_> {
+        stacked_in(&self.session, self.device, self.plane)
+    }
+
+    /// The time of each action of the timeline drawn, once decompressed (`None` for segments).
+    pub fn action_times(&self) -> Option<&[i64]> {
+        match self.plane {
+            Plane::Elements => self.session.action_times_ready(self.device),
+            Plane::Segments => None,
+        }
+    }
+
+    fn reset(&mut self) {
         self.load_coarsest();
         self.fit();
         self.selection.clear();
@@ -108,11 +157,12 @@ impl Timeline {
     /// Decompresses the coarsest level right here (one tile of 512 KiB: under a millisecond), so
     /// the very first frame shows the whole trace; finer tiles stream in from the workers.
     fn load_coarsest(&mut self) {
-        let dev = self.session.device(self.device);
-        let Some(li) = dev.tiles.len().checked_sub(1) else { return };
-        for (i, chunk) in dev.tiles[li].tiles.iter().enumerate() {
+        let session = Arc::clone(&self.session);
+        let tiles = stacked_in(&session, self.device, self.plane).tiles;
+        let Some(li) = tiles.len().checked_sub(1) else { return };
+        for (i, chunk) in tiles[li].tiles.iter().enumerate() {
             if let Ok(texels) = crate::archive::chunks::decode::<u32>(chunk) {
-                let key = tile_key(self.device, li, i);
+                let key = tile_key(self.device, self.plane, li, i);
                 self.textures.arrived(super::gpu::TexData {
                     key,
                     width: TILE_W,
@@ -128,24 +178,50 @@ impl Timeline {
     /// hash of the element id. Small either way: the element → site table comes straight from
     /// the archive.
     pub fn colours(&mut self) -> Arc<Vec<u32>> {
-        let want = (self.device, self.colour_by_site);
+        let want = (self.device, self.plane, self.colour_by_site);
         if let Some((k, c)) = &self.colours
             && *k == want
         {
             return Arc::clone(c);
         }
-        let n = if self.colour_by_site { self.session.root().stacks.offsets.len().saturating_sub(1) } else { 4096 };
+        let by_stack = self.colour_by_site && self.plane == Plane::Elements;
+        let n =
+            if by_stack { self.session.root().stacks.offsets.len().saturating_sub(1) } else { SEGMENT_KEYS as usize };
         let salt = if self.colour_by_site { 0 } else { 0x5bd1_e995 };
         let table = Arc::new((0..n as u32).map(|k| theme::palette(k ^ salt)).collect::<Vec<u32>>());
         self.colours = Some((want, Arc::clone(&table)));
         table
     }
 
+    /// What the shader colours an element by (with [`Self::colours`]): its allocation site, read
+    /// in place from the archive; for segments, a key of its stream or private pool.
+    pub fn site_table(&mut self) -> Arc<dyn AsRef<[u32]> + Send + Sync> {
+        if self.plane == Plane::Elements {
+            return Arc::new(SitesRef { session: Arc::clone(&self.session), device: self.device });
+        }
+        if let Some((d, keys)) = &self.segment_keys
+            && *d == self.device
+        {
+            return Arc::clone(keys) as Arc<dyn AsRef<[u32]> + Send + Sync>;
+        }
+        let keys = Arc::new(segment_keys(&self.session, self.device));
+        self.segment_keys = Some((self.device, Arc::clone(&keys)));
+        keys
+    }
+
+    /// The device's OOM markers once worked out (asked for in the background on first call).
+    pub fn ooms(&mut self) -> Option<&[super::ooms::OomMark]> {
+        if self.ooms.as_ref().is_none_or(|p| p.device != self.device) {
+            self.ooms = Some(super::ooms::Pending::start(&self.session, self.device));
+        }
+        self.ooms.as_ref().and_then(|p| p.marks.get()).map(Vec::as_slice)
+    }
+
     /// X range of the whole trace in the current axis' units.
     pub fn x_extent(&self) -> (f64, f64) {
-        let actions = self.session.layout(self.device).actions.len();
+        let actions = self.stacked().layout.actions.len();
         if self.time_axis
-            && let Some(times) = self.session.action_times_ready(self.device)
+            && let Some(times) = self.action_times()
             && let (Some(first), Some(last)) = (times.iter().find(|&&t| t != i64::MIN), times.last())
         {
             return (*first as f64, (*last as f64).max(*first as f64 + 1.0));
@@ -154,7 +230,7 @@ impl Timeline {
     }
 
     pub fn fit(&mut self) {
-        let l = self.session.layout(self.device);
+        let l = self.stacked().layout;
         let (a, b) = self.x_extent();
         self.view = View::fit(l.actions.len(), l.peak_bytes);
         self.view.x0 = a;
@@ -163,7 +239,7 @@ impl Timeline {
 
     /// Double-click: fit Y to the highest total visible.
     pub fn fit_y(&mut self) {
-        let l = self.session.layout(self.device);
+        let l = self.stacked().layout;
         let (a, b) = self.visible_actions();
         let max = l.totals.get(a..b.min(l.totals.len())).and_then(|t| t.iter().max().copied()).unwrap_or(l.peak_bytes);
         self.view.y0 = 0.0;
@@ -172,9 +248,9 @@ impl Timeline {
 
     /// Action index range `[a, b)` currently visible.
     pub fn visible_actions(&self) -> (usize, usize) {
-        let n = self.session.layout(self.device).actions.len();
+        let n = self.stacked().layout.actions.len();
         if self.time_axis {
-            let Some(times) = self.session.action_times_ready(self.device) else { return (0, n) };
+            let Some(times) = self.action_times() else { return (0, n) };
             let a = times.partition_point(|&t| (t as f64) < self.view.x0).saturating_sub(1);
             let b = times.partition_point(|&t| (t as f64) <= self.view.x1);
             return (a.min(n), b.min(n));
@@ -184,9 +260,9 @@ impl Timeline {
 
     /// The action index at data x (either axis).
     pub fn action_at(&self, x: f64) -> Option<usize> {
-        let n = self.session.layout(self.device).actions.len();
+        let n = self.stacked().layout.actions.len();
         let k = if self.time_axis {
-            let times = self.session.action_times_ready(self.device)?;
+            let times = self.action_times()?;
             times.partition_point(|&t| (t as f64) <= x).checked_sub(1)?
         } else {
             (x >= 0.0).then_some(x.floor() as usize)?
@@ -199,7 +275,7 @@ impl Timeline {
         if on == self.time_axis {
             return;
         }
-        let Some(times) = self.session.action_times_ready(self.device).map(<[i64]>::to_vec) else { return };
+        let Some(times) = self.action_times().map(<[i64]>::to_vec) else { return };
         if times.is_empty() || times.iter().all(|&t| t == i64::MIN) {
             return;
         }
@@ -217,14 +293,28 @@ impl Timeline {
         self.selection.hovered = None;
     }
 
+    /// Centres the view on action x (the action axis), keeping the zoom.
+    pub fn centre_on(&mut self, x: f64) {
+        if self.time_axis {
+            return;
+        }
+        let span = self.view.x1 - self.view.x0;
+        let n = self.stacked().layout.actions.len() as f64;
+        self.view.x0 = x - span / 2.0;
+        self.view.x1 = x + span / 2.0;
+        self.view.clamp_x(n);
+    }
+
     /// Centres the view on the device's peak and pins the largest allocation live there, so the
     /// bottom bar and the answers panel describe the peak.
     pub fn go_to_peak(&mut self) {
-        let l = self.session.layout(self.device);
+        let session = Arc::clone(&self.session);
+        let stacked = stacked_in(&session, self.device, self.plane);
+        let l = stacked.layout;
         let Some(k) = l.peak_action else { return };
         let span = (self.view.x1 - self.view.x0).min(l.actions.len() as f64 / 8.0).max(16.0);
         let x = if self.time_axis {
-            self.session.action_times_ready(self.device).map_or(f64::from(k.0), |t| t[k.index()] as f64)
+            self.action_times().map_or(f64::from(k.0), |t| t.get(k.index()).map_or(0.0, |&t| t as f64))
         } else {
             f64::from(k.0) + 0.5
         };
@@ -235,7 +325,7 @@ impl Timeline {
         }
         self.view.y0 = 0.0;
         self.view.y1 = l.peak_bytes as f64 * 1.05;
-        let stack = self.session.checkpoints(self.device).stack_after(l, k.signed());
+        let stack = stacked.checkpoints.stack_after(l, k.signed());
         let largest = stack.with_offsets().max_by_key(|&(id, _)| (l.elements.size[id.index()], std::cmp::Reverse(id)));
         self.selection.pinned = largest.map(|(id, off)| Hit {
             element: id,
@@ -247,8 +337,8 @@ impl Timeline {
     /// `h=… i=… v=…` guessed from the device's most frequent allocation sizes (no `--model`).
     pub fn shape_candidates(&mut self) -> Option<&str> {
         if self.candidates.as_ref().is_none_or(|(d, _)| *d != self.device) {
-            let e = self.session.layout(self.device).elements;
-            let sites = self.session.sites(self.device);
+            let e = self.stacked().layout.elements;
+            let sites = self.stacked().sites;
             let allocations: Vec<(u64, u32)> = (0..e.len())
                 .filter(|&i| e.origin[i] == 0)
                 .map(|i| (e.size[i], sites.get(i).copied().unwrap_or(crate::model::NONE)))
@@ -273,19 +363,79 @@ impl Timeline {
         {
             return Some(Arc::clone(m));
         }
-        let mask = Arc::new(crate::lod::raster::largest(self.session.layout(self.device).elements.size, n));
+        let mask = Arc::new(crate::lod::raster::largest(self.stacked().layout.elements.size, n));
         self.keep = Some((want, Arc::clone(&mask)));
         Some(mask)
     }
 }
 
+/// Colour keys of segments: the default pool's by stream (`0..SEGMENT_KEYS / 2`), a private
+/// pool's by pool (the upper half), so the segment timeline reads by stream and pool.
+const SEGMENT_KEYS: u32 = 4096;
+
+fn segment_keys(session: &Session, d: DeviceIdx) -> Vec<u32> {
+    use crate::derive::timeline::Attributes as _;
+    let Some(segments) = session.stacked(d, Plane::Segments) else { return Vec::new() };
+    let root = session.root();
+    let ordinal = session.ordinal(d).0;
+    let dump: std::collections::HashMap<u64, (u64, Option<(i64, i64)>)> = root
+        .segments
+        .iter()
+        .filter(|s| s.device.to_native() == ordinal)
+        .map(|s| {
+            (
+                s.address.to_native(),
+                (s.stream.to_native(), s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native()))),
+            )
+        })
+        .collect();
+    let attrs = crate::archive::attrs::DeviceAttrs { root, layout: segments.layout };
+    (0..segments.layout.elements.len())
+        .map(|i| {
+            let id = crate::model::ElementId::at(i);
+            let el = segments.layout.element(id);
+            let (stream, pool) = match el.origin {
+                crate::layout::Origin::Ghost => dump.get(&el.addr).copied().unwrap_or((0, None)),
+                _ => {
+                    let a = attrs.attrs(id);
+                    (a.stream.unwrap_or(0), a.pool)
+                }
+            };
+            let half = SEGMENT_KEYS / 2;
+            match pool.filter(|&p| p != (0, 0)) {
+                Some((a, b)) => half + ((a as u64).wrapping_mul(31).wrapping_add(b as u64) % u64::from(half)) as u32,
+                None => (stream % u64::from(half)) as u32,
+            }
+        })
+        .collect()
+}
+
+/// Element → site table of a device's element timeline, read in place from the mapped archive
+/// for the upload.
+struct SitesRef {
+    session: Arc<Session>,
+    device: DeviceIdx,
+}
+
+impl AsRef<[u32]> for SitesRef {
+    fn as_ref(&self) -> &[u32] {
+        self.session.elements(self.device).sites
+    }
+}
+
+/// Device `d`'s timeline of `plane` in `session` (its elements' when the archive lacks it): for
+/// code that holds its own handle on the session while it changes the timeline's state.
+pub fn stacked_in(session: &Session, d: DeviceIdx, plane: Plane) -> StackedRef<'_> {
+    session.stacked(d, plane).unwrap_or_else(|| session.elements(d))
+}
+
 /// A value computed for one key (device, setting), shared with the GPU side or the workers.
 type Cached<K, V> = (K, Arc<V>);
 
-pub fn tile_key(device: DeviceIdx, level: usize, index: usize) -> TexKey {
-    TexKey::Tile { device: device.0 as u32, level: level as u32, index: index as u32 }
+pub fn tile_key(device: DeviceIdx, plane: Plane, level: usize, index: usize) -> TexKey {
+    TexKey::Tile { device: device.0 as u32, plane: plane as u8, level: level as u32, index: index as u32 }
 }
 
 pub fn raster_key(spec: &ViewSpec, generation: u64) -> TexKey {
-    TexKey::Raster { device: spec.device.0 as u32, generation }
+    TexKey::Raster { device: spec.device.0 as u32, plane: spec.plane as u8, generation }
 }

@@ -23,6 +23,7 @@ impl Timeline {
     fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
         if let Some((spec, key)) = self.raster
             && spec.device == self.device
+            && spec.plane == self.plane
             && spec.time_axis == self.time_axis
             && x >= spec.x0
             && x < spec.x1
@@ -40,17 +41,17 @@ impl Timeline {
         if self.time_axis {
             return None;
         }
-        let dev = self.session.device(self.device);
-        let peak = dev.peak_bytes.to_native().max(1) as f64;
+        let stacked = self.stacked();
+        let peak = stacked.layout.peak_bytes.max(1) as f64;
         if x < 0.0 || byte < 0.0 || byte >= peak {
             return None;
         }
-        for (li, level) in dev.tiles.iter().enumerate() {
+        for (li, level) in stacked.tiles.iter().enumerate() {
             let column = (x as u64) >> level.level.to_native();
             if column >= u64::from(level.columns.to_native()) {
                 return None;
             }
-            let key = tile_key(self.device, li, (column / u64::from(TILE_W)) as usize);
+            let key = tile_key(self.device, self.plane, li, (column / u64::from(TILE_W)) as usize);
             if let Some(t) = self.textures.texels(&key) {
                 let c = (column % u64::from(TILE_W)) as usize;
                 let r = ((byte / peak) * f64::from(TILE_H)) as usize;

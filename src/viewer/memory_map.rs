@@ -1,0 +1,397 @@
+//! The memory map (the *Allocator State* view): every segment at the selected event drawn to
+//! scale, its blocks coloured by allocation site with the timeline's palette, pending frees red,
+//! rounding waste hatched, holes left dark and the largest one outlined.
+//!
+//! Layout: the segments in address order laid end to end on one line of bytes (a small gap
+//! between two), at one scale for the whole map, and that line wrapped into rows like text. A
+//! segment is as wide as its bytes wherever it sits, so 214 equal 20 MiB segments (frag_oom) read
+//! as a grid of equal bars and a 1 GiB segment beside 2 MiB ones (scale_2m7) as a long run across
+//! rows: sizes compare at a glance, and address order keeps neighbours together. PyTorch's viewer
+//! packs segments into rows by size, which hides where they sit.
+
+use std::collections::HashMap;
+
+use eframe::egui::{self, Color32, Pos2, Rect, Stroke, pos2};
+
+use super::theme;
+use super::timeline::{Timeline, stacked_in};
+use crate::allocator::{Block, SegmentMap, Summary};
+use crate::model::{ActionIdx, DeviceIdx, ElementId};
+
+const ROW_H: f32 = 18.0;
+const ROW_GAP: f32 = 5.0;
+const SEGMENT_GAP: f64 = 3.0;
+pub const FREE: Color32 = Color32::from_rgb(44, 47, 54);
+pub const PENDING: Color32 = Color32::from_rgb(230, 60, 60);
+pub const LARGEST_HOLE: Color32 = Color32::from_rgb(255, 210, 80);
+const SEGMENT_EDGE: Color32 = Color32::from_rgb(110, 115, 125);
+
+/// Where every byte of the map is drawn: segment `i` starts `starts[i]` points along the line,
+/// which wraps every `rect.width()` points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Geometry {
+    pub rect: Rect,
+    pub bytes_per_point: f64,
+    pub gap: f64,
+    pub starts: Vec<f64>,
+}
+
+impl Geometry {
+    /// Fits `segments` into `rect`: the scale that makes the whole line fill the rows there.
+    pub fn fit(segments: &[SegmentMap], rect: Rect) -> Geometry {
+        let rows = ((rect.height() + ROW_GAP) / (ROW_H + ROW_GAP)).floor().max(1.0) as f64;
+        let room = rows * f64::from(rect.width().max(1.0));
+        let bytes: u64 = segments.iter().map(|m| m.segment.size).sum();
+        let n = segments.len() as f64;
+        // Gaps only while they leave most of the room to bytes.
+        let gap = if n * SEGMENT_GAP < room / 4.0 { SEGMENT_GAP } else { 0.0 };
+        let bytes_per_point = (bytes.max(1) as f64 / (room - n * gap).max(1.0)).max(1e-9);
+        let mut starts = Vec::with_capacity(segments.len());
+        let mut at = 0.0;
+        for m in segments {
+            starts.push(at);
+            at += m.segment.size as f64 / bytes_per_point + gap;
+        }
+        Geometry { rect, bytes_per_point, gap, starts }
+    }
+
+    /// Where byte `addr` of segment `i` lies along the line.
+    fn along(&self, segments: &[SegmentMap], i: usize, addr: u64) -> f64 {
+        self.starts[i] + addr.saturating_sub(segments[i].segment.addr) as f64 / self.bytes_per_point
+    }
+
+    /// The rectangles that draw `[a, b)` of the line (a run that wraps takes one per row).
+    pub fn pieces(&self, a: f64, b: f64) -> Vec<Rect> {
+        let w = f64::from(self.rect.width().max(1.0));
+        let mut out = Vec::new();
+        let mut at = a;
+        while at < b {
+            let row = (at / w).floor();
+            let end = b.min((row + 1.0) * w);
+            let top = self.rect.top() + row as f32 * (ROW_H + ROW_GAP);
+            if top > self.rect.bottom() {
+                break;
+            }
+            let x0 = self.rect.left() + (at - row * w) as f32;
+            let x1 = self.rect.left() + (end - row * w) as f32;
+            out.push(Rect::from_min_max(pos2(x0, top), pos2(x1.max(x0 + 0.5), top + ROW_H)));
+            at = end;
+        }
+        out
+    }
+
+    /// The rectangles of bytes `[addr, addr + size)` of segment `i`.
+    pub fn bytes(&self, segments: &[SegmentMap], i: usize, addr: u64, size: u64) -> Vec<Rect> {
+        self.pieces(self.along(segments, i, addr), self.along(segments, i, addr + size))
+    }
+
+    /// The segment and the address under a point, if any.
+    pub fn locate(&self, segments: &[SegmentMap], p: Pos2) -> Option<(usize, u64)> {
+        if !self.rect.contains(p) {
+            return None;
+        }
+        let row = ((p.y - self.rect.top()) / (ROW_H + ROW_GAP)).floor();
+        if p.y - self.rect.top() - row * (ROW_H + ROW_GAP) > ROW_H {
+            return None;
+        }
+        let along = f64::from(row) * f64::from(self.rect.width()) + f64::from(p.x - self.rect.left());
+        let i = self.starts.partition_point(|&s| s <= along).checked_sub(1)?;
+        let s = &segments[i].segment;
+        let offset = ((along - self.starts[i]) * self.bytes_per_point) as u64;
+        (offset < s.size).then_some((i, s.addr + offset))
+    }
+}
+
+/// What is under the pointer in the map.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MapHit {
+    Block { segment: usize, block: Block, element: Option<ElementId> },
+    Hole { segment: usize, addr: u64, size: u64 },
+}
+
+/// The state shown and what the map needs to draw it, made once per (device, event).
+pub struct Shown {
+    pub device: DeviceIdx,
+    pub event: i64,
+    pub summary: Summary,
+    /// Block address → the element live there (for its site and for linking to the timeline).
+    pub elements: HashMap<u64, ElementId>,
+    /// The largest hole: `(segment, addr, size)`.
+    pub largest: Option<(usize, u64, u64)>,
+}
+
+#[derive(Default)]
+pub struct MemoryMap {
+    pub shown: Option<Shown>,
+    pub hovered: Option<MapHit>,
+    pub geometry: Option<Geometry>,
+}
+
+impl MemoryMap {
+    /// The state after device-relative event `event`, from the archive's saved states (one chunk
+    /// decoded, fewer than K events undone); `None` for an archive before format 3.
+    pub fn show(&mut self, t: &Timeline, event: i64) -> Option<&Shown> {
+        if self.shown.as_ref().is_none_or(|s| (s.device, s.event) != (t.device, event)) {
+            self.shown = shown(t, event);
+            self.hovered = None;
+        }
+        self.shown.as_ref()
+    }
+
+    pub fn ui(&mut self, ui: &mut egui::Ui, t: &mut Timeline) {
+        let Some(event) = map_event(t) else {
+            ui.weak("Hover or pin the timeline, or step with ←/→, to see the allocator's state at that event.");
+            return;
+        };
+        if self.show(t, event).is_none() {
+            ui.label("This archive was made before format 3, without the allocator's states: re-index to see this.");
+            return;
+        }
+        let Some(s) = &self.shown else { return };
+        let segs = &s.summary.segments;
+        let b = crate::analysis::units::bytes;
+        ui.label(format!(
+            "after event {} of device {}: {} segments · reserved {} · allocated {} · pending free {} · free {} (largest hole {})",
+            crate::analysis::units::thousands(event.max(0) as u64),
+            t.session.ordinal(t.device),
+            segs.len(),
+            b(s.summary.reserved),
+            b(s.summary.allocated),
+            b(s.summary.pending_free),
+            b(s.summary.free()),
+            b(s.summary.largest_free),
+        ));
+        let rect = ui.available_rect_before_wrap();
+        let response = ui.allocate_rect(rect, egui::Sense::click());
+        let g = Geometry::fit(segs, rect.shrink(2.0));
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 0.0, theme::BACKGROUND);
+        let sites = stacked_in(&t.session, t.device, super::data::Plane::Elements).sites;
+        let colour_of = |block: &Block| s.colour(sites, block);
+        let linked = t.selection.hovered.or(t.selection.pinned).map(|h| h.element);
+        for (i, m) in segs.iter().enumerate() {
+            for r in g.bytes(segs, i, m.segment.addr, m.segment.size) {
+                painter.rect_filled(r, 0.0, FREE);
+                painter.rect_stroke(r, 0.0, Stroke::new(1.0, SEGMENT_EDGE), egui::StrokeKind::Inside);
+            }
+            for block in &m.blocks {
+                let colour = colour_of(block);
+                let used = block.requested.min(block.size);
+                for r in g.bytes(segs, i, block.addr, used.max(1)) {
+                    painter.rect_filled(r, 0.0, colour);
+                }
+                // Rounding waste: the block's bytes past what was requested, hatched.
+                if block.size > used {
+                    for r in g.bytes(segs, i, block.addr + used, block.size - used) {
+                        hatch(&painter, r, colour);
+                    }
+                }
+                if linked.is_some() && s.elements.get(&block.addr).copied() == linked {
+                    for r in g.bytes(segs, i, block.addr, block.size) {
+                        painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
+                    }
+                }
+            }
+        }
+        if let Some((i, addr, size)) = s.largest {
+            for r in g.bytes(segs, i, addr, size) {
+                painter.rect_stroke(r, 0.0, Stroke::new(1.5, LARGEST_HOLE), egui::StrokeKind::Inside);
+            }
+        }
+        self.hovered = response.hover_pos().and_then(|p| hit(s, &g, p));
+        t.selection.map_hover = match self.hovered {
+            Some(MapHit::Block { element, .. }) => element,
+            _ => None,
+        };
+        if let Some(h) = self.hovered {
+            let lines = hit_lines(t, s, h);
+            response.on_hover_ui_at_pointer(|ui| super::panels::info_grid_ui(ui, &lines, "map-tooltip"));
+        }
+        self.geometry = Some(g);
+    }
+}
+
+/// The event the map shows: the hovered action's on the timeline, else the selected one.
+pub fn map_event(t: &Timeline) -> Option<i64> {
+    if let Some(k) = t.selection.hovered.and_then(|h| t.action_at(h.x)) {
+        return Some(action_event(t, k));
+    }
+    t.selection.event
+}
+
+/// The device-relative event of element-timeline action `k` (the last event for the synthetic
+/// action of a trace without actions).
+pub fn action_event(t: &Timeline, k: usize) -> i64 {
+    let trace = t.session.trace(t.device);
+    let l = t.session.elements(t.device).layout;
+    match l.action_event(ActionIdx::at(k)).get() {
+        Some(e) => e.index() as i64 - trace.start as i64,
+        None => trace.len() as i64 - 1,
+    }
+}
+
+/// The element-timeline action at or before device-relative event `event` (−1: none).
+pub fn action_before(t: &Timeline, event: i64) -> i64 {
+    let trace = t.session.trace(t.device);
+    let l = t.session.elements(t.device).layout;
+    let abs = trace.start as i64 + event;
+    let n = crate::derive::timeline::partition(l.actions.len() as u32, |k| {
+        l.action_event(ActionIdx(k)).get().is_none_or(|e| e.index() as i64 <= abs)
+    });
+    i64::from(n) - 1
+}
+
+impl Shown {
+    /// A block's colour: red when freed but pending, else its allocation site's with the
+    /// timeline's palette (grey when no element of the timeline is live there).
+    pub fn colour(&self, sites: &[u32], block: &Block) -> Color32 {
+        if block.pending_free {
+            return PENDING;
+        }
+        let site = self.elements.get(&block.addr).and_then(|&id| sites.get(id.index()).copied());
+        site.map_or(Color32::GRAY, |k| unpack(theme::palette(k)))
+    }
+}
+
+fn shown(t: &Timeline, event: i64) -> Option<Shown> {
+    let state = t.session.allocator_state(t.device, event)?;
+    let summary = state.summary(event);
+    let stacked = t.session.elements(t.device);
+    let live = stacked.checkpoints.stack_after(stacked.layout, action_before(t, event));
+    let elements = live.elements().map(|id| (stacked.layout.elements.addr[id.index()], id)).collect();
+    let largest = summary
+        .segments
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| m.holes().into_iter().map(move |(a, s)| (i, a, s)))
+        .max_by_key(|&(i, a, s)| (s, std::cmp::Reverse((i, a))));
+    Some(Shown { device: t.device, event, summary, elements, largest })
+}
+
+fn hit(s: &Shown, g: &Geometry, p: Pos2) -> Option<MapHit> {
+    let segs = &s.summary.segments;
+    let (i, addr) = g.locate(segs, p)?;
+    let blocks = &segs[i].blocks;
+    let j = blocks.partition_point(|b| b.addr <= addr);
+    if let Some(block) = j.checked_sub(1).map(|j| blocks[j]).filter(|b| addr < b.addr + b.size) {
+        return Some(MapHit::Block { segment: i, block, element: s.elements.get(&block.addr).copied() });
+    }
+    segs[i].holes().into_iter().find(|&(a, size)| a <= addr && addr < a + size).map(|(a, size)| MapHit::Hole {
+        segment: i,
+        addr: a,
+        size,
+    })
+}
+
+/// The tooltip of what is under the pointer: a block (and its element's stack) or a hole in its
+/// segment.
+fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
+    let b = crate::analysis::units::bytes;
+    let seg = |i: usize| &s.summary.segments[i];
+    let pool = |i: usize| seg(i).segment.pool.map_or("default".to_owned(), |(a, c)| format!("({a}, {c})"));
+    match h {
+        MapHit::Block { segment, block, element } => {
+            let mut v = vec![
+                ("block".into(), format!("{} ({} requested)", b(block.size), b(block.requested))),
+                ("address".into(), format!("{:#x}", block.addr)),
+                (
+                    "state".into(),
+                    if block.pending_free { "freed, pending on another stream" } else { "allocated" }.into(),
+                ),
+                ("stream".into(), seg(segment).segment.stream.to_string()),
+                ("pool".into(), pool(segment)),
+            ];
+            let info = element.and_then(|id| {
+                super::details::ElementInfo::gather(
+                    &t.session,
+                    t.device,
+                    super::data::Plane::Elements,
+                    id,
+                    None,
+                    &Default::default(),
+                )
+            });
+            if let Some(info) = info {
+                v.push(("element".into(), info.id.to_string()));
+                if let Some(f) = info.top_frame {
+                    v.push(("allocated at".into(), f));
+                }
+            }
+            v
+        }
+        MapHit::Hole { segment, addr, size } => {
+            let m = seg(segment);
+            let free: u64 = m.holes().iter().map(|h| h.1).sum();
+            let largest = m.holes().iter().map(|h| h.1).max().unwrap_or(0);
+            vec![
+                ("free hole".into(), format!("{} at {addr:#x}", b(size))),
+                (
+                    "segment".into(),
+                    format!(
+                        "{} at {:#x}, {:.0} % free in {} holes (largest {})",
+                        b(m.segment.size),
+                        m.segment.addr,
+                        100.0 * free as f64 / m.segment.size.max(1) as f64,
+                        m.holes().len(),
+                        b(largest)
+                    ),
+                ),
+                ("stream".into(), m.segment.stream.to_string()),
+                ("pool".into(), pool(segment)),
+            ]
+        }
+    }
+}
+
+fn unpack(rgba: u32) -> Color32 {
+    let [r, g, b, _] = rgba.to_le_bytes();
+    Color32::from_rgb(r, g, b)
+}
+
+/// Diagonal hatching over `r` in a darker tone of `colour`.
+fn hatch(painter: &egui::Painter, r: Rect, colour: Color32) {
+    let dark = Color32::from_rgb(colour.r() / 2, colour.g() / 2, colour.b() / 2);
+    painter.rect_filled(r, 0.0, dark);
+    let step = 5.0;
+    let mut x = r.left() - r.height();
+    while x < r.right() {
+        let (a, b) = (pos2(x, r.bottom()), pos2(x + r.height(), r.top()));
+        let clip = |p: Pos2| pos2(p.x.clamp(r.left(), r.right()), p.y);
+        painter.line_segment([clip(a), clip(b)], Stroke::new(1.0, colour));
+        x += step;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::allocator::Segment;
+
+    fn seg(addr: u64, size: u64, blocks: &[(u64, u64)]) -> SegmentMap {
+        SegmentMap {
+            segment: Segment { addr, size, stream: 0, pool: None },
+            blocks: blocks
+                .iter()
+                .map(|&(a, s)| Block { addr: a, size: s, requested: s, pending_free: false })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn segments_are_to_scale_in_address_order_and_points_find_them() {
+        let segs = vec![seg(1000, 400, &[(1000, 100)]), seg(5000, 200, &[])];
+        let g = Geometry::fit(&segs, Rect::from_min_size(pos2(0.0, 0.0), egui::vec2(100.0, 41.0)));
+        // Two rows of 100 points: 600 bytes and two 3-point gaps over 200 points.
+        assert!((g.bytes_per_point - 600.0 / 194.0).abs() < 1e-9);
+        assert_eq!(g.starts[0], 0.0);
+        assert!((g.starts[1] - (400.0 / g.bytes_per_point + 3.0)).abs() < 1e-9);
+        // The first segment wraps onto the second row.
+        let pieces = g.bytes(&segs, 0, 1000, 400);
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces[1].top(), ROW_H + ROW_GAP);
+        assert_eq!(g.locate(&segs, pos2(1.0, 5.0)), Some((0, 1003)));
+        let second = g.bytes(&segs, 1, 5000, 200)[0];
+        assert_eq!(g.locate(&segs, second.center()).map(|h| h.0), Some(1));
+        assert_eq!(g.locate(&segs, pos2(1.0, ROW_H + 1.0)), None, "between rows");
+    }
+}

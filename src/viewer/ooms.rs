@@ -1,0 +1,63 @@
+//! The OOM events of a device for the timeline's markers: where each sits and the explainer's
+//! verdict, worked out once on a named thread (the action column is read to find them and the
+//! allocator's state rebuilt before each) so the UI never waits for it.
+
+use std::sync::{Arc, OnceLock};
+
+use super::data::{DeviceData, Session};
+use crate::analysis::annotations::AnnotationFilter;
+use crate::analysis::oom;
+use crate::model::{DeviceIdx, EventIdx};
+
+/// One OOM on the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OomMark {
+    /// Device-relative raw event of the `oom`.
+    pub event: i64,
+    /// The last element-timeline action before it (−1: none): the marker's x.
+    pub action: i64,
+    /// The explainer's verdict in one line.
+    pub verdict: String,
+}
+
+/// The marks of `d`, computed now (for `--oom N`, which needs them before the first frame).
+pub fn marks(session: &Session, d: DeviceIdx) -> Vec<OomMark> {
+    let Some(states) = session.oom_states(d) else { return Vec::new() };
+    let root = session.root();
+    let settings = root.allocator_settings.as_ref().and_then(|s| serde_json::from_str(s.as_str()).ok());
+    let expandable = oom::expandable(settings.as_ref());
+    let events = crate::archive::events::ArchiveEvents::new(root);
+    let data = DeviceData::new(session, d);
+    let t = data.timeline();
+    let first = session.trace(d).start;
+    let filter = AnnotationFilter::default();
+    states
+        .iter()
+        .map(|o| {
+            let e = first + o.event as usize;
+            let cx = oom::context_in(&t, EventIdx::at(e), events.time_us(e), events.stack(e), &filter, expandable);
+            let action = cx.action;
+            OomMark { event: o.event, action, verdict: oom::one_line(&oom::report(root, o, cx)) }
+        })
+        .collect()
+}
+
+/// The marks of one device, filled in by a background thread.
+pub struct Pending {
+    pub device: DeviceIdx,
+    pub marks: Arc<OnceLock<Vec<OomMark>>>,
+}
+
+impl Pending {
+    pub fn start(session: &Arc<Session>, d: DeviceIdx) -> Pending {
+        let marks = Arc::new(OnceLock::new());
+        let (out, session) = (Arc::clone(&marks), Arc::clone(session));
+        let spawned = std::thread::Builder::new().name("memviz-ooms".into()).spawn(move || {
+            let _ = out.set(self::marks(&session, d));
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: could not start the OOM thread ({e}): no OOM markers");
+        }
+        Pending { device: d, marks }
+    }
+}

@@ -1,0 +1,159 @@
+//! On the element timeline: the allocator's reserved bytes as a line over the allocated area,
+//! the gap between them shaded as "reserved but unallocated", and the OOM events as red markers
+//! whose tooltip is the explainer's verdict (a click opens the memory map at that OOM).
+//!
+//! Per screen column the line is the highest reserved value over the column's actions, read from
+//! the series' min/max levels when a column covers many actions and from its chunks (a few,
+//! decoded once each) when zoomed in: the cost follows the screen, not the trace.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, Rect, Stroke, pos2};
+
+use super::data::Plane;
+use super::timeline::Timeline;
+use crate::archive::chunks::{self, CHUNK_ROWS};
+use crate::lod::raster::{action_columns, time_columns};
+use crate::model::DeviceIdx;
+
+pub const RESERVED_LINE: Color32 = Color32::from_rgb(250, 250, 250);
+pub const UNALLOCATED: Color32 = Color32::from_rgba_premultiplied(40, 34, 10, 70);
+pub const OOM: Color32 = Color32::from_rgb(255, 40, 40);
+
+/// Decoded chunks of the reserved series, by (device, chunk).
+#[derive(Default)]
+pub struct ReservedCache {
+    chunks: HashMap<(DeviceIdx, usize), Arc<Vec<i64>>>,
+}
+
+impl ReservedCache {
+    /// The highest reserved bytes after any action of `[a, b)`; `None` without the series.
+    fn max(&mut self, t: &Timeline, a: usize, b: usize) -> Option<u64> {
+        let series = &t.session.device(t.device).allocator.reserved;
+        if series.chunks.is_empty() || a >= b {
+            return None;
+        }
+        let span = (b - a) as u64;
+        let level = series.levels.iter().rev().find(|l| l.actions_per_bucket.to_native() * 4 <= span);
+        if let Some(l) = level {
+            let per = l.actions_per_bucket.to_native() as usize;
+            let (i, j) = (a / per, b.div_ceil(per).min(l.max.len()));
+            return l.max.get(i..j.max(i + 1).min(l.max.len()))?.iter().map(|v| v.to_native()).max();
+        }
+        let mut best = None;
+        for c in a / CHUNK_ROWS..=(b - 1) / CHUNK_ROWS {
+            if self.chunks.len() > 8 {
+                self.chunks.clear();
+            }
+            let values = match self.chunks.get(&(t.device, c)) {
+                Some(v) => Arc::clone(v),
+                None => {
+                    let v = Arc::new(
+                        series.chunks.get(c).and_then(|ch| chunks::decode_deltas(ch).ok()).unwrap_or_default(),
+                    );
+                    self.chunks.insert((t.device, c), Arc::clone(&v));
+                    v
+                }
+            };
+            let (lo, hi) = (a.max(c * CHUNK_ROWS) - c * CHUNK_ROWS, (b.min((c + 1) * CHUNK_ROWS)) - c * CHUNK_ROWS);
+            let m = values.get(lo..hi.min(values.len())).and_then(|v| v.iter().max().copied());
+            best = best.max(m.map(|v| v as u64));
+        }
+        best
+    }
+}
+
+impl Timeline {
+    /// The reserved line and the shaded gap over the allocated area (element timeline only).
+    pub fn reserved_overlay(&mut self, painter: &egui::Painter) {
+        let mut cache = std::mem::take(&mut self.reserved_cache);
+        self.draw_reserved(painter, &mut cache);
+        self.reserved_cache = cache;
+    }
+
+    fn draw_reserved(&self, painter: &egui::Painter, cache: &mut ReservedCache) {
+        if self.plane != Plane::Elements {
+            return;
+        }
+        let rect = self.plot_rect;
+        let columns = (rect.width() / 2.0).max(1.0) as u32;
+        let l = self.stacked().layout;
+        let ranges: Vec<(usize, usize)> = if self.time_axis {
+            let Some(times) = self.action_times() else { return };
+            time_columns(times, self.view.x0, self.view.x1, columns).collect()
+        } else {
+            action_columns(self.view.x0, self.view.x1, columns).collect()
+        };
+        let col_w = rect.width() / columns as f32;
+        let mut line = Vec::with_capacity(ranges.len() * 2);
+        let painter = painter.with_clip_rect(rect);
+        for (c, &(a, b)) in ranges.iter().enumerate() {
+            let b = b.min(l.totals.len());
+            let Some(reserved) = cache.max(self, a, b) else {
+                if !line.is_empty() {
+                    painter.add(egui::Shape::line(std::mem::take(&mut line), Stroke::new(1.5, RESERVED_LINE)));
+                }
+                continue;
+            };
+            let allocated = l.totals.get(a..b).and_then(|t| t.iter().max().copied()).unwrap_or(0);
+            let (x0, x1) = (rect.left() + c as f32 * col_w, rect.left() + (c + 1) as f32 * col_w);
+            let (y_r, y_a) = (
+                self.view.screen_from_bytes(rect, reserved as f64),
+                self.view.screen_from_bytes(rect, allocated as f64),
+            );
+            if y_r < y_a {
+                painter.rect_filled(Rect::from_min_max(pos2(x0, y_r), pos2(x1, y_a)), 0.0, UNALLOCATED);
+            }
+            line.push(pos2(x0, y_r));
+            line.push(pos2(x1, y_r));
+        }
+        if !line.is_empty() {
+            painter.add(egui::Shape::line(line, Stroke::new(1.5, RESERVED_LINE)));
+        }
+    }
+
+    /// Red markers at each OOM's action; hovering one shows the verdict; a click returns the OOM's
+    /// event (the memory map opens there).
+    pub fn oom_markers(&mut self, ui: &egui::Ui) -> Option<i64> {
+        if self.plane != Plane::Elements {
+            return None;
+        }
+        let rect = self.plot_rect;
+        let marks = self.ooms()?.to_vec();
+        let times = self.action_times().map(<[i64]>::to_vec);
+        let painter = ui.painter_at(rect);
+        let pointer = ui.input(|i| i.pointer.hover_pos());
+        let clicked = ui.input(|i| i.pointer.primary_clicked());
+        let mut hit = None;
+        for m in &marks {
+            let k = m.action.max(0) as usize;
+            let x = match (&times, self.time_axis) {
+                (Some(t), true) => t.get(k).map_or(0.0, |&t| t as f64),
+                _ => m.action as f64 + 1.0,
+            };
+            let sx = self.view.screen_from_action(rect, x);
+            if sx < rect.left() || sx > rect.right() {
+                continue;
+            }
+            painter.vline(sx, rect.y_range(), Stroke::new(2.0, OOM));
+            let top = rect.top();
+            painter.add(egui::Shape::convex_polygon(
+                vec![pos2(sx - 6.0, top), pos2(sx + 6.0, top), pos2(sx, top + 10.0)],
+                OOM,
+                Stroke::NONE,
+            ));
+            if pointer.is_some_and(|p| (p.x - sx).abs() <= 5.0 && rect.contains(p)) {
+                hit = Some(m.clone());
+            }
+        }
+        let m = hit?;
+        let tip = ui.scope_id().with("memviz-oom-tip");
+        egui::Tooltip::always_open(ui.ctx().clone(), ui.layer_id(), tip, egui::PopupAnchor::Pointer).show(|ui| {
+            ui.colored_label(OOM, format!("OOM at event {}", crate::analysis::units::thousands(m.event as u64)));
+            ui.label(&m.verdict);
+            ui.weak("click: the memory map at this OOM");
+        });
+        clicked.then_some(m.event)
+    }
+}

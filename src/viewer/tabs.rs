@@ -1,0 +1,40 @@
+//! The views of an open archive, switched in the top bar. Their names are PyTorch's viewer's, so
+//! its users find them; all of them read one [`super::selection::Selection`].
+
+/// What the window shows of an open archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Tab {
+    /// The Active Memory Timeline: live tensors stacked over the actions.
+    #[default]
+    Timeline,
+    /// The Active Cached Segment Timeline: segments stacked over the segment actions.
+    Segments,
+    /// The Allocator State: the timeline with the memory map at the selected event below it.
+    State,
+    /// The Allocator Settings the snapshot recorded.
+    Settings,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 4] = [Tab::Timeline, Tab::Segments, Tab::State, Tab::Settings];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Timeline => "Active Memory Timeline",
+            Tab::Segments => "Active Cached Segment Timeline",
+            Tab::State => "Allocator State",
+            Tab::Settings => "Allocator Settings",
+        }
+    }
+}
+
+/// The instant the viewer opens on (`--event`, `--action`, `--oom`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAt {
+    /// After this device-relative raw event.
+    Event(i64),
+    /// After this action of the element timeline.
+    Action(i64),
+    /// Just before the N-th OOM event (1-based; 0: the last).
+    Oom(usize),
+}
