@@ -12,6 +12,9 @@ pub struct BenchResult {
     pub frames: usize,
     pub frame_ms: serde_json::Value,
     pub hover_ms: serde_json::Value,
+    /// In the Allocator State view: frames of stepping 1,000 events with → held down (one
+    /// key repeat a frame; each frame rebuilds the state and draws the map).
+    pub step_ms: Option<serde_json::Value>,
 }
 
 /// The events of one wheel notch at `at` (a test or bench's scroll).
@@ -39,7 +42,12 @@ fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
 pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
     gpu.settle(app, 500);
     let Some(rect) = app.timeline().map(|t| t.plot_rect) else {
-        return BenchResult { frames: 0, frame_ms: serde_json::Value::Null, hover_ms: serde_json::Value::Null };
+        return BenchResult {
+            frames: 0,
+            frame_ms: serde_json::Value::Null,
+            hover_ms: serde_json::Value::Null,
+            step_ms: None,
+        };
     };
     let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
     let mut script: Vec<Vec<Event>> = Vec::new();
@@ -93,5 +101,34 @@ pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
             hover.push(s.elapsed().as_secs_f64() * 1e3);
         }
     }
-    BenchResult { frames: times.len(), frame_ms: percentiles(times), hover_ms: percentiles(hover) }
+    let step_ms = (app.tab == super::tabs::Tab::State).then(|| {
+        gpu.frame(
+            app,
+            vec![
+                Event::PointerGone,
+                Event::Key {
+                    key: egui::Key::Home,
+                    physical_key: None,
+                    pressed: true,
+                    repeat: false,
+                    modifiers: Modifiers::NONE,
+                },
+            ],
+        );
+        let mut steps = Vec::with_capacity(1000);
+        for _ in 0..1000 {
+            let right = Event::Key {
+                key: egui::Key::ArrowRight,
+                physical_key: None,
+                pressed: true,
+                repeat: true,
+                modifiers: Modifiers::NONE,
+            };
+            let t = Instant::now();
+            gpu.frame(app, vec![right]);
+            steps.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        percentiles(steps)
+    });
+    BenchResult { frames: times.len(), frame_ms: percentiles(times), hover_ms: percentiles(hover), step_ms }
 }

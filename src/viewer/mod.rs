@@ -127,6 +127,9 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         report["frames"] = b.frames.into();
         report["frame_ms"] = b.frame_ms;
         report["hover_ms"] = b.hover_ms;
+        if let Some(s) = b.step_ms {
+            report["step_1000_events_ms"] = s;
+        }
     }
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
