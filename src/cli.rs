@@ -101,7 +101,7 @@ pub struct OpenArgs {
     /// The view shown first (also for --screenshot): timeline, segments, state (the memory map
     /// at the selected event), settings. --oom alone opens the state view.
     #[arg(long, value_enum, value_name = "VIEW")]
-    pub view: Option<crate::viewer::tabs::Tab>,
+    pub view: Option<ViewArg>,
     /// Open at this raw trace event (device-relative; the memory map's instant).
     #[arg(long, allow_negative_numbers = true, value_name = "K", group = "open_at")]
     pub event: Option<i64>,
@@ -113,6 +113,19 @@ pub struct OpenArgs {
     pub oom: Option<usize>,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `open --view`: the viewer's views by their short names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ViewArg {
+    /// The Active Memory Timeline.
+    Timeline,
+    /// The Active Cached Segment Timeline.
+    Segments,
+    /// The Allocator State: the memory map at the selected event.
+    State,
+    /// The Allocator Settings.
+    Settings,
 }
 
 /// Tensor shapes and annotations, shared by `open` and `stats`.

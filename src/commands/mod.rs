@@ -4,6 +4,7 @@ mod allocator;
 mod answers;
 mod index;
 
+use crate::cli::ViewArg;
 use crate::viewer::tabs::{OpenAt, Tab};
 use std::time::Instant;
 
@@ -86,7 +87,14 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             model,
             max_entries: args.max_entries,
             no_cache: !cache,
-            tab: args.view.unwrap_or(if args.oom.is_some() { Tab::State } else { Tab::Timeline }),
+            tab: match args.view {
+                Some(ViewArg::Timeline) => Tab::Timeline,
+                Some(ViewArg::Segments) => Tab::Segments,
+                Some(ViewArg::State) => Tab::State,
+                Some(ViewArg::Settings) => Tab::Settings,
+                None if args.oom.is_some() => Tab::State,
+                None => Tab::Timeline,
+            },
             at: match (args.event, args.action, args.oom) {
                 (Some(e), _, _) => Some(OpenAt::Event(e)),
                 (_, Some(k), _) => Some(OpenAt::Action(k)),

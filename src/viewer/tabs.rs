@@ -2,7 +2,7 @@
 //! its users find them; all of them read one [`super::selection::Selection`].
 
 /// What the window shows of an open archive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tab {
     /// The Active Memory Timeline: live tensors stacked over the actions.
     #[default]
