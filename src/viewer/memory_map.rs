@@ -27,16 +27,51 @@ pub const LARGEST_HOLE: Color32 = Color32::from_rgb(255, 210, 80);
 const SEGMENT_EDGE: Color32 = Color32::from_rgb(110, 115, 125);
 
 /// Where every byte of the map is drawn: segment `i` starts `starts[i]` points along the line,
-/// which wraps every `rect.width()` points.
+/// which wraps every `rect.width()` points; the rectangle's top-left shows point `origin` of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Geometry {
     pub rect: Rect,
     pub bytes_per_point: f64,
     pub gap: f64,
     pub starts: Vec<f64>,
+    pub origin: f64,
+}
+
+/// Zoom and pan of the map: `zoom` × the fitted scale, `origin` the line point at the top left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MapView {
+    pub zoom: f64,
+    pub origin: f64,
+}
+
+impl Default for MapView {
+    fn default() -> Self {
+        MapView { zoom: 1.0, origin: 0.0 }
+    }
 }
 
 impl Geometry {
+    /// `segments` in `rect` at `view`: the fitted scale (the whole line fills the rows there)
+    /// times the zoom.
+    pub fn new(segments: &[SegmentMap], rect: Rect, view: MapView) -> Geometry {
+        let mut g = Geometry::fit(segments, rect);
+        g.bytes_per_point /= view.zoom;
+        g.gap *= view.zoom.sqrt().min(4.0);
+        let mut at = 0.0;
+        for (s, m) in g.starts.iter_mut().zip(segments) {
+            *s = at;
+            at += m.segment.size as f64 / g.bytes_per_point + g.gap;
+        }
+        g.origin = view.origin;
+        g
+    }
+
+    /// The line point under a screen point (rows below the last still count).
+    pub fn line_at(&self, p: Pos2) -> f64 {
+        let row = ((p.y - self.rect.top()) / (ROW_H + ROW_GAP)).floor();
+        self.origin + f64::from(row) * f64::from(self.rect.width()) + f64::from(p.x - self.rect.left())
+    }
+
     /// Fits `segments` into `rect`: the scale that makes the whole line fill the rows there.
     pub fn fit(segments: &[SegmentMap], rect: Rect) -> Geometry {
         let rows = ((rect.height() + ROW_GAP) / (ROW_H + ROW_GAP)).floor().max(1.0) as f64;
@@ -52,7 +87,7 @@ impl Geometry {
             starts.push(at);
             at += m.segment.size as f64 / bytes_per_point + gap;
         }
-        Geometry { rect, bytes_per_point, gap, starts }
+        Geometry { rect, bytes_per_point, gap, starts, origin: 0.0 }
     }
 
     /// Where byte `addr` of segment `i` lies along the line.
@@ -64,7 +99,9 @@ impl Geometry {
     pub fn pieces(&self, a: f64, b: f64) -> Vec<Rect> {
         let w = f64::from(self.rect.width().max(1.0));
         let mut out = Vec::new();
-        let mut at = a;
+        // Relative to the origin, whose row is the first one shown: what lies before it is above.
+        let (a, b) = (a - self.origin, b - self.origin);
+        let mut at = a.max(0.0);
         while at < b {
             let row = (at / w).floor();
             let end = b.min((row + 1.0) * w);
@@ -94,7 +131,7 @@ impl Geometry {
         if p.y - self.rect.top() - row * (ROW_H + ROW_GAP) > ROW_H {
             return None;
         }
-        let along = f64::from(row) * f64::from(self.rect.width()) + f64::from(p.x - self.rect.left());
+        let along = self.line_at(p);
         let i = self.starts.partition_point(|&s| s <= along).checked_sub(1)?;
         let s = &segments[i].segment;
         let offset = ((along - self.starts[i]) * self.bytes_per_point) as u64;
@@ -125,6 +162,8 @@ pub struct MemoryMap {
     pub shown: Option<Shown>,
     pub hovered: Option<MapHit>,
     pub geometry: Option<Geometry>,
+    /// Scroll: zoom at the pointer; drag: pan; double-click: fit again.
+    pub view: MapView,
 }
 
 impl MemoryMap {
@@ -162,8 +201,10 @@ impl MemoryMap {
             b(s.summary.largest_free),
         ));
         let rect = ui.available_rect_before_wrap();
-        let response = ui.allocate_rect(rect, egui::Sense::click());
-        let g = Geometry::fit(segs, rect.shrink(2.0));
+        let response = ui.allocate_rect(rect, egui::Sense::click_and_drag());
+        let inner = rect.shrink(2.0);
+        zoom_pan(&mut self.view, ui, &response, segs, inner);
+        let g = Geometry::new(segs, inner, self.view);
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 0.0, theme::BACKGROUND);
         let sites = stacked_in(&t.session, t.device, super::data::Plane::Elements).sites;
@@ -208,6 +249,34 @@ impl MemoryMap {
             response.on_hover_ui_at_pointer(|ui| super::panels::info_grid_ui(ui, &lines, "map-tooltip"));
         }
         self.geometry = Some(g);
+    }
+}
+
+/// Scroll zooms at the pointer (the byte under it stays there), drag pans along the line,
+/// double-click fits.
+fn zoom_pan(view: &mut MapView, ui: &egui::Ui, response: &egui::Response, segs: &[SegmentMap], rect: Rect) {
+    if response.double_clicked() {
+        *view = MapView::default();
+        return;
+    }
+    let w = f64::from(rect.width().max(1.0));
+    if response.dragged() {
+        let d = response.drag_delta();
+        let rows = (f64::from(d.y) / f64::from(ROW_H + ROW_GAP)).round();
+        view.origin -= f64::from(d.x) + rows * w;
+    }
+    let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+    if let (Some(p), true) = (response.hover_pos(), scroll != 0.0) {
+        let g = Geometry::new(segs, rect, *view);
+        let zoom = (view.zoom * (f64::from(scroll) / 200.0).exp()).clamp(1.0, 1e6);
+        let f = zoom / view.zoom;
+        // The line point under the pointer keeps its place on the screen.
+        let under = g.line_at(p);
+        *view = MapView { zoom, origin: under * f - (under - g.origin) };
+    }
+    view.origin = view.origin.max(0.0);
+    if view.zoom <= 1.0 {
+        view.origin = 0.0;
     }
 }
 
@@ -393,5 +462,14 @@ mod tests {
         let second = g.bytes(&segs, 1, 5000, 200)[0];
         assert_eq!(g.locate(&segs, second.center()).map(|h| h.0), Some(1));
         assert_eq!(g.locate(&segs, pos2(1.0, ROW_H + 1.0)), None, "between rows");
+
+        // Zoomed 3× and scrolled: what is drawn at a point is what the point finds.
+        let rect = Rect::from_min_size(pos2(0.0, 0.0), egui::vec2(100.0, 41.0));
+        let z = Geometry::new(&segs, rect, MapView { zoom: 3.0, origin: 150.0 });
+        assert!((z.bytes_per_point - g.bytes_per_point / 3.0).abs() < 1e-9);
+        let r = z.bytes(&segs, 0, 1300, 40)[0];
+        let (i, addr) = z.locate(&segs, r.center()).unwrap();
+        assert!(i == 0 && (1300..1340).contains(&addr), "{i} {addr}");
+        assert!(z.bytes(&segs, 0, 1000, 10).is_empty(), "scrolled out above");
     }
 }
