@@ -244,6 +244,15 @@ impl MemoryMap {
             Some(MapHit::Block { element, .. }) => element,
             _ => None,
         };
+        // A click on a block pins its element: the bottom bar shows it as for the timeline.
+        if response.clicked()
+            && let Some(element) = t.selection.map_hover
+        {
+            let l = t.session.elements(t.device).layout;
+            let el = l.element(element);
+            let x = el.start_opt().map_or(0.0, |k| f64::from(k.0) + 0.5);
+            t.selection.pinned = Some(super::selection::Hit { element, x, byte: el.size as f64 / 2.0 });
+        }
         if let Some(h) = self.hovered {
             let lines = hit_lines(t, s, h);
             response.on_hover_ui_at_pointer(|ui| super::panels::info_grid_ui(ui, &lines, "map-tooltip"));
