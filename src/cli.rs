@@ -98,8 +98,8 @@ pub struct OpenArgs {
     /// Draw only the N largest allocations individually; the rest form one summarized band.
     #[arg(long, value_name = "N")]
     pub max_entries: Option<usize>,
-    /// The view shown first (also for --screenshot): timeline, segments, state (the memory map
-    /// at the selected event), settings. --oom alone opens the state view.
+    /// The view shown first (also for --screenshot): timeline, pools, segments, state (the
+    /// memory map at the selected event), settings. --oom alone opens the state view.
     #[arg(long, value_enum, value_name = "VIEW")]
     pub view: Option<ViewArg>,
     /// Open at this raw trace event (device-relative; the memory map's instant).
@@ -120,6 +120,8 @@ pub struct OpenArgs {
 pub enum ViewArg {
     /// The Active Memory Timeline.
     Timeline,
+    /// Allocated Memory (incl. Private Pools): each private pool one band.
+    Pools,
     /// The Active Cached Segment Timeline.
     Segments,
     /// The Allocator State: the memory map at the selected event.

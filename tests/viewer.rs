@@ -190,6 +190,46 @@ fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
     assert_eq!(app.map.shown.as_ref().unwrap().event, 2354, "the map follows");
 }
 
+/// *Allocated Memory (incl. Private Pools)* on cudagraph (a CUDA graph's pool and a MemPool):
+/// each pool is one band of max(live, reserved) at the bottom, its tensors not drawn one by one.
+#[test]
+fn the_pools_view_draws_each_private_pool_as_one_band() {
+    let dir = tempdir();
+    let archive = dir.path().join("cudagraph.memviz");
+    memviz_ok(["index".as_ref(), data("cudagraph.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+    let options = ViewerOptions { tab: Tab::Pools, ..ViewerOptions::default() };
+    let (mut gpu, mut app) = open_with(&archive, options, 1200, 700);
+    for _ in 0..400 {
+        if app.timeline_mut().unwrap().pools().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    gpu.settle(&mut app, 3000);
+    let t = app.timeline_mut().unwrap();
+    let pools = std::sync::Arc::clone(t.pools().expect("cudagraph has private pools"));
+    assert_eq!(pools.ids.len(), 2, "the graph's pool and the MemPool: {:?}", pools.ids);
+    let n = pools.bands[0].len();
+    for p in 0..2 {
+        assert!((0..n).all(|k| pools.bands[p][k] >= pools.active[p][k]), "a band holds at least the pool's tensors");
+    }
+    // At the last action both pools hold memory; the lower band's middle is its colour on
+    // screen, and the id buffer there is the band, not an element.
+    let k = n - 1;
+    assert!(pools.bands[0][k] > 0 && pools.bands[1][k] > 0);
+    let rect = t.plot_rect;
+    let x = t.view.screen_from_action(rect, k as f64 + 0.5).round().min(rect.right() - 2.0);
+    let y = t.view.screen_from_bytes(rect, pools.bands[0][k] as f64 / 2.0).round();
+    let rgba = gpu.read_rgba();
+    let i = (y as usize * gpu.width as usize + x as usize) * 4;
+    let want = memviz::viewer::pools::pool_colour(0);
+    assert_eq!(&rgba[i..i + 3], &[want.r(), want.g(), want.b()], "pool 0's band at ({x}, {y})");
+    let (_, ids) = gpu.read_ids(&app).unwrap();
+    assert_eq!(ids[y as usize * gpu.width as usize + x as usize], memviz::lod::raster::AGGREGATED);
+    let hit = pools.at(k, pools.bands[0][k] as f64 + 1.0).unwrap();
+    assert_eq!(hit.0, 1, "just above the first band is the second pool's");
+}
+
 /// The OOM events are red markers at their action on the element timeline, over the reserved
 /// line.
 #[test]

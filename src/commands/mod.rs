@@ -89,6 +89,7 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             no_cache: !cache,
             tab: match args.view {
                 Some(ViewArg::Timeline) => Tab::Timeline,
+                Some(ViewArg::Pools) => Tab::Pools,
                 Some(ViewArg::Segments) => Tab::Segments,
                 Some(ViewArg::State) => Tab::State,
                 Some(ViewArg::Settings) => Tab::Settings,

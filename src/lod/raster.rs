@@ -21,22 +21,42 @@ pub struct RasterSpec<'s> {
     /// Bytes `[byte_lo, byte_hi)` shown, row 0 at `byte_lo` (the bottom).
     pub byte_lo: u64,
     pub byte_hi: u64,
-    /// With `--max-entries`: which elements are drawn individually (indexed by id). The others
-    /// form one band at the bottom whose height is their live total (MemoryViz's summarized
-    /// entry); the kept elements stack on top of it.
-    pub keep: Option<&'s [bool]>,
+    /// Which elements are drawn individually, and the band the others form.
+    pub keep: Option<Band<'s>>,
+}
+
+/// Elements not drawn individually form one band at the bottom; the kept ones stack on top of it.
+/// With `--max-entries` the band's height is their live total (MemoryViz's summarized entry);
+/// in the private-pools view, `at_least[k]` raises it after action `k` (a pool's reserved
+/// memory, when more than its live tensors).
+#[derive(Debug, Clone, Copy)]
+pub struct Band<'s> {
+    /// Indexed by element id.
+    pub keep: &'s [bool],
+    pub at_least: Option<&'s [u64]>,
+}
+
+impl<'s> Band<'s> {
+    pub fn keep(keep: &'s [bool]) -> Band<'s> {
+        Band { keep, at_least: None }
+    }
 }
 
 /// The drawn stack after the replay's current action: `(band bytes, [(id, offset)])`, where the
-/// band is the live total of elements not kept (0 without a mask) and offsets start above it.
+/// band is the live total of elements not kept (0 without a mask; at least `at_least` of the
+/// action) and offsets start above it.
 pub fn drawn_stack(
     stack: &crate::layout::LiveStack<'_>,
     sizes: &[u64],
-    keep: Option<&[bool]>,
+    band: Option<Band<'_>>,
 ) -> (u64, Vec<(u32, u64)>) {
-    let Some(keep) = keep else { return (0, stack.with_offsets().map(|(id, off)| (id.0, off)).collect()) };
+    let Some(Band { keep, at_least }) = band else {
+        return (0, stack.with_offsets().map(|(id, off)| (id.0, off)).collect());
+    };
     let kept = |id: u32| keep.get(id as usize).copied().unwrap_or(true);
-    let band: u64 = stack.ids.iter().filter(|&&id| !kept(id)).map(|&id| sizes[id as usize]).sum();
+    let live: u64 = stack.ids.iter().filter(|&&id| !kept(id)).map(|&id| sizes[id as usize]).sum();
+    let floor = stack.next_action.checked_sub(1).and_then(|k| at_least?.get(k).copied()).unwrap_or(0);
+    let band = live.max(floor);
     let mut off = band;
     let drawn = stack
         .ids
@@ -198,7 +218,7 @@ pub fn rasterize_columns(
     rows: u32,
     byte_lo: u64,
     byte_hi: u64,
-    keep: Option<&[bool]>,
+    keep: Option<Band<'_>>,
 ) -> Raster {
     let columns = samples.len() as u32;
     let mut texels = vec![EMPTY; columns as usize * rows as usize];
@@ -260,9 +280,14 @@ mod tests {
         let sizes = &t.layout.elements.size;
         let keep = largest(sizes, 1);
         assert_eq!(keep, [false, false, true]);
-        let spec = RasterSpec { samples: &[2], rows: 6, byte_lo: 0, byte_hi: 600, keep: Some(&keep) };
+        let spec = RasterSpec { samples: &[2], rows: 6, byte_lo: 0, byte_hi: 600, keep: Some(Band::keep(&keep)) };
         let r = rasterize(t.layout.view(), t.checkpoints.view(), spec);
         assert_eq!(column(&r, 0), [AGGREGATED, AGGREGATED, AGGREGATED, 2, 2, 2]);
+        // A floor under the band (a pool's reserved bytes) lifts what stacks on top of it.
+        let floor = [0, 0, 400, 0];
+        let band = Band { keep: &keep, at_least: Some(&floor) };
+        let r = rasterize(t.layout.view(), t.checkpoints.view(), RasterSpec { keep: Some(band), ..spec });
+        assert_eq!(column(&r, 0), [AGGREGATED, AGGREGATED, AGGREGATED, AGGREGATED, 2, 2]);
     }
 
     #[test]

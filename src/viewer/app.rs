@@ -232,6 +232,10 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
     let plane = if *s.tab == Tab::Segments { Plane::Segments } else { Plane::Elements };
     let has_plane = t.set_plane(plane);
+    if t.pools_view != (*s.tab == Tab::Pools) {
+        t.pools_view = *s.tab == Tab::Pools;
+        t.invalidate_raster();
+    }
     if *s.tab == Tab::Settings {
         egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
             super::settings::ui(ui, t.session.root().allocator_settings.as_ref().map(|s| s.as_str()));
@@ -323,6 +327,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Opti
     };
     t.grid(ui.painter());
     ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
+    t.pools_overlay(ui);
     t.reserved_overlay(ui.painter());
     t.overlays(ui.painter(), full, options.gpu);
     t.annotations_ui(ui, lane, &options.annotations);

@@ -23,6 +23,7 @@ pub mod offscreen;
 pub mod ooms;
 pub mod overlays;
 pub mod panels;
+pub mod pools;
 pub mod reserved;
 pub mod selection;
 pub mod settings;

@@ -7,6 +7,8 @@ pub enum Tab {
     /// The Active Memory Timeline: live tensors stacked over the actions.
     #[default]
     Timeline,
+    /// Allocated Memory (incl. Private Pools): the timeline with each private pool one band.
+    Pools,
     /// The Active Cached Segment Timeline: segments stacked over the segment actions.
     Segments,
     /// The Allocator State: the timeline with the memory map at the selected event below it.
@@ -16,11 +18,12 @@ pub enum Tab {
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Timeline, Tab::Segments, Tab::State, Tab::Settings];
+    pub const ALL: [Tab; 5] = [Tab::Timeline, Tab::Pools, Tab::Segments, Tab::State, Tab::Settings];
 
     pub fn title(self) -> &'static str {
         match self {
             Tab::Timeline => "Active Memory Timeline",
+            Tab::Pools => "Allocated Memory (incl. Private Pools)",
             Tab::Segments => "Active Cached Segment Timeline",
             Tab::State => "Allocator State",
             Tab::Settings => "Allocator Settings",

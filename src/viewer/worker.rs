@@ -11,7 +11,7 @@ use eframe::egui;
 use super::data::{Plane, Session};
 use super::gpu::{TexData, TexKey};
 use crate::archive::chunks;
-use crate::lod::raster::{action_columns, rasterize_columns, samples_for_ranges, time_columns};
+use crate::lod::raster::{Band, action_columns, rasterize_columns, samples_for_ranges, time_columns};
 use memviz_format::{TILE_H, TILE_W};
 
 /// What a view raster covers.
@@ -30,11 +30,27 @@ pub struct ViewSpec {
     pub time_axis: bool,
     /// `--max-entries`: how many elements are drawn individually (the mask travels beside).
     pub max_entries: Option<u32>,
+    /// The private pools as bands (their mask travels beside).
+    pub pools: bool,
+}
+
+/// Which elements a raster draws individually, and the floor of the band the others form (the
+/// private pools' reserved bytes per action), shared with the workers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mask {
+    pub keep: Vec<bool>,
+    pub at_least: Option<Vec<u64>>,
+}
+
+impl Mask {
+    pub fn band(&self) -> Band<'_> {
+        Band { keep: &self.keep, at_least: self.at_least.as_deref() }
+    }
 }
 
 enum Job {
     Tile { key: TexKey, device: DeviceIdx, plane: Plane, level: usize, tile: usize },
-    Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>> },
+    Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>> },
 }
 
 pub struct Worker {
@@ -81,7 +97,7 @@ impl Worker {
         self.submit(key, Job::Tile { key, device, plane, level, tile })
     }
 
-    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Option<Arc<Vec<bool>>>) -> bool {
+    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>>) -> bool {
         self.submit(key, Job::Raster { key, spec, keep })
     }
 
@@ -129,12 +145,12 @@ fn run(session: &Session, job: Job) -> Option<TexData> {
                 texels: Arc::new(texels),
             })
         }
-        Job::Raster { key, spec, keep } => Some(raster(session, key, spec, keep.as_deref().map(Vec::as_slice))),
+        Job::Raster { key, spec, keep } => Some(raster(session, key, spec, keep.as_deref().map(Mask::band))),
     }
 }
 
 /// Rasterises exactly what a view shows, one texel per screen pixel.
-pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<&[bool]>) -> TexData {
+pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<'_>>) -> TexData {
     let stacked = session.stacked(spec.device, spec.plane).unwrap_or_else(|| session.elements(spec.device));
     let (layout, cps) = (stacked.layout, stacked.checkpoints);
     let samples = if spec.time_axis {

@@ -25,9 +25,11 @@ impl Timeline {
         let peak = stacked.layout.peak_bytes.max(1) as f64;
         let width_px = (rect.width() * pixels_per_point).max(1.0);
         let y_zoomed = self.view.y0 > peak * 0.01 || (self.view.y1 - self.view.y0) < peak * 0.66;
-        let mut need_raster = self.time_axis || y_zoomed || levels == 0 || self.max_entries.is_some();
-        // Tiles hold every element; with --max-entries only exact rasters draw the summarized band.
-        if !self.time_axis && levels > 0 && self.max_entries.is_none() {
+        // Tiles hold every element; with --max-entries or the pools' bands only exact rasters
+        // draw the band.
+        let banded = self.max_entries.is_some() || (self.pools_view && self.pools().is_some());
+        let mut need_raster = self.time_axis || y_zoomed || levels == 0 || banded;
+        if !self.time_axis && levels > 0 && !banded {
             let apx = self.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
             // Finest level whose columns are at least a pixel wide; coarser ones stand in.
             let finest = tiles[0].level.to_native();
@@ -111,6 +113,7 @@ impl Timeline {
             rows: (rect.height() * ppp).round().clamp(1.0, 8192.0) as u32,
             time_axis: self.time_axis,
             max_entries: self.max_entries.map(|n| n as u32),
+            pools: self.pools_view && self.pools().is_some(),
         };
         if self.time_axis && self.action_times().is_none() {
             return;

@@ -57,13 +57,16 @@ pub struct Timeline {
     candidates: Option<(DeviceIdx, Option<String>)>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
-    keep: Option<Cached<(DeviceIdx, usize), Vec<bool>>>,
+    keep: Option<Cached<(DeviceIdx, usize), super::worker::Mask>>,
     /// The palette for (device, plane, by-site?), computed once per choice.
     colours: Option<Cached<(DeviceIdx, Plane, bool), Vec<u32>>>,
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
     segment_keys: Option<Cached<DeviceIdx, Vec<u32>>>,
     /// The device's OOM events for the markers, worked out in the background.
     ooms: Option<super::ooms::Pending>,
+    /// *Allocated Memory (incl. Private Pools)*: each private pool drawn as one band.
+    pub pools_view: bool,
+    pools: Option<super::pools::Pending>,
     /// Decoded chunks of the reserved series, for the reserved line.
     pub reserved_cache: super::reserved::ReservedCache,
     /// The newest raster received, and the one asked for last (each with its texture key).
@@ -97,6 +100,8 @@ impl Timeline {
             colours: None,
             segment_keys: None,
             ooms: None,
+            pools_view: false,
+            pools: None,
             reserved_cache: Default::default(),
             raster: None,
             wanted: None,
@@ -144,6 +149,12 @@ impl Timeline {
             Plane::Elements => self.session.action_times_ready(self.device),
             Plane::Segments => None,
         }
+    }
+
+    /// Forgets the current raster (the next frame asks for a new one).
+    pub fn invalidate_raster(&mut self) {
+        self.raster = None;
+        self.wanted = None;
     }
 
     fn reset(&mut self) {
@@ -215,6 +226,15 @@ impl Timeline {
             self.ooms = Some(super::ooms::Pending::start(&self.session, self.device));
         }
         self.ooms.as_ref().and_then(|p| p.marks.get()).map(Vec::as_slice)
+    }
+
+    /// The device's private pools for the pools view, once worked out (asked for in the
+    /// background on first call; `None` meanwhile, and for a device without private pools).
+    pub fn pools(&mut self) -> Option<&Arc<super::pools::Pools>> {
+        if self.pools.as_ref().is_none_or(|p| p.device != self.device) {
+            self.pools = Some(super::pools::Pending::start(&self.session, self.device));
+        }
+        self.pools.as_ref().and_then(|p| p.pools.get()).and_then(Option::as_ref)
     }
 
     /// X range of the whole trace in the current axis' units.
@@ -355,7 +375,10 @@ impl Timeline {
     }
 
     /// The mask of elements drawn individually under `--max-entries`, computed once per N.
-    fn keep_mask(&mut self) -> Option<Arc<Vec<bool>>> {
+    fn keep_mask(&mut self) -> Option<Arc<super::worker::Mask>> {
+        if self.pools_view {
+            return self.pools().map(|p| Arc::clone(&p.mask));
+        }
         let n = self.max_entries?;
         let want = (self.device, n);
         if let Some((k, m)) = &self.keep
@@ -363,7 +386,8 @@ impl Timeline {
         {
             return Some(Arc::clone(m));
         }
-        let mask = Arc::new(crate::lod::raster::largest(self.stacked().layout.elements.size, n));
+        let keep = crate::lod::raster::largest(self.stacked().layout.elements.size, n);
+        let mask = Arc::new(super::worker::Mask { keep, at_least: None });
         self.keep = Some((want, Arc::clone(&mask)));
         Some(mask)
     }

@@ -1,0 +1,237 @@
+//! The *Allocated Memory (incl. Private Pools)* view's data: which private pool each element
+//! lives in, and per action each pool's band — max(its live tensors, its reserved bytes) — as
+//! PyTorch's viewer draws private pools since 2026 (a CUDA graph's pool keeps its memory reserved
+//! between replays, so its tensors one by one say little; the pool's footprint says it).
+//!
+//! An element's pool is its event's `pool_id` when recorded, else the pool of the segment that
+//! held its address when it was allocated (the archive's segment timeline: a segment's pool from
+//! its events, or from the dump for a segment still there at the end, as the allocator's state
+//! has it). Worked out once on a named thread.
+
+use std::sync::{Arc, OnceLock};
+
+use super::data::{Plane, Session};
+use super::worker::Mask;
+use crate::derive::timeline::Attributes as _;
+use crate::layout::Origin;
+use crate::model::{DeviceIdx, ElementId, EventIdx};
+
+/// At most this many pools get a band each; the rest share the last one.
+const MAX_POOLS: usize = 8;
+
+pub struct Pools {
+    /// The pools with a band, by first reserved bytes; the last one may stand for several.
+    pub ids: Vec<(i64, i64)>,
+    /// Per pool (as `ids`), its band after each action: max(live bytes, reserved bytes).
+    pub bands: Vec<Vec<u64>>,
+    /// Per pool, its live bytes after each action.
+    pub active: Vec<Vec<u64>>,
+    /// Elements of the default pool are drawn (`keep`); the bands' sum is the band's floor.
+    pub mask: Arc<Mask>,
+}
+
+impl Pools {
+    /// The pool whose band holds byte `byte` after action `k` (bands stack from 0 in `ids`
+    /// order), with its live and band bytes.
+    pub fn at(&self, k: usize, byte: f64) -> Option<(usize, u64, u64)> {
+        let mut bottom = 0u64;
+        for (p, band) in self.bands.iter().enumerate() {
+            let h = *band.get(k)?;
+            if byte < (bottom + h) as f64 {
+                return Some((p, self.active[p][k], h));
+            }
+            bottom += h;
+        }
+        None
+    }
+}
+
+/// `None` when the device has no private pool (or the archive predates format 4).
+pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
+    let a = &session.device(d).allocator;
+    if a.pools.is_empty() {
+        return None;
+    }
+    let segments = session.stacked(d, Plane::Segments)?;
+    let elements = session.elements(d);
+    let root = session.root();
+    let (el, seg) = (elements.layout, segments.layout);
+
+    // Pools by their largest reserved, the rest folded into the last band.
+    let mut pools: Vec<((i64, i64), u64)> = a
+        .pools
+        .iter()
+        .map(|p| {
+            ((p.pool.0.to_native(), p.pool.1.to_native()), p.reserved.iter().map(|r| r.to_native()).max().unwrap_or(0))
+        })
+        .collect();
+    pools.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    let ids: Vec<(i64, i64)> = pools.iter().take(MAX_POOLS).map(|p| p.0).collect();
+    let band_of = |pool: (i64, i64)| ids.iter().position(|&p| p == pool).map(|i| i.min(MAX_POOLS - 1));
+
+    // Each segment's pool and lifetime in raw events, sorted by address.
+    let seg_attrs = crate::archive::attrs::DeviceAttrs { root, layout: seg };
+    let dump: std::collections::HashMap<u64, Option<(i64, i64)>> = root
+        .segments
+        .iter()
+        .filter(|s| s.device.to_native() == session.ordinal(d).0)
+        .map(|s| (s.address.to_native(), s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native()))))
+        .collect();
+    let mut spans: Vec<(u64, u64, u32, u32, Option<usize>)> = (0..seg.elements.len())
+        .map(|i| {
+            let s = seg.element(ElementId::at(i));
+            // The dump tells the pool of the segments still there at its end; one freed before
+            // has only what its events recorded (as the allocator's state has it).
+            let at_dump = || if s.end_opt().is_none() { dump.get(&s.addr).copied().flatten() } else { None };
+            let pool = match s.origin {
+                Origin::Ghost => at_dump(),
+                _ => seg_attrs.attrs(ElementId::at(i)).pool.or_else(at_dump),
+            };
+            (s.addr, s.addr + s.size, s.alloc_event.0, s.free_event.0, pool.and_then(band_of))
+        })
+        .collect();
+    spans.sort_unstable();
+
+    let el_attrs = crate::archive::attrs::DeviceAttrs { root, layout: el };
+    let pool_of = |i: usize| -> Option<usize> {
+        let e = el.element(ElementId::at(i));
+        if let Some(p) = el_attrs.attrs(ElementId::at(i)).pool.filter(|&p| p != (0, 0)) {
+            return band_of(p);
+        }
+        let event = e.event().get().map_or(u32::MAX, |x: EventIdx| x.0);
+        let end = spans.partition_point(|s| s.0 <= e.addr);
+        spans[..end]
+            .iter()
+            .rev()
+            .take(64)
+            .find(|s| {
+                let born = s.2 == crate::model::NONE || s.2 <= event;
+                let alive = s.3 == crate::model::NONE || s.3 > event;
+                e.addr < s.1 && born && alive
+            })?
+            .4
+    };
+    let of_element: Vec<Option<usize>> = (0..el.elements.len()).map(pool_of).collect();
+
+    // Live bytes per pool after each action, and the bands.
+    let n = el.actions.len();
+    let bands_n = ids.len();
+    let mut live = vec![0u64; bands_n];
+    for &id in el.initial {
+        if let Some(p) = of_element[id as usize] {
+            live[p] += el.elements.size[id as usize];
+        }
+    }
+    let reserved_at = |p: &memviz_format::schema::ArchivedPoolSeries, k: usize| -> u64 {
+        let actions = memviz_format::view::u32s(&p.actions);
+        let j = actions.partition_point(|&a| a as usize <= k);
+        j.checked_sub(1).map_or(0, |j| p.reserved[j].to_native())
+    };
+    let mut active = vec![Vec::with_capacity(n); bands_n];
+    let mut bands = vec![Vec::with_capacity(n); bands_n];
+    for k in 0..n {
+        let id = el.actions[k] as usize;
+        if let Some(p) = of_element[id] {
+            if el.elements.start[id] as usize == k {
+                live[p] += el.elements.size[id];
+            } else {
+                live[p] = live[p].saturating_sub(el.elements.size[id]);
+            }
+        }
+        let mut reserved = vec![0u64; bands_n];
+        for s in a.pools.iter() {
+            if let Some(p) = band_of((s.pool.0.to_native(), s.pool.1.to_native())) {
+                reserved[p] += reserved_at(s, k);
+            }
+        }
+        for p in 0..bands_n {
+            active[p].push(live[p]);
+            bands[p].push(live[p].max(reserved[p]));
+        }
+    }
+    let floor: Vec<u64> = (0..n).map(|k| bands.iter().map(|b| b[k]).sum()).collect();
+    let keep = of_element.iter().map(Option::is_none).collect();
+    Some(Pools { ids, bands, active, mask: Arc::new(Mask { keep, at_least: Some(floor) }) })
+}
+
+/// The pools of one device, filled in by a background thread.
+pub struct Pending {
+    pub device: DeviceIdx,
+    pub pools: Arc<OnceLock<Option<Arc<Pools>>>>,
+}
+
+impl Pending {
+    pub fn start(session: &Arc<Session>, d: DeviceIdx) -> Pending {
+        let pools = Arc::new(OnceLock::new());
+        let (out, session) = (Arc::clone(&pools), Arc::clone(session));
+        let spawned = std::thread::Builder::new().name("memviz-pools".into()).spawn(move || {
+            let _ = out.set(compute(&session, d).map(Arc::new));
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: could not start the pools thread ({e}): no pools view");
+        }
+        Pending { device: d, pools }
+    }
+}
+
+impl super::timeline::Timeline {
+    /// The pools view's bands over the raster's grey band: one colour per pool, stacked from 0 in
+    /// the order of [`Pools::ids`]; hovering one tells its pool, live and band bytes.
+    pub fn pools_overlay(&mut self, ui: &eframe::egui::Ui) {
+        use eframe::egui::{self, Rect, pos2};
+        if !self.pools_view || self.time_axis {
+            return;
+        }
+        let Some(pools) = self.pools().map(Arc::clone) else { return };
+        let rect = self.plot_rect;
+        let columns = (rect.width() / 2.0).max(1.0) as u32;
+        let l = self.stacked().layout;
+        let ranges = crate::lod::raster::action_columns(self.view.x0, self.view.x1, columns);
+        let samples = crate::lod::raster::samples_for_ranges(l.totals, ranges);
+        let painter = ui.painter_at(rect);
+        let col_w = rect.width() / columns as f32;
+        for (c, sample) in samples.iter().enumerate() {
+            let Some(k) = sample.map(|k| k as usize) else { continue };
+            let mut bottom = 0u64;
+            for (p, band) in pools.bands.iter().enumerate() {
+                let h = band[k];
+                let (y0, y1) = (
+                    self.view.screen_from_bytes(rect, bottom as f64),
+                    self.view.screen_from_bytes(rect, (bottom + h) as f64),
+                );
+                let x0 = rect.left() + c as f32 * col_w;
+                let colour = pool_colour(p);
+                painter.rect_filled(Rect::from_min_max(pos2(x0, y1), pos2(x0 + col_w, y0)), 0.0, colour);
+                bottom += h;
+            }
+        }
+        let Some(p) = ui.input(|i| i.pointer.hover_pos()).filter(|p| rect.contains(*p)) else { return };
+        let (x, byte) = self.view.data_from_screen(rect, p);
+        let Some(k) = self.action_at(x) else { return };
+        let Some((i, live, band)) = pools.at(k, byte) else { return };
+        let b = crate::analysis::units::bytes;
+        let (a, c) = pools.ids[i];
+        let more = if i + 1 == MAX_POOLS && pools.ids.len() > MAX_POOLS { " and smaller pools" } else { "" };
+        let id = ui.scope_id().with("memviz-pool-tip");
+        egui::Tooltip::always_open(ui.ctx().clone(), ui.layer_id(), id, egui::PopupAnchor::Pointer).show(|ui| {
+            ui.strong(format!("private pool ({a}, {c}){more}"));
+            ui.label(format!("{} live in tensors, {} held (max of live and reserved)", b(live), b(band)));
+        });
+    }
+}
+
+/// A pool's band colour: distinct from the palette's pastel sites.
+pub fn pool_colour(p: usize) -> eframe::egui::Color32 {
+    const COLOURS: [(u8, u8, u8); MAX_POOLS] = [
+        (70, 130, 255),
+        (255, 170, 40),
+        (120, 220, 120),
+        (230, 90, 200),
+        (60, 200, 220),
+        (240, 240, 90),
+        (170, 120, 255),
+        (160, 160, 170),
+    ];
+    let (r, g, b) = COLOURS[p % MAX_POOLS];
+    eframe::egui::Color32::from_rgb(r, g, b)
+}
