@@ -230,6 +230,30 @@ fn the_pools_view_draws_each_private_pool_as_one_band() {
     assert_eq!(hit.0, 1, "just above the first band is the second pool's");
 }
 
+/// `--oom N`, `--event K`, `--action K` that do not exist are one line, exit code 1.
+#[test]
+fn opening_at_what_does_not_exist_is_one_line() {
+    let dir = tempdir();
+    let archive = frag_oom_archive(dir.path());
+    let shot = dir.path().join("x.png");
+    for (flag, value, says) in [
+        ("--oom", "5", "has 2 OOM events (asked for OOM 5)"),
+        ("--event", "99999", "event 99999 is out of range on device 0"),
+        ("--action", "99999", "action 99999 is out of range on device 0"),
+    ] {
+        let out = memviz([
+            "open".as_ref(),
+            archive.as_os_str(),
+            flag.as_ref(),
+            value.as_ref(),
+            "--screenshot".as_ref(),
+            shot.as_os_str(),
+        ]);
+        let err = assert_bad_input(&out, &archive);
+        assert!(err.contains(says), "{flag} {value}: {err}");
+    }
+}
+
 /// The OOM events are red markers at their action on the element timeline, over the reserved
 /// line.
 #[test]

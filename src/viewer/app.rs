@@ -96,8 +96,11 @@ impl ViewerApp {
         session.spawn_decompress();
         let mut t = Timeline::new(session, ctx);
         t.max_entries = self.options.max_entries;
-        if let Some(at) = self.options.at {
-            open_at(&mut t, at);
+        if let Some(at) = self.options.at
+            && let Err(e) = open_at(&mut t, at)
+        {
+            self.content = Content::Failed(format!("{}: {e}", t.session.archive.path.display()));
+            return;
         }
         self.content = Content::Open(Box::new(t));
     }
@@ -199,23 +202,33 @@ impl ViewerApp {
 }
 
 /// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,
-/// and for an action or an OOM the view centred on it.
-fn open_at(t: &mut Timeline, at: OpenAt) {
+/// and the view centred on its action; what does not exist is said the way the commands say it.
+fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
+    let device = t.session.ordinal(t.device);
+    let events = t.session.trace(t.device).len() as i64;
+    let actions = t.session.elements(t.device).layout.actions.len() as i64;
     let event = match at {
-        OpenAt::Event(e) => e,
-        OpenAt::Action(k) => super::memory_map::action_event(t, k.max(0) as usize),
+        OpenAt::Event(e) if (-1..events).contains(&e) => e,
+        OpenAt::Event(e) => return Err(format!("event {e} is out of range on device {device} (-1..{events})")),
+        OpenAt::Action(k) if (0..actions).contains(&k) => super::memory_map::action_event(t, k as usize),
+        OpenAt::Action(k) => return Err(format!("action {k} is out of range on device {device} (0..{actions})")),
         OpenAt::Oom(n) => {
             let marks = super::ooms::marks(&t.session, t.device);
             let pick = if n == 0 { marks.last() } else { marks.get(n - 1) };
             match pick {
                 Some(m) => m.event - 1,
-                None => return,
+                None => {
+                    let have = crate::analysis::units::count(marks.len() as u64, "OOM event", "OOM events");
+                    let asked = if n == 0 { "last".to_owned() } else { n.to_string() };
+                    return Err(format!("device {device} has {have} (asked for OOM {asked})"));
+                }
             }
         }
     };
     t.selection.event = Some(event);
     let k = super::memory_map::action_before(t, event);
     t.centre_on(k.max(0) as f64 + 0.5);
+    Ok(())
 }
 
 /// The app state the main screen changes besides the timeline.
