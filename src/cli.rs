@@ -42,6 +42,31 @@ pub enum Command {
     Segments(SegmentsArgs),
     /// Why each out-of-memory happened: the state before it, a verdict, what filled it, advice.
     Oom(OomArgs),
+    /// One row per rank of a job (a folder of per-rank snapshots or archives, or the files):
+    /// peak, reserved, OOMs, growth per step; the spread and the outlier ranks, with the sites
+    /// that make them differ. Exits 3 when an outlier's peak is more than --threshold % over the
+    /// median.
+    Ranks(RanksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RanksArgs {
+    /// A folder of per-rank snapshots or archives, or the files themselves.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The step annotations, as for `steps` (default: `## step*`).
+    #[arg(long, value_name = "PATTERN")]
+    pub annotation: Option<String>,
+    /// An outlier whose peak is more than this many percent over the median: exit 3 (and a rank
+    /// this far over is an outlier whatever its z-score).
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub threshold: Option<f64>,
+    /// Print JSON (a stable schema for scripts) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Rows and sites shown.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
 }
 
 #[derive(Debug, Args)]
@@ -160,13 +185,30 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     }
 }
 
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 0/4 (slice I of N, counting from 0)")?;
+    match (i.trim().parse::<usize>(), n.trim().parse::<usize>()) {
+        (Ok(i), Ok(n)) if n > 0 && i < n => Ok((i, n)),
+        _ => Err("expected I/N with 0 ≤ I < N, e.g. 0/4".into()),
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct IndexArgs {
-    /// A snapshot: pickle (optionally gzip / zstd compressed) or JSON.
+    /// A snapshot (pickle, optionally compressed, or JSON), or a folder of them (one per rank:
+    /// every snapshot under it, indexed in parallel, one archive each).
     pub input: PathBuf,
-    /// Where to write the archive (default: the snapshot's name with `.memviz`).
+    /// Where to write the archive (default: the snapshot's name with `.memviz`); for a folder,
+    /// the folder the archives go under (default: beside each snapshot).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// For a folder: index only slice I of N (0-based; every N-th file from the I-th), so N
+    /// machines of a cluster share a folder of thousands of ranks.
+    #[arg(long, value_parser = parse_shard, value_name = "I/N")]
+    pub shard: Option<(usize, usize)>,
+    /// For a folder: snapshots indexed at once (default: the cores, at most 8).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Debug, Args)]

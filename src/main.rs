@@ -1,6 +1,6 @@
 //! The `memviz` binary: parse arguments, run the command, map errors to exit codes.
 //! Usage errors exit 2 (clap), bad input exits 1 with one `error: ...` line, and `diff` exits 3
-//! when B's peak grew past `--threshold`.
+//! when B's peak grew past `--threshold` (`ranks`: when an outlier rank's peak is past it).
 
 use std::process::ExitCode;
 
@@ -15,6 +15,10 @@ fn main() -> ExitCode {
         Err(err) if memviz::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) if err.is::<memviz::commands::PeakGrew>() => {
             eprintln!("regression: {err}");
+            ExitCode::from(3)
+        }
+        Err(err) if err.is::<memviz::commands::RankOutlier>() => {
+            eprintln!("outlier: {err}");
             ExitCode::from(3)
         }
         Err(err) => {

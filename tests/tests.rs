@@ -13,6 +13,7 @@ mod generator;
 mod golden;
 mod layers;
 mod model;
+mod ranks;
 mod real_use;
 mod stats;
 mod tolerance;

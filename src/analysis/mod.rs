@@ -11,6 +11,7 @@ pub mod groups;
 pub mod live;
 pub mod oom;
 pub mod range;
+pub mod ranks;
 pub mod segments;
 pub mod shapes;
 pub mod stats;

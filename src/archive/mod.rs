@@ -8,6 +8,7 @@ pub mod cache;
 pub mod chunks;
 pub mod consistency;
 pub mod events;
+pub mod folder;
 pub mod open;
 pub mod pipeline;
 pub mod restore;

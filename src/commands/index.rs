@@ -65,3 +65,52 @@ pub(crate) fn progress_bar(len: u64) -> ProgressBar {
 fn stage_style() -> ProgressStyle {
     ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template")
 }
+
+/// `memviz index DIR`: every snapshot under DIR (or one slice of them), a few at a time, one
+/// progress bar over the folder, already-current archives skipped; a line per snapshot that
+/// failed, and exit 1 when one did.
+pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
+    use crate::archive::folder::{self, Outcome};
+    let dir = &args.input;
+    let started = std::time::Instant::now();
+    let mut files = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
+    if files.is_empty() {
+        bail!("{}: no snapshots in the folder (*.pickle, *.pkl, *.pt, *.json, optionally compressed)", dir.display());
+    }
+    let all = files.len();
+    if let Some((i, n)) = args.shard {
+        files = folder::shard(files, i, n);
+    }
+    let bytes: u64 = files.iter().map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len())).sum();
+    let bar = progress_bar(bytes);
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).min(8));
+    let outcomes = folder::index_all(&files, args.output.as_deref(), jobs, &|n| bar.set_position(n));
+    bar.finish_and_clear();
+    let (mut built, mut current, mut failed) = (0, 0, 0);
+    for (f, o) in files.iter().zip(&outcomes) {
+        match o {
+            Outcome::Indexed(_) => built += 1,
+            Outcome::Current => current += 1,
+            Outcome::Failed(e) => {
+                failed += 1;
+                eprintln!("memviz: not indexed (rank {}): {e}", f.rank);
+            }
+        }
+    }
+    let slice = args.shard.map_or(String::new(), |(i, n)| format!(" (slice {i}/{n} of {all})"));
+    let ranks = match (files.iter().map(|f| f.rank).min(), files.iter().map(|f| f.rank).max()) {
+        (Some(a), Some(b)) if a != b => format!(", ranks {a}–{b}"),
+        (Some(a), _) => format!(", rank {a}"),
+        _ => String::new(),
+    };
+    eprintln!(
+        "indexed {}{slice}: {} ({built} built, {current} already current){ranks} in {:.2} s",
+        dir.display(),
+        units::count(files.len() as u64, "snapshot", "snapshots"),
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        bail!("{}: {failed} of {} snapshots were not indexed (listed above)", dir.display(), files.len());
+    }
+    Ok(())
+}

@@ -3,6 +3,8 @@
 mod allocator;
 mod answers;
 mod index;
+mod ranks;
+pub use ranks::RankOutlier;
 
 use crate::cli::ViewArg;
 use crate::viewer::tabs::{OpenAt, Tab};
@@ -27,6 +29,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let cache = !cli.no_cache;
     match cli.command {
         Command::Open(args) => open(&args, cache),
+        Command::Index(args) if args.input.is_dir() => index::index_folder(&args),
         Command::Index(args) => index(&args.input, args.output.as_deref()).map(drop),
         Command::Stats(args) => stats_cmd(&args, cache),
         Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
@@ -39,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Diff(args) => diff_cmd(&args, cache),
         Command::Segments(args) => allocator::segments_cmd(&args, cache),
         Command::Oom(args) => allocator::oom_cmd(&args, cache),
+        Command::Ranks(args) => ranks::ranks_cmd(&args, cache),
     }
 }
 

@@ -1,0 +1,180 @@
+//! `memviz ranks`: which rank of a job is different. One row per rank, the spread of the peaks,
+//! and the outliers: a robust z-score of the peak (on the median and the median absolute
+//! deviation: one odd rank cannot drag the yardstick with it, as it drags a mean and a standard
+//! deviation) of at least 3.5, or a peak more than `--threshold` % over the median. For each
+//! outlier, the allocation sites that differ most from the rank closest to the median (`diff`).
+
+use serde::Serialize;
+
+use super::diff::SiteDelta;
+
+/// One rank's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankRow {
+    pub rank: u64,
+    pub file: String,
+    pub peak_bytes: u64,
+    /// First action at the peak (−1: the state before the first).
+    pub peak_action: i64,
+    /// The step span holding the peak, and the annotations open then.
+    pub peak_step: Option<String>,
+    pub peak_annotation: Vec<String>,
+    pub reserved_peak_bytes: u64,
+    pub oom_events: usize,
+    /// What each step after the first left live for the next (median), and the steps verdict.
+    pub retained_per_step_bytes: Option<i64>,
+    pub steady_growth: bool,
+    pub verdict: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Outlier {
+    pub rank: u64,
+    pub peak_bytes: u64,
+    /// Over the median peak, in %.
+    pub over_median_pct: f64,
+    /// The robust z-score of its peak (`None` when every other peak is the same, so the
+    /// deviation is 0: then any difference stands out).
+    pub z: Option<f64>,
+    /// The rank it was compared with (closest to the median peak) and the sites that differ most.
+    pub compared_with: u64,
+    pub sites: Vec<SiteDelta>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RanksReport {
+    pub ranks: Vec<RankRow>,
+    pub median_peak_bytes: u64,
+    /// max / median peak.
+    pub spread: f64,
+    pub threshold_pct: Option<f64>,
+    pub outliers: Vec<Outlier>,
+}
+
+/// Robust z-scores need at least this many ranks to mean anything.
+const MIN_RANKS: usize = 3;
+pub const Z_OUTLIER: f64 = 3.5;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The outlier ranks among `peaks` (`(rank, peak)`): `(index, z, over_median_pct)`, and the
+/// median. A rank is one when its z-score is ≥ 3.5 (with a zero deviation: when its peak differs
+/// from the median at all), or its peak is more than `threshold` % over the median.
+pub fn outliers(peaks: &[u64], threshold: Option<f64>) -> (Vec<(usize, Option<f64>, f64)>, f64) {
+    let mut values: Vec<f64> = peaks.iter().map(|&p| p as f64).collect();
+    let med = median(&mut values);
+    let mut dev: Vec<f64> = peaks.iter().map(|&p| (p as f64 - med).abs()).collect();
+    let mad = median(&mut dev);
+    let found = peaks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &p)| {
+            let over = if med > 0.0 { 100.0 * (p as f64 - med) / med } else { 0.0 };
+            let z = (mad > 0.0).then(|| 0.6745 * (p as f64 - med) / mad);
+            let by_z = peaks.len() >= MIN_RANKS && z.map_or(p as f64 != med, |z| z.abs() >= Z_OUTLIER);
+            let by_pct = threshold.is_some_and(|t| over > t);
+            (by_z || by_pct).then_some((i, z, over))
+        })
+        .collect();
+    (found, med)
+}
+
+/// The index of the rank whose peak is closest to the median (ties: the lower rank).
+pub fn closest_to_median(peaks: &[u64], median: f64) -> usize {
+    (0..peaks.len())
+        .min_by(|&a, &b| (peaks[a] as f64 - median).abs().total_cmp(&(peaks[b] as f64 - median).abs()))
+        .unwrap_or(0)
+}
+
+pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
+    use std::fmt::Write as _;
+    let b = super::units::bytes;
+    let _ = writeln!(
+        out,
+        "  {:>5}  {:>10}  {:>10}  {:>4}  {:>12}  {:<22}  file",
+        "rank", "peak", "reserved", "OOMs", "retained/step", "peak during"
+    );
+    for row in r.ranks.iter().take(top.max(1)) {
+        let retained = row.retained_per_step_bytes.map_or("—".to_owned(), |v| {
+            if v >= 0 { format!("+{}", b(v as u64)) } else { format!("-{}", b(v.unsigned_abs())) }
+        });
+        let mark = if row.steady_growth { "  (steady growth)" } else { "" };
+        let during = row.peak_step.clone().or_else(|| row.peak_annotation.last().cloned()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:>5}  {:>10}  {:>10}  {:>4}  {:>12}  {:<22}  {}{mark}",
+            row.rank,
+            b(row.peak_bytes),
+            b(row.reserved_peak_bytes),
+            row.oom_events,
+            retained,
+            super::groups::clip(&during),
+            row.file
+        );
+    }
+    if r.ranks.len() > top.max(1) {
+        let _ = writeln!(out, "  … {} more ranks (--top, or --json for all)", r.ranks.len() - top.max(1));
+    }
+    let _ = writeln!(out, "\nspread: the highest peak is {:.2}× the median ({})", r.spread, b(r.median_peak_bytes));
+    if r.outliers.is_empty() {
+        let _ = writeln!(out, "no outlier rank");
+    }
+    let shown = top.max(1);
+    if r.outliers.len() > shown {
+        let _ = writeln!(out, "{} outlier ranks; the first {shown} (--top, or --json for all):", r.outliers.len());
+    }
+    for o in r.outliers.iter().take(shown) {
+        let z = o.z.map_or("any difference, the others being equal".to_owned(), |z| format!("z = {z:.1}"));
+        let _ = writeln!(
+            out,
+            "\noutlier: rank {} — peak {} ({:+.1}% over the median; {z}); against rank {}, the sites that differ most:",
+            o.rank,
+            b(o.peak_bytes),
+            o.over_median_pct,
+            o.compared_with
+        );
+        for s in o.sites.iter().take(top.clamp(1, 8)) {
+            let sign = if s.delta_bytes >= 0 { "+" } else { "-" };
+            let _ = writeln!(
+                out,
+                "    {sign}{:>10}  {} → {}  {}",
+                b(s.delta_bytes.unsigned_abs()),
+                b(s.a_bytes),
+                b(s.b_bytes),
+                super::groups::clip(&s.frame)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_odd_rank_is_the_outlier() {
+        let mib = 1u64 << 20;
+        let (found, med) = outliers(&[378 * mib, 384 * mib, 378 * mib, 631 * mib], None);
+        assert_eq!(med, 381.0 * mib as f64);
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [3]);
+        assert!(found[0].1.unwrap() > 3.5);
+        // Equal peaks but one: the deviation is 0, and the different one stands out.
+        let (found, _) = outliers(&[10, 10, 10, 12], None);
+        assert_eq!(found.iter().map(|f| (f.0, f.1)).collect::<Vec<_>>(), [(3, None)]);
+        // A threshold catches what the z-score does not; two ranks are too few for a z-score.
+        assert_eq!(outliers(&[100, 106, 101, 99, 102], Some(4.0)).0.iter().map(|f| f.0).collect::<Vec<_>>(), [1]);
+        assert!(outliers(&[100, 106, 101, 99, 102], None).0.is_empty(), "z = 3.4");
+        assert!(outliers(&[100, 200], None).0.is_empty());
+        assert_eq!(closest_to_median(&[378, 384, 378, 631], 381.0), 0);
+    }
+}

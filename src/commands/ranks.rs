@@ -1,0 +1,188 @@
+//! `memviz ranks`: the rows of a job's ranks, opened one archive at a time (a snapshot through
+//! its cache), the spread and the outliers; exit 3 past `--threshold`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use serde::Serialize as _;
+
+use super::answers::open_input;
+use crate::analysis::ranks::{self, Outlier, RankRow, RanksReport};
+use crate::analysis::{diff, steps};
+use crate::archive::folder;
+use crate::archive::{DeviceData, Session};
+use crate::cli::RanksArgs;
+use crate::model::DeviceIdx;
+
+/// An outlier rank past `--threshold` (exit code 3).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "rank {rank}'s peak is {over_pct:.1}% over the median ({peak} vs {median}), more than the {threshold_pct}% threshold"
+)]
+pub struct RankOutlier {
+    pub rank: u64,
+    pub peak: String,
+    pub median: String,
+    pub over_pct: f64,
+    pub threshold_pct: f64,
+}
+
+const DEFAULT_STEPS: &str = "## step*";
+
+pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
+    let files = inputs(&args.inputs)?;
+    let pattern = args.annotation.as_deref().unwrap_or(DEFAULT_STEPS);
+    let mut sessions = Vec::with_capacity(files.len());
+    let mut rows = Vec::with_capacity(files.len());
+    for f in &files {
+        let session = open_input(&f.path, cache)?;
+        let d = main_device(&session);
+        rows.push(row(&session, d, f, pattern));
+        sessions.push((session, d));
+    }
+    let peaks: Vec<u64> = rows.iter().map(|r| r.peak_bytes).collect();
+    let (found, median) = ranks::outliers(&peaks, args.threshold);
+    let base = ranks::closest_to_median(&peaks, median);
+    let outliers: Vec<Outlier> = found
+        .iter()
+        .map(|&(i, z, over)| {
+            let (sa, da) = (&sessions[base].0, sessions[base].1);
+            let (sb, db) = (&sessions[i].0, sessions[i].1);
+            let (xa, xb) = (DeviceData::new(sa, da), DeviceData::new(sb, db));
+            let side_a = diff::Side { name: rows[base].file.clone(), timeline: xa.timeline(), frames: sa.root() };
+            let side_b = diff::Side { name: rows[i].file.clone(), timeline: xb.timeline(), frames: sb.root() };
+            let mut sites = diff::diff(&side_a, &side_b).sites;
+            sites.sort_by_key(|s| std::cmp::Reverse(s.delta_bytes.unsigned_abs()));
+            sites.truncate(args.top.max(1));
+            Outlier {
+                rank: rows[i].rank,
+                peak_bytes: rows[i].peak_bytes,
+                over_median_pct: over,
+                z,
+                compared_with: rows[base].rank,
+                sites,
+            }
+        })
+        .collect();
+    let max = peaks.iter().copied().max().unwrap_or(0);
+    let report = RanksReport {
+        spread: if median > 0.0 { max as f64 / median } else { 0.0 },
+        median_peak_bytes: median as u64,
+        threshold_pct: args.threshold,
+        outliers,
+        ranks: rows,
+    };
+    crate::output::write_to(None, |w| {
+        if args.json {
+            let mut ser = serde_json::Serializer::pretty(&mut *w);
+            report.serialize(&mut ser)?;
+            writeln!(w)?;
+        } else {
+            let mut out = format!("{} ranks\n", report.ranks.len());
+            ranks::render_text(&mut out, &report, args.top);
+            w.write_all(out.as_bytes())?;
+        }
+        Ok(())
+    })?;
+    let units = crate::analysis::units::bytes;
+    match (args.threshold, report.outliers.iter().find(|o| args.threshold.is_some_and(|t| o.over_median_pct > t))) {
+        (Some(t), Some(o)) => Err(RankOutlier {
+            rank: o.rank,
+            peak: units(o.peak_bytes),
+            median: units(report.median_peak_bytes),
+            over_pct: o.over_median_pct,
+            threshold_pct: t,
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// The files: every snapshot or archive under a folder, or the files given (ranks from their
+/// names, else their order).
+fn inputs(given: &[PathBuf]) -> anyhow::Result<Vec<folder::RankFile>> {
+    if let [dir] = given
+        && dir.is_dir()
+    {
+        let mut files = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
+        // A folder that holds both a snapshot and its archive: the archive answers for both.
+        let archives: Vec<folder::RankFile> = archives_in(dir)?;
+        if !archives.is_empty() {
+            files = archives;
+        }
+        if files.is_empty() {
+            bail!("{}: no snapshots or archives in the folder", dir.display());
+        }
+        return Ok(files);
+    }
+    let named: Vec<Option<u64>> = given
+        .iter()
+        .map(|p| p.file_name().and_then(|n| folder::rank_in_name(&n.to_string_lossy().replace(".memviz", ".pickle"))))
+        .collect();
+    let mut distinct: Vec<u64> = named.iter().flatten().copied().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let by_name = distinct.len() == given.len();
+    Ok(given
+        .iter()
+        .enumerate()
+        .map(|(i, p)| folder::RankFile {
+            path: p.clone(),
+            relative: p.clone(),
+            rank: if by_name { named[i].unwrap_or(i as u64) } else { i as u64 },
+        })
+        .collect())
+}
+
+/// The `.memviz` files under `dir`, as rank files (their names give the ranks as a snapshot's do).
+fn archives_in(dir: &std::path::Path) -> anyhow::Result<Vec<folder::RankFile>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| dir.display().to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "memviz"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    inputs(&paths)
+}
+
+/// The device a rank's row describes: the one with the highest peak (a rank's snapshot usually
+/// has one).
+fn main_device(s: &Session) -> DeviceIdx {
+    s.device_indices().max_by_key(|&d| (s.elements(d).layout.peak_bytes, std::cmp::Reverse(d))).unwrap_or(DeviceIdx(0))
+}
+
+fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: &str) -> RankRow {
+    let data = DeviceData::new(s, d);
+    let t = data.timeline();
+    let l = t.layout;
+    let peak_k = l.peak_k();
+    let report = steps::steps(&t, pattern).into_iter().max_by_key(|r| r.steps.len());
+    let peak_step = report.as_ref().and_then(|r| {
+        let k = u32::try_from(peak_k).ok()?;
+        r.steps.iter().find(|st| st.start_action <= k && k < st.end_action).map(|st| st.name.clone())
+    });
+    let peak_annotation =
+        t.time_of(peak_k).map(|time| t.open_at(time).into_iter().map(str::to_owned).collect()).unwrap_or_default();
+    let (initial, _, reserved) = s.reserved(d);
+    let retained: Option<i64> = report.as_ref().and_then(|r| {
+        let mut v: Vec<i64> = r.steps.iter().skip(1).filter_map(|st| st.retained_bytes).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied()
+    });
+    RankRow {
+        rank: f.rank,
+        file: f.path.display().to_string(),
+        peak_bytes: l.peak_bytes,
+        peak_action: peak_k,
+        peak_step,
+        peak_annotation,
+        reserved_peak_bytes: reserved.iter().copied().chain([initial]).max().unwrap_or(0),
+        oom_events: s.oom_states(d).map_or(0, |o| o.len()),
+        retained_per_step_bytes: retained,
+        steady_growth: report.as_ref().is_some_and(|r| r.verdict.steady_growth),
+        verdict: report.map_or_else(|| format!("no steps matching {pattern:?}"), |r| r.verdict.text),
+    }
+}

@@ -1,0 +1,86 @@
+//! Multi-rank jobs on the rank fixtures (four data-parallel GPT-2 ranks: rank 3 gets longer
+//! sequences, rank 1 keeps a 6 MiB tensor per step).
+
+use crate::support::*;
+
+fn rank_folder(dir: &std::path::Path) -> std::path::PathBuf {
+    let job = dir.join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    for r in 0..4 {
+        let name = format!("rank{r}.pickle");
+        std::fs::copy(data("ranks").join(&name), job.join(&name)).unwrap();
+    }
+    job
+}
+
+#[test]
+fn a_folder_is_indexed_once_in_slices_that_cover_it() {
+    let dir = tempdir();
+    let job = rank_folder(dir.path());
+    let first = memviz(["index".as_ref(), job.as_os_str()]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(said.contains("4 snapshots (4 built, 0 already current), ranks 0–3"), "{said}");
+    for r in 0..4 {
+        assert!(job.join(format!("rank{r}.memviz")).exists());
+    }
+    let again = memviz(["index".as_ref(), job.as_os_str()]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("(0 built, 4 already current)"));
+
+    // Two machines, two slices: disjoint, and together the folder.
+    let mut seen = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("out{i}"));
+        let shard = format!("{i}/2");
+        memviz_ok([
+            "index".as_ref(),
+            job.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--shard".as_ref(),
+            shard.as_ref(),
+        ]);
+        let mut names: Vec<String> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "slice {i}: {names:?}");
+        seen.extend(names);
+    }
+    seen.sort();
+    assert_eq!(seen, ["rank0.memviz", "rank1.memviz", "rank2.memviz", "rank3.memviz"]);
+    let bad = memviz(["index".as_ref(), job.as_os_str(), "--shard".as_ref(), "2/2".as_ref()]);
+    assert_eq!(bad.status.code(), Some(2), "a slice past the count is a usage error");
+}
+
+#[test]
+fn ranks_names_the_outlier_and_the_leak() {
+    let dir = tempdir();
+    let job = rank_folder(dir.path());
+    let out = memviz_ok(["ranks".as_ref(), job.as_os_str(), "--json".as_ref()]);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert!(ranks[3]["file"].as_str().unwrap().ends_with("rank3.pickle"));
+    let mib = |r: &serde_json::Value, k: &str| r[k].as_i64().unwrap() as f64 / (1 << 20) as f64;
+    assert!((mib(&ranks[3], "peak_bytes") - 631.0).abs() < 1.0, "{}", ranks[3]["peak_bytes"]);
+    assert!((mib(&ranks[0], "peak_bytes") - 378.0).abs() < 1.0);
+    // Rank 1, and only rank 1, grows steadily: 6 MiB per step.
+    let steady: Vec<bool> = ranks.iter().map(|r| r["steady_growth"].as_bool().unwrap()).collect();
+    assert_eq!(steady, [false, true, false, false]);
+    assert!((mib(&ranks[1], "retained_per_step_bytes") - 6.0).abs() < 0.01);
+    assert_eq!(ranks[0]["retained_per_step_bytes"], 0);
+    // Rank 3 is the outlier; what differs most is the activations of its longer sequences.
+    let outliers = v["outliers"].as_array().unwrap();
+    assert_eq!(outliers.iter().map(|o| o["rank"].as_u64().unwrap()).collect::<Vec<_>>(), [3]);
+    let sites = outliers[0]["sites"].as_array().unwrap();
+    assert!(sites[0]["delta_bytes"].as_i64().unwrap() >= 32 << 20);
+    let frames: Vec<&str> = sites.iter().take(5).map(|s| s["frame"].as_str().unwrap()).collect();
+    assert!(frames.iter().any(|f| f.contains("activations.py")), "{frames:?}");
+    assert!(frames.iter().any(|f| f.contains("modeling_gpt2.py")), "{frames:?}");
+
+    // For CI: exit 3 when an outlier is past the threshold.
+    let over = memviz(["ranks".as_ref(), job.as_os_str(), "--threshold".as_ref(), "50".as_ref()]);
+    assert_eq!(over.status.code(), Some(3), "{}", String::from_utf8_lossy(&over.stderr));
+    assert!(String::from_utf8_lossy(&over.stderr).contains("rank 3's peak is 61."));
+    assert!(memviz(["ranks".as_ref(), job.as_os_str(), "--threshold".as_ref(), "70".as_ref()]).status.success());
+}
