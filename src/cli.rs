@@ -54,7 +54,8 @@ pub struct RanksArgs {
     /// A folder of per-rank snapshots or archives, or the files themselves.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// The step annotations, as for `steps` (default: `## step*`).
+    /// The step annotations, as for `steps` (default: the numbered span family with the most
+    /// spans).
     #[arg(long, value_name = "PATTERN")]
     pub annotation: Option<String>,
     /// An outlier whose peak is more than this many percent over the median: exit 3 (and a rank
@@ -360,9 +361,10 @@ pub struct StepsArgs {
     /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
     pub input: PathBuf,
     /// Spans whose name matches: a substring (e.g. "## step"), or a whole name with `*`
-    /// wildcards, as --annotation-filter.
+    /// wildcards, as --annotation-filter (default: the numbered span family with the most spans,
+    /// at least 3: `## step N ##`, `ProfilerStep#N`, …).
     #[arg(long, value_name = "PATTERN")]
-    pub annotation: String,
+    pub annotation: Option<String>,
     #[command(flatten)]
     pub common: AnswerArgs,
 }

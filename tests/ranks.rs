@@ -84,3 +84,31 @@ fn ranks_names_the_outlier_and_the_leak() {
     assert!(String::from_utf8_lossy(&over.stderr).contains("rank 3's peak is 61."));
     assert!(memviz(["ranks".as_ref(), job.as_os_str(), "--threshold".as_ref(), "70".as_ref()]).status.success());
 }
+
+/// `steps` without a pattern takes the numbered span family; the verdict sets the warm-up apart
+/// and names the site that keeps memory step after step.
+#[test]
+fn steps_find_the_steps_the_warm_up_and_the_culprit() {
+    let leak = data("ranks/rank1.pickle");
+    let v: serde_json::Value =
+        serde_json::from_slice(&memviz_ok(["steps".as_ref(), leak.as_os_str(), "--json".as_ref()])).unwrap();
+    let d = &v["devices"][0];
+    assert_eq!(d["family"], "## step # ##");
+    assert_eq!(d["pattern"], serde_json::Value::Null);
+    assert_eq!(d["steps"].as_array().unwrap().len(), 5);
+    let mib = |x: &serde_json::Value| x.as_i64().unwrap() as f64 / (1 << 20) as f64;
+    assert!((mib(&d["warmup_bytes"]) - 111.6).abs() < 1.0, "{}", d["warmup_bytes"]);
+    assert!((mib(&d["retained_per_step_bytes"]) - 6.0).abs() < 0.01);
+    assert_eq!(d["verdict"]["steady_growth"], true);
+    let culprit = &d["retaining"][0];
+    assert!((mib(&culprit["bytes_per_step"]) - 6.0).abs() < 0.01, "{culprit}");
+    assert!(culprit["frame"].as_str().unwrap().contains("record_snapshots.py"), "{culprit}");
+    let text = String::from_utf8(memviz_ok(["steps".as_ref(), leak.as_os_str()])).unwrap();
+    assert!(text.contains("steady growth after the warm-up") && text.contains("6.00 MiB per step"), "{text}");
+
+    let steady = data("ranks/rank0.pickle");
+    let v: serde_json::Value =
+        serde_json::from_slice(&memviz_ok(["steps".as_ref(), steady.as_os_str(), "--json".as_ref()])).unwrap();
+    assert_eq!(v["devices"][0]["verdict"]["steady_growth"], false);
+    assert_eq!(v["devices"][0]["retained_per_step_bytes"], 0);
+}

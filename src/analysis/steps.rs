@@ -25,6 +25,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::annotations::{family, glob_match};
+use super::frames::FrameSource;
 use super::units;
 use crate::derive::timeline::{NamedSpan, TimelineRef};
 
@@ -74,20 +75,66 @@ pub struct Verdict {
 #[derive(Debug, Serialize)]
 pub struct StepsReport {
     pub device: crate::model::DeviceId,
-    pub pattern: String,
+    /// The pattern given, or `null` when the steps are the default family.
+    pub pattern: Option<String>,
     /// The span family these steps belong to (`## step # ##`).
     pub family: String,
     /// Every family the pattern matched on this device (this one among them).
     pub families: Vec<String>,
     pub steps: Vec<Step>,
+    /// What the first step left for the next (optimizer state, caches: the warm-up), and the
+    /// median of what each later step left.
+    pub warmup_bytes: Option<i64>,
+    pub retained_per_step_bytes: Option<i64>,
+    /// The sites that keep memory step after step: allocated in a step after the first and still
+    /// live when the next one starts, summed over those steps, per step; largest first.
+    pub retaining: Vec<Retainer>,
     pub verdict: Verdict,
 }
 
-/// The spans matching `pattern`, one report per span family, families in order of their first
-/// span; steps in start order.
-pub fn steps(t: &TimelineRef<'_>, pattern: &str) -> Vec<StepsReport> {
-    let matching: Vec<&NamedSpan<'_>> =
-        t.spans.iter().filter(|s| !s.is_point() && glob_match(pattern, s.name)).collect();
+#[derive(Debug, Serialize)]
+pub struct Retainer {
+    pub frame: String,
+    pub bytes_per_step: u64,
+    /// In how many of the judged steps it kept memory.
+    pub steps: usize,
+}
+
+/// Sites named as retaining memory, at most.
+const RETAINERS: usize = 5;
+
+/// The default steps when no pattern is given: the numbered span family (names that differ only
+/// in their numbers: `## step N ##`, `ProfilerStep#N`, `step_N`) with the most spans, at least
+/// [`GROWTH_RUN`] of them.
+pub fn default_family(t: &TimelineRef<'_>) -> Option<String> {
+    let mut by_family: Vec<(String, Vec<&str>)> = Vec::new();
+    for s in t.spans.iter().filter(|s| !s.is_point()) {
+        let f = family(s.name);
+        match by_family.iter_mut().find(|(g, _)| *g == f) {
+            Some((_, names)) => names.push(s.name),
+            None => by_family.push((f, vec![s.name])),
+        }
+    }
+    by_family
+        .into_iter()
+        .filter(|(_, names)| names.len() >= GROWTH_RUN && names.iter().any(|n| *n != names[0]))
+        .max_by_key(|(_, names)| names.len())
+        .map(|(f, _)| f)
+}
+
+/// The spans matching `pattern` (by default: [`default_family`]), one report per span family,
+/// families in order of their first span; steps in start order.
+pub fn steps<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, pattern: Option<&str>) -> Vec<StepsReport> {
+    let default = if pattern.is_none() { default_family(t) } else { None };
+    if pattern.is_none() && default.is_none() {
+        return Vec::new();
+    }
+    let keep = |name: &str| match (pattern, &default) {
+        (Some(p), _) => glob_match(p, name),
+        (None, Some(f)) => family(name) == *f,
+        (None, None) => false,
+    };
+    let matching: Vec<&NamedSpan<'_>> = t.spans.iter().filter(|s| !s.is_point() && keep(s.name)).collect();
     let mut families: Vec<String> = Vec::new();
     for s in &matching {
         let f = family(s.name);
@@ -105,14 +152,15 @@ pub fn steps(t: &TimelineRef<'_>, pattern: &str) -> Vec<StepsReport> {
                     spans.push(s);
                 }
             }
-            family_report(t, pattern, f, &families, &spans)
+            family_report(t, frames, pattern, f, &families, &spans)
         })
         .collect()
 }
 
-fn family_report(
+fn family_report<F: FrameSource>(
     t: &TimelineRef<'_>,
-    pattern: &str,
+    frames: &F,
+    pattern: Option<&str>,
     family: &str,
     families: &[String],
     spans: &[&NamedSpan<'_>],
@@ -156,25 +204,76 @@ fn family_report(
     }
     let in_trace: Vec<&Step> = steps.iter().filter(|s| !s.before_trace).collect();
     let verdict = verdict(&in_trace, l.peak_bytes);
+    let warmup_bytes = in_trace.first().and_then(|s| s.retained_bytes);
+    let mut later: Vec<i64> = in_trace.iter().skip(1).filter_map(|s| s.retained_bytes).collect();
+    later.sort_unstable();
+    let retained_per_step_bytes = later.get(later.len() / 2).copied();
+    let retaining = retainers(t, frames, &in_trace);
     StepsReport {
         device: l.device,
-        pattern: pattern.to_owned(),
+        pattern: pattern.map(str::to_owned),
         family: family.to_owned(),
         families: families.to_vec(),
         steps,
+        warmup_bytes,
+        retained_per_step_bytes,
+        retaining,
         verdict,
     }
 }
 
+/// The sites whose allocations of a step after the first (from its start to the next one's: what
+/// "retained" measures) are still live when the next step starts, summed over those steps and
+/// divided by their number.
+fn retainers<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, steps: &[&Step]) -> Vec<Retainer> {
+    let e = t.layout.elements;
+    let judged: Vec<(u32, u32, u32)> =
+        steps.windows(2).skip(1).map(|w| (w[0].start_action, w[1].start_action, w[1].start_action)).collect();
+    if judged.is_empty() {
+        return Vec::new();
+    }
+    let mut by_site: std::collections::HashMap<u32, (u64, std::collections::BTreeSet<usize>)> = Default::default();
+    for id in 0..e.len() {
+        let start = e.start[id];
+        if start == crate::layout::BEFORE_TRACE {
+            continue;
+        }
+        // The step it was allocated in (steps are in order and do not overlap).
+        let j = judged.partition_point(|s| s.1 <= start);
+        let Some(&(_, _, next)) = judged.get(j).filter(|s| s.0 <= start) else { continue };
+        let end = e.end[id];
+        if end == crate::layout::NEVER || end >= next {
+            let cell = by_site.entry(t.site(crate::model::ElementId::at(id))).or_default();
+            cell.0 += e.size[id];
+            cell.1.insert(j);
+        }
+    }
+    let n = judged.len() as u64;
+    let mut out: Vec<(u32, u64, usize)> = by_site.into_iter().map(|(s, (b, st))| (s, b / n, st.len())).collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.into_iter()
+        .filter(|r| r.1 > 0)
+        .take(RETAINERS)
+        .map(|(stack, bytes_per_step, steps)| Retainer {
+            frame: super::frames::top_frame(frames, stack)
+                .map_or_else(|| super::groups::NO_STACK.to_owned(), |f| super::frames::describe(frames, f, true)),
+            bytes_per_step,
+            steps,
+        })
+        .collect()
+}
+
+/// Judged after the warm-up: the first step (optimizer state, caches) counts in neither the runs
+/// of growing steps nor the trend.
 fn verdict(steps: &[&Step], peak_bytes: u64) -> Verdict {
     let (mut best, mut best_from, mut run) = (0usize, None, 0usize);
-    for (i, s) in steps.iter().enumerate() {
+    for (i, s) in steps.iter().enumerate().skip(1) {
         run = if s.retained_bytes.is_some_and(|r| r > 0) { run + 1 } else { 0 };
         if run > best {
             (best, best_from) = (run, Some(i + 1 - run));
         }
     }
-    let starts: Vec<f64> = steps.iter().map(|s| s.total_start as f64).collect();
+    let starts: Vec<f64> = steps.iter().skip(1).map(|s| s.total_start as f64).collect();
     let (slope, r2) = fit(&starts);
     let rise = slope * (starts.len().saturating_sub(1)) as f64;
     let trending = starts.len() >= GROWTH_RUN
@@ -189,7 +288,7 @@ fn verdict(steps: &[&Step], peak_bytes: u64) -> Verdict {
         let from = best_from.unwrap_or(0);
         let grown: i64 = steps[from..from + best].iter().filter_map(|s| s.retained_bytes).sum();
         format!(
-            "steady growth: {best} steps in a row ({} to {}) each left more live memory for the next, {} in all; step starts trend {per_step} per step",
+            "steady growth after the warm-up: {best} steps in a row ({} to {}) each left more live memory for the next, {} in all; step starts trend {per_step} per step",
             steps[from].name,
             steps[from + best - 1].name,
             units::signed_bytes(i128::from(grown)),
@@ -248,14 +347,17 @@ fn fit(y: &[f64]) -> (f64, Option<f64>) {
 
 /// The aligned text report of one device and family: at most `top` rows, then a count of the rest.
 pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
+    let matching = r
+        .pattern
+        .as_ref()
+        .map_or("(the numbered span family with the most spans)".to_owned(), |p| format!("matching \"{p}\""));
     let _ = writeln!(
         out,
-        "device {} — {} span{} of \"{}\" matching \"{}\"",
+        "device {} — {} span{} of \"{}\" {matching}",
         r.device,
         r.steps.len(),
         plural(r.steps.len()),
-        r.family,
-        r.pattern
+        r.family
     );
     if r.families.len() > 1 && r.families.first() == Some(&r.family) {
         let _ = writeln!(
@@ -304,6 +406,26 @@ pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
         }
     }
     let _ = writeln!(out, "  verdict: {}", r.verdict.text);
+    if let (Some(w), Some(p)) = (r.warmup_bytes, r.retained_per_step_bytes) {
+        let _ = writeln!(
+            out,
+            "  warm-up: the first step left {}; each later step {} (median)",
+            units::signed_bytes(i128::from(w)),
+            units::signed_bytes(i128::from(p))
+        );
+    }
+    if !r.retaining.is_empty() && r.verdict.steady_growth {
+        let _ = writeln!(out, "  kept step after step by:");
+        for s in &r.retaining {
+            let _ = writeln!(
+                out,
+                "    {:>10} per step  ({} of the steps)  {}",
+                units::bytes(s.bytes_per_step),
+                s.steps,
+                super::groups::clip(&s.frame)
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -345,7 +467,7 @@ mod tests {
         let s = chain(&[(0, 100), (100, 100), (100, 100), (100, 100)]);
         let v = verdict(&s, 1000);
         assert!(!v.steady_growth, "{}", v.text);
-        assert_eq!(v.longest_growth_run, 1);
+        assert_eq!(v.longest_growth_run, 0, "the first step's growth is the warm-up, not a run");
         assert!(v.text.starts_with("no steady growth"), "{}", v.text);
     }
 
@@ -355,7 +477,7 @@ mod tests {
         let v = verdict(&s, 1 << 20);
         assert!(v.steady_growth);
         assert_eq!((v.longest_growth_run, v.growth_run_from), (3, Some(1)));
-        assert!(v.text.starts_with("steady growth: 3 steps in a row (s100 to s120)"), "{}", v.text);
+        assert!(v.text.starts_with("steady growth after the warm-up: 3 steps in a row (s100 to s120)"), "{}", v.text);
     }
 
     #[test]

@@ -207,14 +207,22 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
     for d in devices(&session, args.common.device, input)? {
         let data = DeviceData::new(&session, d);
         names.extend(data.spans.iter().map(|s| s.name.to_owned()));
-        reports.extend(steps::steps(&data.timeline(), &args.annotation));
+        reports.extend(steps::steps(&data.timeline(), session.root(), args.annotation.as_deref()));
     }
     if reports.iter().all(|r| r.steps.is_empty()) {
         let mut seen: Vec<String> = names.into_iter().take(12).map(|n| format!("\"{n}\"")).collect();
         if seen.is_empty() {
             seen.push("none: the snapshot has no record_function annotations".into());
         }
-        bail!("{}: no annotation span matches \"{}\" (spans: {})", input.display(), args.annotation, seen.join(", "));
+        match &args.annotation {
+            Some(p) => bail!("{}: no annotation span matches \"{p}\" (spans: {})", input.display(), seen.join(", ")),
+            None => bail!(
+                "{}: no numbered annotation family with {} spans or more to take as steps; give --annotation (spans: {})",
+                input.display(),
+                steps::GROWTH_RUN,
+                seen.join(", ")
+            ),
+        }
     }
     print(input, args.common.json, &reports, |out, r| steps::render_text(out, r, args.common.top))
 }

@@ -27,11 +27,9 @@ pub struct RankOutlier {
     pub threshold_pct: f64,
 }
 
-const DEFAULT_STEPS: &str = "## step*";
-
 pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     let files = inputs(&args.inputs)?;
-    let pattern = args.annotation.as_deref().unwrap_or(DEFAULT_STEPS);
+    let pattern = args.annotation.as_deref();
     let mut sessions = Vec::with_capacity(files.len());
     let mut rows = Vec::with_capacity(files.len());
     for f in &files {
@@ -154,12 +152,12 @@ fn main_device(s: &Session) -> DeviceIdx {
     s.device_indices().max_by_key(|&d| (s.elements(d).layout.peak_bytes, std::cmp::Reverse(d))).unwrap_or(DeviceIdx(0))
 }
 
-fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: &str) -> RankRow {
+fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: Option<&str>) -> RankRow {
     let data = DeviceData::new(s, d);
     let t = data.timeline();
     let l = t.layout;
     let peak_k = l.peak_k();
-    let report = steps::steps(&t, pattern).into_iter().max_by_key(|r| r.steps.len());
+    let report = steps::steps(&t, s.root(), pattern).into_iter().max_by_key(|r| r.steps.len());
     let peak_step = report.as_ref().and_then(|r| {
         let k = u32::try_from(peak_k).ok()?;
         r.steps.iter().find(|st| st.start_action <= k && k < st.end_action).map(|st| st.name.clone())
@@ -167,11 +165,7 @@ fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: &str) -> RankRo
     let peak_annotation =
         t.time_of(peak_k).map(|time| t.open_at(time).into_iter().map(str::to_owned).collect()).unwrap_or_default();
     let (initial, _, reserved) = s.reserved(d);
-    let retained: Option<i64> = report.as_ref().and_then(|r| {
-        let mut v: Vec<i64> = r.steps.iter().skip(1).filter_map(|st| st.retained_bytes).collect();
-        v.sort_unstable();
-        v.get(v.len() / 2).copied()
-    });
+    let retained = report.as_ref().and_then(|r| r.retained_per_step_bytes);
     RankRow {
         rank: f.rank,
         file: f.path.display().to_string(),
@@ -183,6 +177,13 @@ fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: &str) -> RankRo
         oom_events: s.oom_states(d).map_or(0, |o| o.len()),
         retained_per_step_bytes: retained,
         steady_growth: report.as_ref().is_some_and(|r| r.verdict.steady_growth),
-        verdict: report.map_or_else(|| format!("no steps matching {pattern:?}"), |r| r.verdict.text),
+        verdict: report.map_or_else(
+            || {
+                pattern.map_or("no numbered span family to take as steps".to_owned(), |p| {
+                    format!("no steps matching {p:?}")
+                })
+            },
+            |r| r.verdict.text,
+        ),
     }
 }
