@@ -30,10 +30,11 @@ pub fn is_snapshot_name(name: &str) -> bool {
 }
 
 /// The last integer in a file name (`rank3.pickle` → 3, `oom_rank_3.pickle` → 3,
-/// `snapshot-0003.pickle.gz` → 3); digits of a compression or format suffix do not count.
+/// `snapshot-0003.pickle.gz` → 3, `rank3.memviz` → 3); digits of a compression or format suffix
+/// do not count.
 pub fn rank_in_name(name: &str) -> Option<u64> {
     let mut stem = name;
-    for suffix in COMPRESSED.iter().chain(&SNAPSHOT_ENDINGS) {
+    for suffix in COMPRESSED.iter().chain(&SNAPSHOT_ENDINGS).chain(&[".memviz"]) {
         if let Some(s) = stem.to_ascii_lowercase().strip_suffix(suffix) {
             stem = &stem[..s.len()];
         }
@@ -67,21 +68,27 @@ pub fn snapshots_in(dir: &Path) -> std::io::Result<Vec<RankFile>> {
         }
     }
     paths.sort();
+    Ok(ranked(paths, dir))
+}
+
+/// `paths` (in the order given) with their ranks: the last integer in each name when every file
+/// has one and no two share it, else each one's position; `relative` is the path under `root`.
+pub fn ranked(paths: Vec<PathBuf>, root: &Path) -> Vec<RankFile> {
     let named: Vec<Option<u64>> =
         paths.iter().map(|p| p.file_name().and_then(|n| rank_in_name(&n.to_string_lossy()))).collect();
     let mut distinct: Vec<u64> = named.iter().flatten().copied().collect();
     distinct.sort_unstable();
     distinct.dedup();
     let by_name = distinct.len() == paths.len();
-    Ok(paths
+    paths
         .into_iter()
         .enumerate()
         .map(|(i, path)| RankFile {
-            relative: path.strip_prefix(dir).map_or_else(|_| path.clone(), Path::to_path_buf),
+            relative: path.strip_prefix(root).map_or_else(|_| path.clone(), Path::to_path_buf),
             rank: if by_name { named[i].unwrap_or(i as u64) } else { i as u64 },
             path,
         })
-        .collect())
+        .collect()
 }
 
 /// Slice `i` of `n` (0-based): every `n`-th file from the `i`-th, so the slices are disjoint and
@@ -174,6 +181,7 @@ mod tests {
         assert_eq!(rank_in_name("gpu12_step400.json.zst"), Some(400));
         assert_eq!(rank_in_name("snapshot.pickle"), None);
         assert_eq!(rank_in_name("mem.pt.bz2"), None, "bz2's digit is not a rank");
+        assert_eq!(rank_in_name("rank7.memviz"), Some(7));
         assert!(is_snapshot_name("rank0.pickle") && is_snapshot_name("R.JSON.GZ") && is_snapshot_name("a.pt.lz4"));
         assert!(!is_snapshot_name("rank0.memviz") && !is_snapshot_name("log.txt") && !is_snapshot_name("x.gz"));
     }

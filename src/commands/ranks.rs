@@ -99,51 +99,26 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
 /// The files: every snapshot or archive under a folder, or the files given (ranks from their
 /// names, else their order).
 fn inputs(given: &[PathBuf]) -> anyhow::Result<Vec<folder::RankFile>> {
-    if let [dir] = given
-        && dir.is_dir()
-    {
-        let mut files = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
-        // A folder that holds both a snapshot and its archive: the archive answers for both.
-        let archives: Vec<folder::RankFile> = archives_in(dir)?;
-        if !archives.is_empty() {
-            files = archives;
-        }
-        if files.is_empty() {
-            bail!("{}: no snapshots or archives in the folder", dir.display());
-        }
-        return Ok(files);
+    let [dir] = given else { return Ok(folder::ranked(given.to_vec(), std::path::Path::new(""))) };
+    if !dir.is_dir() {
+        return Ok(folder::ranked(given.to_vec(), std::path::Path::new("")));
     }
-    let named: Vec<Option<u64>> = given
-        .iter()
-        .map(|p| p.file_name().and_then(|n| folder::rank_in_name(&n.to_string_lossy().replace(".memviz", ".pickle"))))
-        .collect();
-    let mut distinct: Vec<u64> = named.iter().flatten().copied().collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let by_name = distinct.len() == given.len();
-    Ok(given
-        .iter()
-        .enumerate()
-        .map(|(i, p)| folder::RankFile {
-            path: p.clone(),
-            relative: p.clone(),
-            rank: if by_name { named[i].unwrap_or(i as u64) } else { i as u64 },
-        })
-        .collect())
-}
-
-/// The `.memviz` files under `dir`, as rank files (their names give the ranks as a snapshot's do).
-fn archives_in(dir: &std::path::Path) -> anyhow::Result<Vec<folder::RankFile>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| dir.display().to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "memviz"))
-        .collect();
-    paths.sort();
-    if paths.is_empty() {
-        return Ok(Vec::new());
+    // Snapshots answer through their archives (beside them once indexed); a folder of archives
+    // alone (sent to a colleague) answers as it is.
+    let mut files = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
+    if files.is_empty() {
+        let mut archives: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| dir.display().to_string())?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "memviz"))
+            .collect();
+        archives.sort();
+        files = folder::ranked(archives, dir);
     }
-    inputs(&paths)
+    if files.is_empty() {
+        bail!("{}: no snapshots or archives in the folder", dir.display());
+    }
+    Ok(files)
 }
 
 /// The device a rank's row describes: the one with the highest peak (a rank's snapshot usually
