@@ -1,7 +1,9 @@
 //! An archive body from a colleague: the harness seals it with a valid header (so the checksum
-//! always passes) and then does what the commands do with an archive — verify, lay out every
-//! device, rebuild live sets from the checkpoints, answer `at` and `range`, restore the whole
-//! model. Inconsistent ids must be an error, never a panic.
+//! always passes) and then does what the commands and the viewer do with an archive — verify,
+//! lay out every device, rebuild live sets from the checkpoints (of the elements and of the
+//! segments), answer `at` and `range`, rebuild the allocator's state at a few events and before
+//! each OOM, read its series, work out the private pools, restore the whole model.
+//! Inconsistent ids must be an error, never a panic.
 #![no_main]
 
 use std::path::Path;
@@ -9,7 +11,7 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use memviz::analysis::groups::GroupBy;
 use memviz::analysis::{live, range};
-use memviz::archive::{Archive, DeviceData, Session, restore};
+use memviz::archive::{Archive, DeviceData, Plane, Session, restore};
 
 fuzz_target!(|body: &[u8]| {
     let header = memviz_format::Header::new(body, memviz_format::SourceStamp::default());
@@ -30,6 +32,21 @@ fuzz_target!(|body: &[u8]| {
             }
         }
         let _ = range::range(&t, session.root(), 0, t.actions());
+        let events = session.trace(d).len() as i64;
+        for e in [-1, events / 2, events - 1] {
+            if let Some(state) = session.allocator_state(d, e) {
+                let _ = state.summary(e);
+            }
+        }
+        let _ = session.oom_states(d);
+        let _ = session.allocator_series(d, |a| &a.largest_free);
+        if let Some(s) = session.stacked(d, Plane::Segments) {
+            let n = s.layout.actions.len() as i64;
+            for k in [-1, n / 2, n - 1] {
+                let _ = s.checkpoints.stack_after(s.layout, k).with_offsets().count();
+            }
+        }
+        let _ = memviz::viewer::pools::compute(&session, d);
     }
     let _ = restore::snapshot(session.root());
 });
