@@ -237,21 +237,32 @@ impl Session {
         if self.device(d).allocator.states.is_empty() {
             return None;
         }
-        let trace = self.trace(d);
+        let start = self.trace(d).start;
         let events = super::events::ArchiveEvents::new(self.root());
-        let mut out = Vec::new();
-        for e in trace.clone() {
-            if events.action(e) == crate::model::Action::Oom {
-                let i = (e - trace.start) as i64;
-                out.push(crate::allocator::OomState {
+        self.oom_events(d)
+            .into_iter()
+            .map(|i| {
+                let e = start + i as usize;
+                Some(crate::allocator::OomState {
                     event: i,
                     requested: events.size(e),
                     device_free: events.device_free(e),
                     before: self.allocator_state(d, i - 1)?.summary(i - 1),
-                });
-            }
-        }
-        Some(out)
+                })
+            })
+            .collect()
+    }
+
+    /// The device-relative events of device `d` that are `oom`s (the action column is read).
+    pub fn oom_events(&self, d: DeviceIdx) -> Vec<i64> {
+        use crate::allocator::EventColumns as _;
+        let trace = self.trace(d);
+        let events = super::events::ArchiveEvents::new(self.root());
+        trace
+            .clone()
+            .filter(|&e| events.action(e) == crate::model::Action::Oom)
+            .map(|e| (e - trace.start) as i64)
+            .collect()
     }
 
     /// The absolute event range of device `d`'s trace.

@@ -2,14 +2,13 @@
 //! saved states: one chunk decoded and fewer than K events undone per state).
 
 use super::answers::print_all;
-use crate::allocator::EventColumns as _;
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::{oom, segments};
 use crate::archive::events::ArchiveEvents;
 use crate::archive::{DeviceData, Session};
 use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
 use crate::derive::timeline::TimelineRef;
-use crate::model::{Action, ActionIdx, DeviceIdx, EventIdx};
+use crate::model::{ActionIdx, DeviceIdx, EventIdx};
 use anyhow::bail;
 
 /// `memviz oom` answers from the archive: the state before each OOM from the saved states, what
@@ -129,8 +128,7 @@ fn which_event(
         return of_action(i64::from(t.actions_until(base.saturating_add(time.us + time.half_step_us))) - 1);
     }
     if let Some(nth) = args.oom {
-        let events = ArchiveEvents::new(s.root());
-        let ooms: Vec<i64> = (0..n).filter(|&i| events.action((first + i) as usize) == Action::Oom).collect();
+        let ooms = s.oom_events(d);
         let pick = if nth == 0 { ooms.last() } else { ooms.get(nth - 1) };
         return match pick {
             Some(&i) => Ok(i - 1),

@@ -149,7 +149,7 @@ fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: Option<&str>) -
         peak_step,
         peak_annotation,
         reserved_peak_bytes: reserved.iter().copied().chain([initial]).max().unwrap_or(0),
-        oom_events: s.oom_states(d).map_or(0, |o| o.len()),
+        oom_events: s.oom_events(d).len(),
         retained_per_step_bytes: retained,
         steady_growth: report.as_ref().is_some_and(|r| r.verdict.steady_growth),
         verdict: report.map_or_else(
