@@ -121,14 +121,16 @@ impl Timeline {
         }
         let rect = self.plot_rect;
         let marks = self.ooms()?.to_vec();
-        let times = self.action_times().map(<[i64]>::to_vec);
+        // The session's own times, borrowed: a copy would cost every action's time each frame.
+        let session = Arc::clone(&self.session);
+        let times = session.action_times_ready(self.device);
         let painter = ui.painter_at(rect);
         let pointer = ui.input(|i| i.pointer.hover_pos());
         let clicked = ui.input(|i| i.pointer.primary_clicked());
         let mut hit = None;
         for m in &marks {
             let k = m.action.max(0) as usize;
-            let x = match (&times, self.time_axis) {
+            let x = match (times, self.time_axis) {
                 (Some(t), true) => t.get(k).map_or(0.0, |&t| t as f64),
                 _ => m.action as f64 + 1.0,
             };
