@@ -14,12 +14,7 @@ use memviz::model::{DeviceIdx, ElementId};
 use memviz::viewer::tabs::Tab;
 
 fn open(archive: &Path, w: u32, h: u32) -> (Offscreen, ViewerApp) {
-    let ctx = egui::Context::default();
-    let mut app = ViewerApp::new(ViewerOptions::default());
-    app.open_archive(archive, &ctx);
-    let mut gpu = Offscreen::new(w, h, ctx).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
-    gpu.settle(&mut app, 3000);
-    (gpu, app)
+    open_with(archive, ViewerOptions::default(), w, h)
 }
 
 fn golden_archive() -> std::path::PathBuf {
@@ -105,7 +100,7 @@ fn open_with(archive: &Path, options: ViewerOptions, w: u32, h: u32) -> (Offscre
     let ctx = egui::Context::default();
     let mut app = ViewerApp::new(options);
     app.open_archive(archive, &ctx);
-    let mut gpu = Offscreen::new(w, h, ctx).expect("a wgpu adapter");
+    let mut gpu = Offscreen::new(w, h, ctx).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
     gpu.settle(&mut app, 3000);
     (gpu, app)
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use memviz_format::rkyv::rend::{u32_le, u64_le};
 use memviz_format::rkyv::vec::ArchivedVec;
-use memviz_format::schema::{ArchivedDevice, ArchivedElements, ArchivedRoot};
+use memviz_format::schema::{ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot};
 use memviz_format::view::{u32s, u64s};
 
 use super::chunks::{self, ChunkError};
@@ -79,13 +79,15 @@ fn stacked_ref(device: u32, p: Parts<'_>, initial_total: u64, peak_bytes: u64, p
 }
 
 pub fn checkpoints_ref(d: &ArchivedDevice) -> CheckpointsRef<'_> {
-    let c = &d.checkpoints;
-    CheckpointsRef { every: c.every.to_native(), starts: u32s(&c.starts), ids: u32s(&c.ids) }
+    checkpoints_of(&d.checkpoints)
 }
 
 /// The segment timeline's checkpoints (see [`segment_layout_ref`]).
 pub fn segment_checkpoints_ref(d: &ArchivedDevice) -> CheckpointsRef<'_> {
-    let c = &d.segment_timeline.checkpoints;
+    checkpoints_of(&d.segment_timeline.checkpoints)
+}
+
+fn checkpoints_of(c: &ArchivedCheckpoints) -> CheckpointsRef<'_> {
     CheckpointsRef { every: c.every.to_native(), starts: u32s(&c.starts), ids: u32s(&c.ids) }
 }
 

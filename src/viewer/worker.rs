@@ -151,7 +151,7 @@ fn run(session: &Session, job: Job) -> Option<TexData> {
 
 /// Rasterises exactly what a view shows, one texel per screen pixel.
 pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<'_>>) -> TexData {
-    let stacked = session.stacked(spec.device, spec.plane).unwrap_or_else(|| session.elements(spec.device));
+    let stacked = super::timeline::stacked_in(session, spec.device, spec.plane);
     let (layout, cps) = (stacked.layout, stacked.checkpoints);
     let samples = if spec.time_axis {
         let times = session.action_times(spec.device);
