@@ -142,6 +142,28 @@ pub fn reports(snap: &Snapshot, layout: LayoutRef<'_>, spans: &[Span], ooms: &[O
         .collect()
 }
 
+/// Every OOM of a device explained from its timeline (read in place from an archive): `states`
+/// from the archive's saved states, `event(e)` the time and stack of absolute event `e`, `first`
+/// the device's first absolute event.
+pub fn reports_in<F: FrameSource>(
+    t: &TimelineRef<'_>,
+    frames: &F,
+    states: &[OomState],
+    first: usize,
+    event: impl Fn(usize) -> (Option<i64>, StackId),
+    expandable: bool,
+) -> Vec<OomReport> {
+    let filter = AnnotationFilter::default();
+    states
+        .iter()
+        .map(|o| {
+            let e = first + o.event as usize;
+            let (time, stack) = event(e);
+            report(frames, o, context_in(t, EventIdx::at(e), time, stack, &filter, expandable))
+        })
+        .collect()
+}
+
 /// The context of the OOM at absolute event `e` from a device's timeline (read in place from an
 /// archive: the live set from the nearest checkpoint); `time` and `stack` are the event's.
 pub fn context_in(

@@ -230,6 +230,11 @@ impl Session {
         Some(replay.state)
     }
 
+    /// The snapshot's `allocator_settings`, parsed (`None`: not recorded).
+    pub fn allocator_settings(&self) -> Option<serde_json::Value> {
+        self.root().allocator_settings.as_ref().and_then(|s| serde_json::from_str(s.as_str()).ok())
+    }
+
     /// Every `oom` event of device `d` with the allocator's state just before it, from the saved
     /// states (the action column is read to find them). `None` before format 3.
     pub fn oom_states(&self, d: DeviceIdx) -> Option<Vec<crate::allocator::OomState>> {

@@ -2,13 +2,12 @@
 //! saved states: one chunk decoded and fewer than K events undone per state).
 
 use super::answers::print_all;
-use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::{oom, segments};
 use crate::archive::events::ArchiveEvents;
 use crate::archive::{DeviceData, Session};
 use crate::cli::{ActionArg, OomArgs, SegmentsArgs};
 use crate::derive::timeline::TimelineRef;
-use crate::model::{ActionIdx, DeviceIdx, EventIdx};
+use crate::model::{ActionIdx, DeviceIdx};
 use anyhow::bail;
 
 /// `memviz oom` answers from the archive: the state before each OOM from the saved states, what
@@ -17,10 +16,8 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
     let session = super::answers::open_input(input, cache)?;
     let root = session.root();
-    let settings = root.allocator_settings.as_ref().and_then(|s| serde_json::from_str(s.as_str()).ok());
-    let expandable = oom::expandable(settings.as_ref());
+    let expandable = oom::expandable(session.allocator_settings().as_ref());
     let events = ArchiveEvents::new(root);
-    let filter = AnnotationFilter::default();
     let mut per_device = Vec::new();
     for d in super::answers::devices(&session, args.common.device, input)? {
         let Some(states) = session.oom_states(d) else {
@@ -30,16 +27,9 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
             );
         };
         let data = DeviceData::new(&session, d);
-        let t = data.timeline();
         let first = session.trace(d).start;
-        let reports: Vec<oom::OomReport> = states
-            .iter()
-            .map(|o| {
-                let e = first + o.event as usize;
-                let cx = oom::context_in(&t, EventIdx::at(e), events.time_us(e), events.stack(e), &filter, expandable);
-                oom::report(root, o, cx)
-            })
-            .collect();
+        let event = |e| (events.time_us(e), events.stack(e));
+        let reports = oom::reports_in(&data.timeline(), root, &states, first, event, expandable);
         per_device.push((session.ordinal(d), reports));
     }
     let reports: Vec<&oom::OomReport> = per_device.iter().flat_map(|(_, r)| r).collect();

@@ -251,7 +251,7 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     }
     if *s.tab == Tab::Settings {
         egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
-            super::settings::ui(ui, t.session.root().allocator_settings.as_ref().map(|s| s.as_str()));
+            super::settings::ui(ui, t.session.allocator_settings().as_ref());
         });
         return;
     }

@@ -5,9 +5,8 @@
 use std::sync::{Arc, OnceLock};
 
 use super::data::{DeviceData, Session};
-use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::oom;
-use crate::model::{DeviceIdx, EventIdx};
+use crate::model::DeviceIdx;
 
 /// One OOM on the timeline.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,22 +22,14 @@ pub struct OomMark {
 /// The marks of `d`, computed now (for `--oom N`, which needs them before the first frame).
 pub fn marks(session: &Session, d: DeviceIdx) -> Vec<OomMark> {
     let Some(states) = session.oom_states(d) else { return Vec::new() };
-    let root = session.root();
-    let settings = root.allocator_settings.as_ref().and_then(|s| serde_json::from_str(s.as_str()).ok());
-    let expandable = oom::expandable(settings.as_ref());
-    let events = crate::archive::events::ArchiveEvents::new(root);
+    let expandable = oom::expandable(session.allocator_settings().as_ref());
+    let events = crate::archive::events::ArchiveEvents::new(session.root());
     let data = DeviceData::new(session, d);
-    let t = data.timeline();
+    let event = |e| (events.time_us(e), events.stack(e));
     let first = session.trace(d).start;
-    let filter = AnnotationFilter::default();
-    states
+    oom::reports_in(&data.timeline(), session.root(), &states, first, event, expandable)
         .iter()
-        .map(|o| {
-            let e = first + o.event as usize;
-            let cx = oom::context_in(&t, EventIdx::at(e), events.time_us(e), events.stack(e), &filter, expandable);
-            let action = cx.action;
-            OomMark { event: o.event, action, verdict: oom::one_line(&oom::report(root, o, cx)) }
-        })
+        .map(|r| OomMark { event: r.event, action: r.action, verdict: oom::one_line(r) })
         .collect()
 }
 

@@ -47,22 +47,22 @@ pub fn note(settings: &serde_json::Value) -> Option<String> {
     })
 }
 
-pub fn ui(ui: &mut egui::Ui, settings: Option<&str>) {
+pub fn ui(ui: &mut egui::Ui, settings: Option<&serde_json::Value>) {
     egui::Frame::new().fill(theme::BACKGROUND).inner_margin(16.0).show(ui, |ui| {
         ui.heading("Allocator Settings");
-        let Some(value) = settings.and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok()) else {
+        let Some(value) = settings else {
             ui.label("The snapshot recorded no allocator_settings (torch before 2.1, or a re-export without them).");
             return;
         };
         egui::Grid::new("settings").striped(true).num_columns(3).show(ui, |ui| {
-            for (k, v, m) in rows(&value) {
+            for (k, v, m) in rows(value) {
                 ui.monospace(k);
                 ui.monospace(v);
                 ui.weak(m);
                 ui.end_row();
             }
         });
-        if let Some(n) = note(&value) {
+        if let Some(n) = note(value) {
             ui.add_space(8.0);
             ui.colored_label(theme::CAPACITY, n);
         }
