@@ -27,7 +27,7 @@ use crate::allocator::OomState;
 use crate::derive::sites::element_stack;
 use crate::derive::timeline::{TimelineRef, open_at};
 use crate::layout::LayoutRef;
-use crate::model::{ActionIdx, DeviceId, EventIdx, NO_TIME, Snapshot, StackId};
+use crate::model::{DeviceId, EventIdx, NO_TIME, Snapshot, StackId};
 
 /// The allocator's smallest block: requests are rounded up to a multiple of it.
 const MIN_BLOCK: u64 = 512;
@@ -192,11 +192,7 @@ pub fn context_in(
 
 /// The last action whose event comes before absolute event `e` (−1: none).
 fn last_action_before(layout: LayoutRef<'_>, e: usize) -> i64 {
-    let n = layout.actions.len() as u32;
-    let before = crate::derive::timeline::partition(n, |k| {
-        layout.action_event(ActionIdx(k)).get().is_none_or(|ev| ev.index() < e)
-    });
-    i64::from(before) - 1
+    i64::from(crate::derive::timeline::actions_before_event(layout, e)) - 1
 }
 
 /// One OOM explained: the verdict from the state before it, what filled the memory, advice.

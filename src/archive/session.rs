@@ -230,6 +230,16 @@ impl Session {
         Some(replay.state)
     }
 
+    /// The device-relative raw event of element-timeline action `k` of device `d` (the last event
+    /// for the synthetic action of a trace without actions).
+    pub fn event_of_action(&self, d: DeviceIdx, k: ActionIdx) -> i64 {
+        let trace = self.trace(d);
+        match self.layout(d).action_event(k).get() {
+            Some(e) => e.index() as i64 - trace.start as i64,
+            None => trace.len() as i64 - 1,
+        }
+    }
+
     /// The snapshot's `allocator_settings`, parsed (`None`: not recorded).
     pub fn allocator_settings(&self) -> Option<serde_json::Value> {
         self.root().allocator_settings.as_ref().and_then(|s| serde_json::from_str(s.as_str()).ok())

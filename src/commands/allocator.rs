@@ -84,8 +84,7 @@ fn which_event(
     input: &std::path::Path,
 ) -> anyhow::Result<i64> {
     let l = t.layout;
-    let trace = s.trace(d);
-    let (first, n) = (trace.start as i64, trace.len() as i64);
+    let n = s.trace(d).len() as i64;
     let actions = i64::from(t.actions());
     let of_action = |k: i64| -> anyhow::Result<i64> {
         if !(-1..actions).contains(&k) {
@@ -94,10 +93,7 @@ fn which_event(
         if k < 0 {
             return Ok(-1);
         }
-        match l.action_event(ActionIdx(k as u32)).get() {
-            None => Ok(n - 1),
-            Some(e) => Ok(e.index() as i64 - first),
-        }
+        Ok(s.event_of_action(d, ActionIdx(k as u32)))
     };
     if let Some(e) = args.event {
         if !(-1..n).contains(&e) {

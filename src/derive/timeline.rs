@@ -164,6 +164,13 @@ pub fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
     lo
 }
 
+/// The number of actions of `l` whose event comes before absolute event `e` (the synthetic action
+/// of a trace without actions counts as before every event): the last action before `e` is this
+/// minus one.
+pub fn actions_before_event(l: LayoutRef<'_>, e: usize) -> u32 {
+    partition(l.actions.len() as u32, |k| l.action_event(ActionIdx(k)).get().is_none_or(|ev| ev.index() < e))
+}
+
 /// The innermost open span at any time, answered by binary search: the spans are swept once
 /// into the times where the innermost one changes.
 pub struct Innermost<'a> {

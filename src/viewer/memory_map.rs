@@ -300,23 +300,14 @@ pub fn map_event(t: &Timeline) -> Option<i64> {
 /// The device-relative event of element-timeline action `k` (the last event for the synthetic
 /// action of a trace without actions).
 pub fn action_event(t: &Timeline, k: usize) -> i64 {
-    let trace = t.session.trace(t.device);
-    let l = t.session.elements(t.device).layout;
-    match l.action_event(ActionIdx::at(k)).get() {
-        Some(e) => e.index() as i64 - trace.start as i64,
-        None => trace.len() as i64 - 1,
-    }
+    t.session.event_of_action(t.device, ActionIdx::at(k))
 }
 
 /// The element-timeline action at or before device-relative event `event` (−1: none).
 pub fn action_before(t: &Timeline, event: i64) -> i64 {
-    let trace = t.session.trace(t.device);
+    let start = t.session.trace(t.device).start as i64;
     let l = t.session.elements(t.device).layout;
-    let abs = trace.start as i64 + event;
-    let n = crate::derive::timeline::partition(l.actions.len() as u32, |k| {
-        l.action_event(ActionIdx(k)).get().is_none_or(|e| e.index() as i64 <= abs)
-    });
-    i64::from(n) - 1
+    i64::from(crate::derive::timeline::actions_before_event(l, (start + event + 1).max(0) as usize)) - 1
 }
 
 impl Shown {
