@@ -3,6 +3,8 @@
 //! highlighted; an address jumps to the next event at it. And the keys that step the map through
 //! events: ←/→ one event, PgUp/PgDn one action of the timeline, Home/End the first and last.
 
+use std::sync::Arc;
+
 use eframe::egui;
 
 use super::memory_map::{action_before, action_event, map_event};
@@ -40,20 +42,38 @@ pub fn ui(ui: &mut egui::Ui, t: &mut Timeline) {
         area = area.vertical_scroll_offset((row * pitch - 120.0).max(0.0));
         ui.data_mut(|d| d.insert_temp(last, t.selection.event));
     }
-    let events = ArchiveEvents::new(t.session.root());
     let mut clicked = None;
     ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
     let row_h = ui.spacing().interact_size.y;
+    // The rows on screen, read from the archive when they change (not every frame: each read
+    // decompresses a chunk of three columns).
+    let cache = ui.make_persistent_id("memviz-event-rows");
     area.show_rows(ui, row_h, n, |ui, rows| {
-        for i in rows {
-            let e = trace.start + i;
-            let text = format!(
-                "{i:>8} {:<14} {:#x} {}",
-                events.action(e).name(),
-                events.addr(e),
-                crate::analysis::units::bytes(events.size(e))
-            );
-            let label = egui::RichText::new(text).monospace().size(11.0);
+        let key = (t.device, rows.start, rows.end);
+        let cached: Option<Arc<(RowsKey, Vec<String>)>> = ui.data_mut(|d| d.get_temp(cache));
+        let texts = match cached.filter(|c| c.0 == key) {
+            Some(c) => c,
+            None => {
+                let events = ArchiveEvents::new(t.session.root());
+                let texts = rows
+                    .clone()
+                    .map(|i| {
+                        let e = trace.start + i;
+                        format!(
+                            "{i:>8} {:<14} {:#x} {}",
+                            events.action(e).name(),
+                            events.addr(e),
+                            crate::analysis::units::bytes(events.size(e))
+                        )
+                    })
+                    .collect();
+                let c = Arc::new((key, texts));
+                ui.data_mut(|d| d.insert_temp(cache, Arc::clone(&c)));
+                c
+            }
+        };
+        for (i, text) in rows.zip(&texts.1) {
+            let label = egui::RichText::new(text.as_str()).monospace().size(11.0);
             if ui.selectable_label(selected == Some(i as i64), label).clicked() {
                 clicked = Some(i as i64);
             }
@@ -63,6 +83,9 @@ pub fn ui(ui: &mut egui::Ui, t: &mut Timeline) {
         t.selection.event = clicked;
     }
 }
+
+/// The rows a cached block of texts stands for: (device, first row, end row).
+type RowsKey = (crate::model::DeviceIdx, usize, usize);
 
 /// ←/→, PgUp/PgDn, Home/End, unless a text field has the keyboard.
 pub fn keys(ui: &egui::Ui, t: &mut Timeline) {

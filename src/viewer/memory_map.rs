@@ -390,8 +390,9 @@ fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
         }
         MapHit::Hole { segment, addr, size } => {
             let m = seg(segment);
-            let free: u64 = m.holes().iter().map(|h| h.1).sum();
-            let largest = m.holes().iter().map(|h| h.1).max().unwrap_or(0);
+            let holes = m.holes();
+            let free: u64 = holes.iter().map(|h| h.1).sum();
+            let largest = holes.iter().map(|h| h.1).max().unwrap_or(0);
             vec![
                 ("free hole".into(), format!("{} at {addr:#x}", b(size))),
                 (
@@ -401,7 +402,7 @@ fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
                         b(m.segment.size),
                         m.segment.addr,
                         100.0 * free as f64 / m.segment.size.max(1) as f64,
-                        m.holes().len(),
+                        holes.len(),
                         b(largest)
                     ),
                 ),
