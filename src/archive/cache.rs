@@ -30,6 +30,9 @@ pub struct Loaded {
     pub file_bytes: u64,
     /// Set when the input was a snapshot that had no matching archive: write one.
     pub pending_cache: Option<PendingCache>,
+    /// The archive it was read from (the input, or the snapshot's cache), for what answers from
+    /// an archive faster than from the model (the allocator's saved states).
+    pub archive: Option<Archive>,
 }
 
 /// Where to write the archive of a snapshot just read.
@@ -44,7 +47,7 @@ pub struct PendingCache {
 pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
     let context = || path.display().to_string();
     if archive::is_archive(path) {
-        return from_archive(&Archive::open_verified(path).with_context(context)?, false).with_context(context);
+        return from_archive(Archive::open_verified(path).with_context(context)?, false).with_context(context);
     }
     if ingest::is_stream(path) {
         // Standard input or a pipe: read once, and no cache (nothing to stamp it by, nowhere
@@ -52,11 +55,11 @@ pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
         let (snapshot, source) = ingest::read_path(path).with_context(context)?;
         let layouts = lay_out(&snapshot);
         let (described, file_bytes) = (source.to_string(), source.decoded_bytes);
-        return Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None });
+        return Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None, archive: None });
     }
     let stamp = archive::write::stamp(path).with_context(context)?;
     if use_cache && let Some(a) = find_cache(path, &stamp) {
-        return from_archive(&a, true).with_context(context);
+        return from_archive(a, true).with_context(context);
     }
     let (snapshot, source) = ingest::read_path(path).with_context(context)?;
     let layouts = lay_out(&snapshot);
@@ -66,7 +69,14 @@ pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
         source: source.clone(),
         name: file_name(path),
     });
-    Ok(Loaded { snapshot, layouts, described: source.to_string(), file_bytes: source.file_bytes, pending_cache })
+    Ok(Loaded {
+        snapshot,
+        layouts,
+        described: source.to_string(),
+        file_bytes: source.file_bytes,
+        pending_cache,
+        archive: None,
+    })
 }
 
 /// The archive of `snapshot`: the cached one if it matches, else a fresh one (written beside
@@ -129,7 +139,7 @@ pub fn file_name(path: &Path) -> String {
 
 /// The model of an archive: one given as the input (described as an archive), or the cache of
 /// the snapshot given (described as that snapshot: its format and size).
-fn from_archive(a: &Archive, cache_of_input: bool) -> anyhow::Result<Loaded> {
+fn from_archive(a: Archive, cache_of_input: bool) -> anyhow::Result<Loaded> {
     let root = a.root();
     let snapshot =
         restore::snapshot(root).map_err(|e| anyhow::anyhow!("{e}; re-run `memviz index` on the snapshot"))?;
@@ -139,7 +149,7 @@ fn from_archive(a: &Archive, cache_of_input: bool) -> anyhow::Result<Loaded> {
     } else {
         (format!("archive of {} ({})", root.source.name, root.source.format), a.file_len())
     };
-    Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None })
+    Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None, archive: Some(a) })
 }
 
 /// The first candidate archive that opens, validates, matches the snapshot's stamp and is of

@@ -159,13 +159,14 @@ pub(crate) fn select<'a>(
 
 pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
     let (annotations, model) = model_options(&args.model)?;
-    let loaded = load(&args.input, cache)?;
-    let views = select(&loaded, None, &args.input)?;
-    // An archive answers the allocator's states from its saved ones; a snapshot replays them.
-    let saved: Box<dyn crate::allocator::SavedStates> = match crate::archive::is_archive(&args.input) {
-        true => Box::new(crate::archive::Session::from_archive(crate::archive::Archive::open(&args.input)?)),
-        false => Box::new(crate::allocator::Replayed),
+    let mut loaded = load(&args.input, cache)?;
+    // An archive (the input, or the snapshot's cache) answers the allocator's states from its
+    // saved ones; a snapshot read afresh replays them.
+    let saved: Box<dyn crate::allocator::SavedStates> = match loaded.archive.take() {
+        Some(a) => Box::new(crate::archive::Session::from_archive(a)),
+        None => Box::new(crate::allocator::Replayed),
     };
+    let views = select(&loaded, None, &args.input)?;
     let options = stats::StatsOptions { annotations, model };
     let mut s = stats::compute(&loaded.snapshot, &views, &options, saved.as_ref());
     s.input = args.input.display().to_string();
