@@ -112,3 +112,74 @@ fn steps_find_the_steps_the_warm_up_and_the_culprit() {
     assert_eq!(v["devices"][0]["verdict"]["steady_growth"], false);
     assert_eq!(v["devices"][0]["retained_per_step_bytes"], 0);
 }
+
+/// A rank's row comes from its archive's summary: no compressed chunk is read (so a thousand
+/// ranks cost a thousand small reads), and it says what the rank's full data says.
+#[test]
+fn a_rank_row_decompresses_nothing() {
+    use memviz::archive::{Session, chunks, folder::RankFile};
+    let dir = tempdir();
+    let job = rank_folder(dir.path());
+    memviz_ok(["index".as_ref(), job.as_os_str()]);
+    for r in 0..4 {
+        let path = job.join(format!("rank{r}.memviz"));
+        let s = Session::from_archive(memviz::archive::Archive::open_verified(&path).unwrap());
+        let before = chunks::decompressed_on_this_thread();
+        let f = RankFile { path: path.clone(), relative: path.clone(), rank: r };
+        let row = memviz::analysis::ranks::row(&s, memviz::analysis::ranks::main_device(&s), &f, None);
+        assert_eq!(chunks::decompressed_on_this_thread(), before, "rank {r}: its row decompressed chunks");
+        assert_eq!(row.steady_growth, r == 1, "rank {r}");
+        assert_eq!(row.peak_step.as_deref(), Some(if r == 1 { "## step 4 ##" } else { "## step 1 ##" }), "rank {r}");
+        if r == 1 {
+            assert!(row.retaining[0].frame.contains("record_snapshots.py"), "{:?}", row.retaining);
+        }
+    }
+}
+
+/// On every fixture, the summary's facts (span actions, the default steps, OOM events, the first
+/// event's time, the reserved peak) equal what the events and action times say.
+#[test]
+fn the_summary_says_what_the_events_say() {
+    use memviz::analysis::steps;
+    use memviz::archive::{DeviceData, Session};
+    use memviz::derive::timeline::TimelineRef;
+    let dir = tempdir();
+    let mut inputs: Vec<(String, std::path::PathBuf)> = fixtures().into_iter().map(|(n, p, _)| (n, p)).collect();
+    inputs.extend((0..4).map(|r| (format!("rank{r}"), data(&format!("ranks/rank{r}.pickle")))));
+    let mut with_steps = 0;
+    for (name, input) in inputs {
+        let out = dir.path().join(format!("{name}.memviz"));
+        memviz_ok(["index".as_ref(), input.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        let s = Session::from_archive(memviz::archive::Archive::open_verified(&out).unwrap());
+        for d in s.device_indices() {
+            let summary = s.device(d).summary.as_ref().expect("format 5 has a summary");
+            let data = DeviceData::new(&s, d);
+            let stored = data.timeline();
+            let mut spans = data.spans.clone();
+            spans.iter_mut().for_each(|sp| sp.actions = None);
+            let derived = TimelineRef { spans: &spans, steps: None, ..stored };
+            for (a, b) in data.spans.iter().zip(&spans) {
+                assert_eq!(stored.span_actions(a), derived.span_actions(b), "{name}: span {}", a.name);
+            }
+            let json = |t: &TimelineRef<'_>| serde_json::to_value(steps::steps(t, s.root(), None)).unwrap();
+            assert_eq!(json(&stored), json(&derived), "{name}: stored default steps differ");
+            with_steps += usize::from(summary.steps.is_some());
+            let trace = s.trace(d);
+            let events = memviz::archive::events::ArchiveEvents::new(s.root());
+            use memviz::allocator::EventColumns as _;
+            let ooms: Vec<i64> = trace
+                .clone()
+                .filter(|&e| events.action(e) == memviz::model::Action::Oom)
+                .map(|e| (e - trace.start) as i64)
+                .collect();
+            assert_eq!(s.oom_events(d), ooms, "{name}");
+            let (initial, _, reserved) = s.reserved(d);
+            assert_eq!(s.reserved_peak(d), reserved.iter().copied().chain([initial]).max().unwrap(), "{name}");
+            let first = trace.clone().find_map(|e| events.time_us(e));
+            if let Some(t) = first {
+                assert_eq!(s.trace_start_us(d), Some(t), "{name}");
+            }
+        }
+    }
+    assert!(with_steps >= 5, "only {with_steps} devices had default steps");
+}

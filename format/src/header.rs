@@ -10,7 +10,7 @@ use crate::hash::xxh64;
 /// PNG-style magic: a high byte, the name, and CR LF / EOF / LF to catch text-mode transfers.
 pub const MAGIC: [u8; 8] = *b"\x89MVZ\r\n\x1a\n";
 /// Bumped on every change to an archived type (validation proves memory safety, not schema).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest version this build still reads (older archives are upgraded in memory on open).
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Header size; a multiple of the archive's alignment (16), so the body stays aligned in a mmap.

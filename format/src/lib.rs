@@ -17,6 +17,7 @@ pub mod schema;
 pub mod v1;
 pub mod v2;
 pub mod v3;
+pub mod v4;
 pub mod view;
 
 pub use header::{

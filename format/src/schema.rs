@@ -15,6 +15,10 @@ pub use crate::v2::{
     ArchivedSpan, ArchivedStackTable, ArchivedTileLevel, Block, Checkpoints, Chunk, Elements, EventTable, FrameTable,
     MinMax, Reserved, Segment, Source, Span, StackTable, TileLevel,
 };
+pub use crate::v4::{
+    AllocatorSection, ArchivedAllocatorSection, ArchivedPoolSeries, ArchivedSegmentTimeline, ArchivedSeries,
+    PoolSeries, SegmentTimeline, Series,
+};
 
 /// The archive root.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -76,79 +80,70 @@ pub struct Device {
     pub allocator: AllocatorSection,
     /// The Active Cached Segment Timeline. Since version 4.
     pub segment_timeline: SegmentTimeline,
+    /// What a job's table of ranks and the default steps read, derived at index time so that
+    /// they decompress nothing. Since version 5 (`None` in an upgraded older archive).
+    pub summary: Option<Summary>,
 }
 
-/// The caching allocator's state over the device's trace (since version 3): saved states to
-/// rebuild the segments and blocks after any event by undoing fewer than `every` events, and its
-/// figures after each action (the per-action series, since version 4).
+/// A device's summary (since version 5): facts that otherwise take a pass over the event table
+/// or the action times, stored so that `memviz ranks` over a thousand archives reads a few
+/// hundred bytes of each.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct AllocatorSection {
-    /// Raw trace events of the device.
-    pub events: u32,
-    /// State `j` is the one after undoing `j × every` events from the dump (0: none stored).
-    pub every: u32,
-    /// State `j` as `u64` words in one zstd chunk (layout in FORMAT.md).
-    pub states: Vec<Chunk>,
-    /// Bytes of segments right after each action.
-    pub reserved: Series,
-    /// Bytes of live blocks (allocated or pending free) right after each action.
-    pub allocated: Series,
-    /// Requested bytes of live blocks (`allocated − requested`: rounding waste).
-    pub requested: Series,
-    /// Bytes of blocks freed but waiting on another stream.
-    pub pending_free: Series,
-    /// `reserved − allocated`: free bytes inside segments.
-    pub unallocated: Series,
-    /// The largest free block inside one segment.
-    pub largest_free: Series,
-    /// The number of segments.
-    pub segments: Series,
-    /// Reserved bytes of each private pool over the actions, ascending pool id.
-    pub pools: Vec<PoolSeries>,
+pub struct Summary {
+    /// `time_us` of the device's first event with a time (`i64::MIN`: none).
+    pub trace_start_us: i64,
+    /// Index within the device's trace of every `oom` event, ascending.
+    pub oom_events: Vec<u32>,
+    /// The highest reserved (segment) bytes over the trace, the initial ones included.
+    pub reserved_peak: u64,
+    /// Per span of `Device::spans` (same order): the actions it covers, `[first, end)` — those
+    /// whose time `t` has `start_us ≤ t < end_us`.
+    pub span_actions: Vec<(u32, u32)>,
+    /// The default steps: the numbered span family with the most spans (at least 3), if any.
+    pub steps: Option<Steps>,
 }
 
-/// One value per action (since version 4): the values in chunks of `i64` delta-coded like
-/// `EventTable::time_us`, and their min/max over buckets of actions, coarsening by 4 per level
-/// like `Device::minimap`, for drawing a zoomed-out view without reading the values.
+/// The steps of one span family (since version 5).
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Series {
-    pub chunks: Vec<Chunk>,
-    pub levels: Vec<MinMax>,
+pub struct Steps {
+    /// The family: a span name with every run of digits replaced by `#`.
+    pub family: String,
+    /// The steps in start order (a span starting before the previous one ended is none).
+    pub rows: Vec<StepRow>,
+    /// The sites that keep memory step after step, largest first (at most 5).
+    pub retaining: Vec<Retaining>,
 }
 
-/// The reserved bytes of one private pool as a step function of the action (since version 4):
-/// `reserved[j]` holds right after action `actions[j]` up to the next; `actions[0]` is 0.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct PoolSeries {
-    /// `segment_pool_id` of the pool.
-    pub pool: (i64, i64),
-    pub actions: Vec<u32>,
-    pub reserved: Vec<u64>,
-}
-
-/// The Active Cached Segment Timeline (since version 4): segments stacked over the segment
-/// actions with the element timeline's rules (FORMAT.md), with its own checkpoints and tiles.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct SegmentTimeline {
-    /// Per segment: `stack` is the stack of its `segment_alloc` (or `segment_free`) event, for a
-    /// segment of the dump its recorded stack; `block`, `annotated` and `annotation` are empty.
-    pub elements: Elements,
-    /// Segment id of each action.
-    pub actions: Vec<u32>,
-    pub initial: Vec<u32>,
-    pub initial_total: u64,
-    /// Reserved bytes right after each action.
-    pub totals: Vec<u64>,
+pub struct StepRow {
+    /// Index into `Device::spans`.
+    pub span: u32,
+    /// The step's actions are `start_action .. end_action`.
+    pub start_action: u32,
+    pub end_action: u32,
+    /// Live bytes before the first action and after the last.
+    pub total_start: u64,
+    pub total_end: u64,
+    /// The highest total inside (`total_start` without actions) and its first action
+    /// (`u32::MAX`: none).
     pub peak_bytes: u64,
-    /// First action at the peak, -1 for the initial state.
-    pub peak_action: i64,
-    pub checkpoints: Checkpoints,
-    /// Level-of-detail tiles of segment ids, finest level first.
-    pub tiles: Vec<TileLevel>,
+    pub peak_action: u32,
+    /// The span ended before the trace's first event.
+    pub before_trace: bool,
 }
 
-impl From<crate::v3::Root> for Root {
-    fn from(r: crate::v3::Root) -> Self {
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Retaining {
+    /// Stack id of the allocation site (`u32::MAX`: none recorded).
+    pub stack: u32,
+    /// Bytes allocated in a step and still live when the next starts, per judged step.
+    pub bytes_per_step: u64,
+    /// In how many of the judged steps it kept memory.
+    pub steps: u32,
+}
+
+impl From<crate::v4::Root> for Root {
+    fn from(r: crate::v4::Root) -> Self {
         Root {
             source: r.source,
             strings: r.strings,
@@ -169,12 +164,9 @@ impl From<crate::v3::Root> for Root {
     }
 }
 
-/// A version-3 device: its reserved and allocated series keep their chunks (levels are not
-/// derived: a zoomed-out view of them reads the chunks); the other series and the segment
-/// timeline are empty ("re-index to see this").
-impl From<crate::v3::Device> for Device {
-    fn from(d: crate::v3::Device) -> Self {
-        let a = d.allocator;
+/// A version-4 device: everything but the summary, which readers derive when they need it.
+impl From<crate::v4::Device> for Device {
+    fn from(d: crate::v4::Device) -> Self {
         Device {
             device: d.device,
             elements: d.elements,
@@ -190,15 +182,9 @@ impl From<crate::v3::Device> for Device {
             tiles: d.tiles,
             spans: d.spans,
             reserved: d.reserved,
-            allocator: AllocatorSection {
-                events: a.events,
-                every: a.every,
-                states: a.states,
-                reserved: Series { chunks: a.reserved, levels: Vec::new() },
-                allocated: Series { chunks: a.allocated, levels: Vec::new() },
-                ..AllocatorSection::default()
-            },
-            segment_timeline: SegmentTimeline::default(),
+            allocator: d.allocator,
+            segment_timeline: d.segment_timeline,
+            summary: None,
         }
     }
 }

@@ -110,8 +110,8 @@ pub(crate) mod tests {
             ],
             &[LINEAR, EMBED, ADAM],
             &[
-                NamedSpan { name: "fwd", start_us: 95, end_us: Some(125), depth: 0 },
-                NamedSpan { name: "opt", start_us: 135, end_us: Some(200), depth: 0 },
+                NamedSpan { name: "fwd", start_us: 95, end_us: Some(125), depth: 0, actions: None },
+                NamedSpan { name: "opt", start_us: 135, end_us: Some(200), depth: 0, actions: None },
             ],
         )
     }

@@ -7,6 +7,10 @@
 use serde::Serialize;
 
 use super::diff::SiteDelta;
+use super::steps::{self, Retainer};
+use crate::archive::folder::RankFile;
+use crate::archive::{DeviceData, Session};
+use crate::model::DeviceIdx;
 
 /// One rank's row.
 #[derive(Debug, Clone, Serialize)]
@@ -24,6 +28,8 @@ pub struct RankRow {
     /// What each step after the first left live for the next (median), and the steps verdict.
     pub retained_per_step_bytes: Option<i64>,
     pub steady_growth: bool,
+    /// With steady growth: the sites that keep memory step after step (`steps`' culprits).
+    pub retaining: Vec<Retainer>,
     pub verdict: String,
 }
 
@@ -96,6 +102,51 @@ pub fn closest_to_median(peaks: &[u64], median: f64) -> usize {
         .unwrap_or(0)
 }
 
+/// The device a rank's row describes: the one with the highest peak (a rank's snapshot usually
+/// has one).
+pub fn main_device(s: &Session) -> DeviceIdx {
+    s.device_indices().max_by_key(|&d| (s.elements(d).layout.peak_bytes, std::cmp::Reverse(d))).unwrap_or(DeviceIdx(0))
+}
+
+/// One rank's row, from its archive's summary (steps matching `pattern`: computed).
+pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> RankRow {
+    let data = DeviceData::new(s, d);
+    let t = data.timeline();
+    let l = t.layout;
+    let peak_k = l.peak_k();
+    let report = steps::steps(&t, s.root(), pattern).into_iter().max_by_key(|r| r.steps.len());
+    let peak = u32::try_from(peak_k).ok();
+    let peak_step = report.as_ref().and_then(|r| {
+        let k = peak?;
+        r.steps.iter().find(|st| st.start_action <= k && k < st.end_action).map(|st| st.name.clone())
+    });
+    let peak_annotation =
+        peak.map(|k| t.open_at_action(k).into_iter().map(str::to_owned).collect()).unwrap_or_default();
+    let retained = report.as_ref().and_then(|r| r.retained_per_step_bytes);
+    let steady = report.as_ref().is_some_and(|r| r.verdict.steady_growth);
+    RankRow {
+        rank: f.rank,
+        file: f.path.display().to_string(),
+        peak_bytes: l.peak_bytes,
+        peak_action: peak_k,
+        peak_step,
+        peak_annotation,
+        reserved_peak_bytes: s.reserved_peak(d),
+        oom_events: s.oom_events(d).len(),
+        retained_per_step_bytes: retained,
+        steady_growth: steady,
+        retaining: report.as_ref().filter(|_| steady).map(|r| r.retaining.clone()).unwrap_or_default(),
+        verdict: report.map_or_else(
+            || {
+                pattern.map_or("no numbered span family to take as steps".to_owned(), |p| {
+                    format!("no steps matching {p:?}")
+                })
+            },
+            |r| r.verdict.text,
+        ),
+    }
+}
+
 pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
     use std::fmt::Write as _;
     let b = super::units::bytes;
@@ -124,6 +175,19 @@ pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
     }
     if r.ranks.len() > top.max(1) {
         let _ = writeln!(out, "  … {} more ranks (--top, or --json for all)", r.ranks.len() - top.max(1));
+    }
+    let growing: Vec<&RankRow> = r.ranks.iter().filter(|row| row.steady_growth).collect();
+    for row in growing.iter().take(top.max(1)) {
+        let _ = writeln!(out, "\nrank {} grows step after step: {}", row.rank, row.verdict);
+        for s in row.retaining.iter().take(3) {
+            let _ = writeln!(
+                out,
+                "    {:>10} per step  ({} of the steps)  {}",
+                b(s.bytes_per_step),
+                s.steps,
+                super::groups::clip(&s.frame)
+            );
+        }
     }
     let _ = writeln!(out, "\nspread: the highest peak is {:.2}× the median ({})", r.spread, b(r.median_peak_bytes));
     if r.outliers.is_empty() {

@@ -1,17 +1,14 @@
 //! `memviz steps --annotation PATTERN`: one row per matching annotation span (a training step,
 //! say) — its actions, its peak, its net growth — and a one-line verdict on steady growth.
 //!
-//! Steps are the spans of one *family*: the same name with its numbers taken out (`## step 3 ##`
-//! and `## step 4 ##` are one family; `Optimizer.step#AdamW.step`, nested inside them, another).
-//! A pattern (a substring, or a whole name with `*`, as `--annotation-filter`) that matches
-//! several families gives one report per family, each judged on its own, and within a family a
-//! span that starts before the previous one ended is not a step of its own. Spans that ended
-//! before the trace's first event (a truncated ring buffer) are listed as "before the trace" and
-//! left out of the verdict.
+//! Steps are the spans of one *family* (`derive::steps`: its rows are stored in the archive for
+//! the default family and computed for a pattern). A pattern (a substring, or a whole name with
+//! `*`, as `--annotation-filter`) that matches several families gives one report per family,
+//! each judged on its own. Spans that ended before the trace's first event (a truncated ring
+//! buffer) are listed as "before the trace" and left out of the verdict.
 //!
-//! A span covers the actions whose time `t` has `start ≤ t < end`, found by binary search over
-//! the action times. Net growth is the total after the span's last action minus the total before
-//! its first; *retained* is what the next step starts with minus what this one started with.
+//! Net growth is the total after the span's last action minus the total before its first;
+//! *retained* is what the next step starts with minus what this one started with.
 //!
 //! The verdict looks at retained memory, not net growth: a training step typically ends holding
 //! its gradients, which `zero_grad` frees between two step spans (gpt2_small grows +40 MiB in
@@ -24,10 +21,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::annotations::{family, glob_match};
+use super::annotations::glob_match;
 use super::frames::FrameSource;
 use super::units;
-use crate::derive::timeline::{NamedSpan, TimelineRef};
+use crate::derive::steps::{FamilySteps, families, family_steps};
+use crate::derive::timeline::TimelineRef;
 
 /// Consecutive growing steps that make a verdict of steady growth.
 pub const GROWTH_RUN: usize = 3;
@@ -92,7 +90,7 @@ pub struct StepsReport {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Retainer {
     pub frame: String,
     pub bytes_per_step: u64,
@@ -100,119 +98,79 @@ pub struct Retainer {
     pub steps: usize,
 }
 
-/// Sites named as retaining memory, at most.
-const RETAINERS: usize = 5;
-
-/// The default steps when no pattern is given: the numbered span family (names that differ only
-/// in their numbers: `## step N ##`, `ProfilerStep#N`, `step_N`) with the most spans, at least
-/// [`GROWTH_RUN`] of them.
-pub fn default_family(t: &TimelineRef<'_>) -> Option<String> {
-    let mut by_family: Vec<(String, Vec<&str>)> = Vec::new();
-    for s in t.spans.iter().filter(|s| !s.is_point()) {
-        let f = family(s.name);
-        match by_family.iter_mut().find(|(g, _)| *g == f) {
-            Some((_, names)) => names.push(s.name),
-            None => by_family.push((f, vec![s.name])),
-        }
-    }
-    by_family
-        .into_iter()
-        .filter(|(_, names)| names.len() >= GROWTH_RUN && names.iter().any(|n| *n != names[0]))
-        .max_by_key(|(_, names)| names.len())
-        .map(|(f, _)| f)
-}
-
-/// The spans matching `pattern` (by default: [`default_family`]), one report per span family,
-/// families in order of their first span; steps in start order.
+/// The spans matching `pattern` (by default: the numbered family with the most spans, which
+/// an archive stores), one report per span family, families in order of their first span; steps
+/// in start order.
 pub fn steps<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, pattern: Option<&str>) -> Vec<StepsReport> {
-    let default = if pattern.is_none() { default_family(t) } else { None };
-    if pattern.is_none() && default.is_none() {
-        return Vec::new();
-    }
-    let keep = |name: &str| match (pattern, &default) {
-        (Some(p), _) => glob_match(p, name),
-        (None, Some(f)) => family(name) == *f,
-        (None, None) => false,
-    };
-    let matching: Vec<&NamedSpan<'_>> = t.spans.iter().filter(|s| !s.is_point() && keep(s.name)).collect();
-    let mut families: Vec<String> = Vec::new();
-    for s in &matching {
-        let f = family(s.name);
-        if !families.contains(&f) {
-            families.push(f);
+    match pattern {
+        None => {
+            let Some(found) = t.default_steps() else { return Vec::new() };
+            vec![family_report(t, frames, None, &found, std::slice::from_ref(&found.family))]
+        }
+        Some(p) => {
+            let found = families(t.spans, |name| glob_match(p, name));
+            let names: Vec<String> = found.iter().map(|f| f.0.clone()).collect();
+            found
+                .into_iter()
+                .map(|(f, spans)| family_report(t, frames, pattern, &family_steps(t, f, &spans), &names))
+                .collect()
         }
     }
-    families
-        .iter()
-        .map(|f| {
-            let mut spans: Vec<&NamedSpan<'_>> = Vec::new();
-            for &s in matching.iter().filter(|s| family(s.name) == *f) {
-                let overlaps = spans.last().is_some_and(|p| p.end_us.is_none_or(|e| e > s.start_us));
-                if !overlaps {
-                    spans.push(s);
-                }
-            }
-            family_report(t, frames, pattern, f, &families, &spans)
-        })
-        .collect()
 }
 
 fn family_report<F: FrameSource>(
     t: &TimelineRef<'_>,
     frames: &F,
     pattern: Option<&str>,
-    family: &str,
+    found: &FamilySteps,
     families: &[String],
-    spans: &[&NamedSpan<'_>],
 ) -> StepsReport {
-    let l = t.layout;
-    let n = t.actions();
-    let steps: Vec<Step> = spans
+    let since = |us: i64| t.time_base_us.map(|s0| us - s0);
+    let mut steps: Vec<Step> = found
+        .rows
         .iter()
-        .map(|s| {
-            let a0 = t.actions_before(s.start_us);
-            let a1 = s.end_us.map_or(n, |e| t.actions_before(e)).max(a0);
-            let total_start = l.total_after(i64::from(a0) - 1);
-            let total_end = l.total_after(i64::from(a1) - 1);
-            let (mut peak_bytes, mut peak_action) = (total_start, None);
-            for (k, &total) in (a0..a1).zip(&l.totals[a0 as usize..a1 as usize]) {
-                if peak_action.is_none() || total > peak_bytes {
-                    (peak_bytes, peak_action) = (total, Some(k));
-                }
-            }
-            let since = |us: i64| t.time_base_us.map(|s0| us - s0);
+        .map(|r| {
+            let s = &t.spans[r.span];
             Step {
                 name: s.name.to_owned(),
                 start_us: since(s.start_us),
                 end_us: s.end_us.and_then(since),
-                start_action: a0,
-                end_action: a1,
-                total_start,
-                total_end,
-                peak_bytes,
-                peak_action,
-                net_bytes: total_end as i64 - total_start as i64,
+                start_action: r.start_action,
+                end_action: r.end_action,
+                total_start: r.total_start,
+                total_end: r.total_end,
+                peak_bytes: r.peak_bytes,
+                peak_action: r.peak_action,
+                net_bytes: r.total_end as i64 - r.total_start as i64,
                 retained_bytes: None,
-                before_trace: t.trace_start_us.is_some_and(|t0| s.end_us.is_some_and(|e| e <= t0)),
+                before_trace: r.before_trace,
             }
         })
         .collect();
-    let mut steps = steps;
     let judged: Vec<usize> = (0..steps.len()).filter(|&i| !steps[i].before_trace).collect();
     for w in judged.windows(2) {
         steps[w[0]].retained_bytes = Some(steps[w[1]].total_start as i64 - steps[w[0]].total_start as i64);
     }
     let in_trace: Vec<&Step> = steps.iter().filter(|s| !s.before_trace).collect();
-    let verdict = verdict(&in_trace, l.peak_bytes);
+    let verdict = verdict(&in_trace, t.layout.peak_bytes);
     let warmup_bytes = in_trace.first().and_then(|s| s.retained_bytes);
     let mut later: Vec<i64> = in_trace.iter().skip(1).filter_map(|s| s.retained_bytes).collect();
     later.sort_unstable();
     let retained_per_step_bytes = later.get(later.len() / 2).copied();
-    let retaining = retainers(t, frames, &in_trace);
+    let retaining = found
+        .retaining
+        .iter()
+        .map(|r| Retainer {
+            frame: super::frames::top_frame(frames, r.stack)
+                .map_or_else(|| super::groups::NO_STACK.to_owned(), |f| super::frames::describe(frames, f, true)),
+            bytes_per_step: r.bytes_per_step,
+            steps: r.steps,
+        })
+        .collect();
     StepsReport {
-        device: l.device,
+        device: t.layout.device,
         pattern: pattern.map(str::to_owned),
-        family: family.to_owned(),
+        family: found.family.clone(),
         families: families.to_vec(),
         steps,
         warmup_bytes,
@@ -220,47 +178,6 @@ fn family_report<F: FrameSource>(
         retaining,
         verdict,
     }
-}
-
-/// The sites whose allocations of a step after the first (from its start to the next one's: what
-/// "retained" measures) are still live when the next step starts, summed over those steps and
-/// divided by their number.
-fn retainers<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, steps: &[&Step]) -> Vec<Retainer> {
-    let e = t.layout.elements;
-    let judged: Vec<(u32, u32, u32)> =
-        steps.windows(2).skip(1).map(|w| (w[0].start_action, w[1].start_action, w[1].start_action)).collect();
-    if judged.is_empty() {
-        return Vec::new();
-    }
-    let mut by_site: std::collections::HashMap<u32, (u64, std::collections::BTreeSet<usize>)> = Default::default();
-    for id in 0..e.len() {
-        let start = e.start[id];
-        if start == crate::layout::BEFORE_TRACE {
-            continue;
-        }
-        // The step it was allocated in (steps are in order and do not overlap).
-        let j = judged.partition_point(|s| s.1 <= start);
-        let Some(&(_, _, next)) = judged.get(j).filter(|s| s.0 <= start) else { continue };
-        let end = e.end[id];
-        if end == crate::layout::NEVER || end >= next {
-            let cell = by_site.entry(t.site(crate::model::ElementId::at(id))).or_default();
-            cell.0 += e.size[id];
-            cell.1.insert(j);
-        }
-    }
-    let n = judged.len() as u64;
-    let mut out: Vec<(u32, u64, usize)> = by_site.into_iter().map(|(s, (b, st))| (s, b / n, st.len())).collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    out.into_iter()
-        .filter(|r| r.1 > 0)
-        .take(RETAINERS)
-        .map(|(stack, bytes_per_step, steps)| Retainer {
-            frame: super::frames::top_frame(frames, stack)
-                .map_or_else(|| super::groups::NO_STACK.to_owned(), |f| super::frames::describe(frames, f, true)),
-            bytes_per_step,
-            steps,
-        })
-        .collect()
 }
 
 /// Judged after the warm-up: the first step (optimizer state, caches) counts in neither the runs

@@ -74,6 +74,7 @@ impl Tiny {
             trace_start_us: Some(100),
             time_base_us: Some(100),
             attrs: &(),
+            steps: None,
         }
     }
 }

@@ -7,11 +7,12 @@ use memviz_format::schema::{self as f, Chunk};
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::derive::{reserved, sites, spans};
+use crate::derive::timeline::{NamedSpan, TimelineRef};
+use crate::derive::{reserved, sites, spans, steps};
 use crate::ingest::SourceInfo;
-use crate::layout::{Checkpoints, Layout};
+use crate::layout::{Checkpoints, CheckpointsRef, Layout};
 use crate::lod::{self, minimap};
-use crate::model::{ActionIdx, BlockState, ElementId, Events, NO_TIME, NONE, Snapshot, Stage};
+use crate::model::{Action, ActionIdx, BlockState, ElementId, Events, NO_TIME, NONE, Snapshot, Stage};
 
 // The texels lod writes are the texels FORMAT.md documents.
 const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
@@ -56,6 +57,12 @@ pub fn build_root(
             )
         },
     );
+    let summaries: Vec<f::Summary> = layouts
+        .iter()
+        .zip(&from_events)
+        .zip(&lods)
+        .map(|((l, fe), lod)| summary(&snap, l, fe, &lod.0.checkpoints))
+        .collect();
     let Snapshot {
         strings,
         frames,
@@ -72,8 +79,8 @@ pub fn build_root(
         tolerated,
     } = snap;
     let events = event_table(events, columns);
-    let parts = layouts.into_iter().zip(from_events).zip(allocators).zip(lods);
-    let devices: Vec<f::Device> = parts.map(|(((l, fe), a), lod)| device(l, fe, a, lod)).collect();
+    let parts = layouts.into_iter().zip(from_events).zip(allocators).zip(lods).zip(summaries);
+    let devices: Vec<f::Device> = parts.map(|((((l, fe), a), lod), s)| device(l, fe, a, lod, s)).collect();
     f::Root {
         source: f::Source {
             name: name.to_owned(),
@@ -187,7 +194,78 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEven
     FromEvents { spans, reserved, action_time_us, stack, segments: (segments, segment_stacks) }
 }
 
-fn device(l: Layout, from_events: FromEvents, allocator: f::AllocatorSection, lods: (Lod, Lod)) -> f::Device {
+/// What `ranks` and the default steps read without a pass over the events (FORMAT.md: Summary).
+fn summary(snap: &Snapshot, l: &Layout, fe: &FromEvents, cps: &f::Checkpoints) -> f::Summary {
+    let trace = snap.trace(l.device);
+    let trace_start_us = snap.events.time_us[trace.clone()]
+        .iter()
+        .copied()
+        .find(|&t| t != NO_TIME)
+        .or_else(|| fe.action_time_us.iter().copied().find(|&t| t != NO_TIME));
+    let spans: Vec<NamedSpan<'_>> = fe
+        .spans
+        .iter()
+        .map(|s| NamedSpan {
+            name: snap.str(s.name),
+            start_us: s.start_us,
+            end_us: (s.end_us != i64::MIN).then_some(s.end_us),
+            depth: s.depth,
+            actions: None,
+        })
+        .collect();
+    let t = TimelineRef {
+        layout: l.view(),
+        checkpoints: CheckpointsRef { every: cps.every, starts: &cps.starts, ids: &cps.ids },
+        sites: &fe.stack,
+        spans: &spans,
+        times: &fe.action_time_us,
+        trace_start_us,
+        time_base_us: None,
+        attrs: &(),
+        steps: None,
+    };
+    let steps = steps::default_steps(&t).map(|found| f::Steps {
+        family: found.family,
+        rows: found
+            .rows
+            .iter()
+            .map(|r| f::StepRow {
+                span: r.span as u32,
+                start_action: r.start_action,
+                end_action: r.end_action,
+                total_start: r.total_start,
+                total_end: r.total_end,
+                peak_bytes: r.peak_bytes,
+                peak_action: r.peak_action.unwrap_or(NONE),
+                before_trace: r.before_trace,
+            })
+            .collect(),
+        retaining: found
+            .retaining
+            .iter()
+            .map(|r| f::Retaining { stack: r.stack, bytes_per_step: r.bytes_per_step, steps: r.steps as u32 })
+            .collect(),
+    });
+    f::Summary {
+        trace_start_us: trace_start_us.unwrap_or(NO_TIME),
+        oom_events: trace
+            .clone()
+            .filter(|&e| snap.events.action[e] == Action::Oom)
+            .map(|e| (e - trace.start) as u32)
+            .collect(),
+        reserved_peak: fe.reserved.bytes.iter().copied().chain([fe.reserved.initial]).max().unwrap_or(0),
+        span_actions: spans.iter().map(|s| t.span_actions(s)).collect(),
+        steps,
+    }
+}
+
+fn device(
+    l: Layout,
+    from_events: FromEvents,
+    allocator: f::AllocatorSection,
+    lods: (Lod, Lod),
+    summary: f::Summary,
+) -> f::Device {
     let FromEvents { spans, reserved, action_time_us, stack, segments } = from_events;
     let minimap = minimap::build(&l.totals);
     let device = l.device.0;
@@ -223,6 +301,7 @@ fn device(l: Layout, from_events: FromEvents, allocator: f::AllocatorSection, lo
             checkpoints: s.checkpoints,
             tiles: s.tiles,
         },
+        summary: Some(summary),
     }
 }
 

@@ -4,7 +4,8 @@
 //! data, no chunk decompressed (chunks are checked when they are decompressed).
 
 use memviz_format::schema::{
-    ArchivedAllocatorSection, ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot, ArchivedTileLevel,
+    ArchivedAllocatorSection, ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot, ArchivedSummary,
+    ArchivedTileLevel,
 };
 use memviz_format::view::{u32s, u64s};
 
@@ -131,6 +132,32 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
     allocator(&d.allocator, actions.len())?;
     for s in d.spans.iter() {
         id_or_none("a span's name", s.name.to_native(), strings)?;
+    }
+    if let Some(summary) = d.summary.as_ref() {
+        summary_ids(summary, d.spans.len(), actions.len(), d.allocator.events.to_native() as usize, stacks)
+            .map_err(|e| format!("summary: {e}"))?;
+    }
+    Ok(())
+}
+
+fn summary_ids(s: &ArchivedSummary, spans: usize, actions: usize, events: usize, stacks: usize) -> Result<(), String> {
+    same_len("spans and their actions", &[spans, s.span_actions.len()])?;
+    let range = |a: u32, b: u32| a <= b && b as usize <= actions;
+    if let Some((a, b)) = s.span_actions.iter().map(|r| (r.0.to_native(), r.1.to_native())).find(|&(a, b)| !range(a, b))
+    {
+        return Err(format!("a span's actions {a}..{b} are not within 0..{actions}"));
+    }
+    ids_in("an OOM event", &s.oom_events.iter().map(|e| e.to_native()).collect::<Vec<_>>(), events)?;
+    let Some(steps) = s.steps.as_ref() else { return Ok(()) };
+    for r in steps.rows.iter() {
+        id_or_none("a step's span", r.span.to_native(), spans)?;
+        if r.span.to_native() == NONE || !range(r.start_action.to_native(), r.end_action.to_native()) {
+            return Err("a step's actions are out of range".into());
+        }
+        id_or_none("a step's peak action", r.peak_action.to_native(), actions)?;
+    }
+    for r in steps.retaining.iter() {
+        id_or_none("a retaining site", r.stack.to_native(), stacks)?;
     }
     Ok(())
 }

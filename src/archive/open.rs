@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 use memviz_format::schema::{ArchivedRoot, Root};
-use memviz_format::{FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1, v2, v3};
+use memviz_format::{FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1, v2, v3, v4};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
@@ -116,22 +116,26 @@ impl Archive {
             older => {
                 let corrupt = |e: rkyv::rancor::BoxedError| ArchiveError::Corrupt(e.to_string());
                 // Each older version converts to the next, up to the current one.
-                let v3: v3::Root = match older {
+                let v4: v4::Root = match older {
                     1 => {
                         let old = validate::<v1::ArchivedRoot>(body)?;
                         let v2: v2::Root = rkyv::deserialize::<v1::Root, _>(old).map_err(corrupt)?.into();
-                        v2.into()
+                        v3::Root::from(v2).into()
                     }
                     2 => {
                         let old = validate::<v2::ArchivedRoot>(body)?;
-                        rkyv::deserialize::<v2::Root, _>(old).map_err(corrupt)?.into()
+                        v3::Root::from(rkyv::deserialize::<v2::Root, _>(old).map_err(corrupt)?).into()
+                    }
+                    3 => {
+                        let old = validate::<v3::ArchivedRoot>(body)?;
+                        rkyv::deserialize::<v3::Root, _>(old).map_err(corrupt)?.into()
                     }
                     _ => {
-                        let old = validate::<v3::ArchivedRoot>(body)?;
-                        rkyv::deserialize::<v3::Root, _>(old).map_err(corrupt)?
+                        let old = validate::<v4::ArchivedRoot>(body)?;
+                        rkyv::deserialize::<v4::Root, _>(old).map_err(corrupt)?
                     }
                 };
-                let bytes = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&Root::from(v3)).map_err(corrupt)?;
+                let bytes = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&Root::from(v4)).map_err(corrupt)?;
                 validate::<ArchivedRoot>(&bytes)?;
                 Some(bytes)
             }

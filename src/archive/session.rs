@@ -152,6 +152,10 @@ impl Session {
     /// Time of the device's first timed trace event (what "into the trace" counts from, as in
     /// `memviz stats`); reads the event times' first chunk or two, not the whole column.
     pub fn trace_start_us(&self, d: DeviceIdx) -> Option<i64> {
+        if let Some(summary) = self.device(d).summary.as_ref() {
+            let t = summary.trace_start_us.to_native();
+            return (t != NO_TIME).then_some(t);
+        }
         let root = self.root();
         let from_events = (|| {
             let trace = self.trace(d);
@@ -194,18 +198,22 @@ impl Session {
         self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
     }
 
-    /// Annotation spans of a device with their names, in archive order (by start time).
+    /// Annotation spans of a device with their names, in archive order (by start time), with
+    /// their actions when the archive's summary has them.
     pub fn named_spans(&self, d: DeviceIdx) -> Vec<NamedSpan<'_>> {
-        self.device(d)
-            .spans
+        let dev = self.device(d);
+        let actions = dev.summary.as_ref().map(|s| &s.span_actions).filter(|a| a.len() == dev.spans.len());
+        dev.spans
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 let end = s.end_us.to_native();
                 NamedSpan {
                     name: self.str(s.name.to_native()),
                     start_us: s.start_us.to_native(),
                     end_us: (end != i64::MIN).then_some(end),
                     depth: s.depth.to_native(),
+                    actions: actions.map(|a| (a[i].0.to_native(), a[i].1.to_native())),
                 }
             })
             .collect()
@@ -271,6 +279,9 @@ impl Session {
     /// The device-relative events of device `d` that are `oom`s (the action column is read).
     pub fn oom_events(&self, d: DeviceIdx) -> Vec<i64> {
         use crate::allocator::EventColumns as _;
+        if let Some(summary) = self.device(d).summary.as_ref() {
+            return summary.oom_events.iter().map(|e| i64::from(e.to_native())).collect();
+        }
         let trace = self.trace(d);
         let events = super::events::ArchiveEvents::new(self.root());
         trace
@@ -303,6 +314,49 @@ impl Session {
     pub fn reserved(&self, d: DeviceIdx) -> (u64, &[i64], &[u64]) {
         let r = &self.device(d).reserved;
         (r.initial.to_native(), i64s(&r.time_us), u64s(&r.bytes))
+    }
+
+    /// The highest reserved bytes over the trace, the initial ones included.
+    pub fn reserved_peak(&self, d: DeviceIdx) -> u64 {
+        if let Some(summary) = self.device(d).summary.as_ref() {
+            return summary.reserved_peak.to_native();
+        }
+        let (initial, _, bytes) = self.reserved(d);
+        bytes.iter().copied().chain([initial]).max().unwrap_or(0)
+    }
+
+    /// The default steps the archive stores (`None`: the device has no numbered span family, or
+    /// the archive is older than its summary: then they are computed from the spans).
+    pub fn stored_steps(&self, d: DeviceIdx) -> Option<crate::derive::steps::FamilySteps> {
+        use crate::derive::steps::{FamilySteps, Retained, StepRow};
+        let summary = self.device(d).summary.as_ref()?;
+        let none = |v: u32| (v != u32::MAX).then_some(v);
+        summary.steps.as_ref().map(|s| FamilySteps {
+            family: s.family.as_str().to_owned(),
+            rows: s
+                .rows
+                .iter()
+                .map(|r| StepRow {
+                    span: r.span.to_native() as usize,
+                    start_action: r.start_action.to_native(),
+                    end_action: r.end_action.to_native(),
+                    total_start: r.total_start.to_native(),
+                    total_end: r.total_end.to_native(),
+                    peak_bytes: r.peak_bytes.to_native(),
+                    peak_action: none(r.peak_action.to_native()),
+                    before_trace: r.before_trace,
+                })
+                .collect(),
+            retaining: s
+                .retaining
+                .iter()
+                .map(|r| Retained {
+                    stack: r.stack.to_native(),
+                    bytes_per_step: r.bytes_per_step.to_native(),
+                    steps: r.steps.to_native() as usize,
+                })
+                .collect(),
+        })
     }
 }
 
@@ -397,6 +451,8 @@ pub struct DeviceData<'s> {
     trace_start_us: Option<i64>,
     time_base_us: Option<i64>,
     attrs: super::attrs::DeviceAttrs<'s>,
+    /// The default steps, when the archive stores them.
+    steps: Option<crate::derive::steps::FamilySteps>,
 }
 
 impl<'s> DeviceData<'s> {
@@ -412,6 +468,7 @@ impl<'s> DeviceData<'s> {
             trace_start_us: session.trace_start_us(d),
             time_base_us: session.time_base_us(),
             attrs,
+            steps: session.stored_steps(d),
         }
     }
 
@@ -425,6 +482,7 @@ impl<'s> DeviceData<'s> {
             trace_start_us: self.trace_start_us,
             time_base_us: self.time_base_us,
             attrs: &self.attrs,
+            steps: self.steps.as_ref(),
         }
     }
 }

@@ -7,12 +7,11 @@ use anyhow::{Context as _, bail};
 use serde::Serialize as _;
 
 use super::answers::open_input;
-use crate::analysis::ranks::{self, Outlier, RankRow, RanksReport};
-use crate::analysis::{diff, steps};
+use crate::analysis::diff;
+use crate::analysis::ranks::{self, Outlier, RanksReport, main_device, row};
+use crate::archive::DeviceData;
 use crate::archive::folder;
-use crate::archive::{DeviceData, Session};
 use crate::cli::RanksArgs;
-use crate::model::DeviceIdx;
 
 /// An outlier rank past `--threshold` (exit code 3).
 #[derive(Debug, thiserror::Error)]
@@ -30,38 +29,37 @@ pub struct RankOutlier {
 pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     let files = inputs(&args.inputs)?;
     let pattern = args.annotation.as_deref();
-    let mut sessions = Vec::with_capacity(files.len());
+    // One archive open at a time: a row reads the archive's summary (nothing decompressed unless
+    // `--annotation` asks for other steps), so a thousand ranks take a thousand small reads.
     let mut rows = Vec::with_capacity(files.len());
     for f in &files {
         let session = open_input(&f.path, cache)?;
-        let d = main_device(&session);
-        rows.push(row(&session, d, f, pattern));
-        sessions.push((session, d));
+        rows.push(row(&session, main_device(&session), f, pattern));
     }
     let peaks: Vec<u64> = rows.iter().map(|r| r.peak_bytes).collect();
     let (found, median) = ranks::outliers(&peaks, args.threshold);
     let base = ranks::closest_to_median(&peaks, median);
-    let outliers: Vec<Outlier> = found
-        .iter()
-        .map(|&(i, z, over)| {
-            let (sa, da) = (&sessions[base].0, sessions[base].1);
-            let (sb, db) = (&sessions[i].0, sessions[i].1);
-            let (xa, xb) = (DeviceData::new(sa, da), DeviceData::new(sb, db));
-            let side_a = diff::Side { name: rows[base].file.clone(), timeline: xa.timeline(), frames: sa.root() };
-            let side_b = diff::Side { name: rows[i].file.clone(), timeline: xb.timeline(), frames: sb.root() };
-            let mut sites = diff::diff(&side_a, &side_b).sites;
-            sites.sort_by_key(|s| std::cmp::Reverse(s.delta_bytes.unsigned_abs()));
-            sites.truncate(args.top.max(1));
-            Outlier {
-                rank: rows[i].rank,
-                peak_bytes: rows[i].peak_bytes,
-                over_median_pct: over,
-                z,
-                compared_with: rows[base].rank,
-                sites,
-            }
-        })
-        .collect();
+    let opened_base = if found.is_empty() { None } else { Some(open_input(&files[base].path, cache)?) };
+    let mut outliers: Vec<Outlier> = Vec::with_capacity(found.len());
+    for &(i, z, over) in &found {
+        let sa = opened_base.as_ref().expect("opened when there are outliers");
+        let sb = open_input(&files[i].path, cache)?;
+        let (da, db) = (main_device(sa), main_device(&sb));
+        let (xa, xb) = (DeviceData::new(sa, da), DeviceData::new(&sb, db));
+        let side_a = diff::Side { name: rows[base].file.clone(), timeline: xa.timeline(), frames: sa.root() };
+        let side_b = diff::Side { name: rows[i].file.clone(), timeline: xb.timeline(), frames: sb.root() };
+        let mut sites = diff::diff(&side_a, &side_b).sites;
+        sites.sort_by_key(|s| std::cmp::Reverse(s.delta_bytes.unsigned_abs()));
+        sites.truncate(args.top.max(1));
+        outliers.push(Outlier {
+            rank: rows[i].rank,
+            peak_bytes: rows[i].peak_bytes,
+            over_median_pct: over,
+            z,
+            compared_with: rows[base].rank,
+            sites,
+        });
+    }
     let max = peaks.iter().copied().max().unwrap_or(0);
     let report = RanksReport {
         spread: if median > 0.0 { max as f64 / median } else { 0.0 },
@@ -119,46 +117,4 @@ fn inputs(given: &[PathBuf]) -> anyhow::Result<Vec<folder::RankFile>> {
         bail!("{}: no snapshots or archives in the folder", dir.display());
     }
     Ok(files)
-}
-
-/// The device a rank's row describes: the one with the highest peak (a rank's snapshot usually
-/// has one).
-fn main_device(s: &Session) -> DeviceIdx {
-    s.device_indices().max_by_key(|&d| (s.elements(d).layout.peak_bytes, std::cmp::Reverse(d))).unwrap_or(DeviceIdx(0))
-}
-
-fn row(s: &Session, d: DeviceIdx, f: &folder::RankFile, pattern: Option<&str>) -> RankRow {
-    let data = DeviceData::new(s, d);
-    let t = data.timeline();
-    let l = t.layout;
-    let peak_k = l.peak_k();
-    let report = steps::steps(&t, s.root(), pattern).into_iter().max_by_key(|r| r.steps.len());
-    let peak_step = report.as_ref().and_then(|r| {
-        let k = u32::try_from(peak_k).ok()?;
-        r.steps.iter().find(|st| st.start_action <= k && k < st.end_action).map(|st| st.name.clone())
-    });
-    let peak_annotation =
-        t.time_of(peak_k).map(|time| t.open_at(time).into_iter().map(str::to_owned).collect()).unwrap_or_default();
-    let (initial, _, reserved) = s.reserved(d);
-    let retained = report.as_ref().and_then(|r| r.retained_per_step_bytes);
-    RankRow {
-        rank: f.rank,
-        file: f.path.display().to_string(),
-        peak_bytes: l.peak_bytes,
-        peak_action: peak_k,
-        peak_step,
-        peak_annotation,
-        reserved_peak_bytes: reserved.iter().copied().chain([initial]).max().unwrap_or(0),
-        oom_events: s.oom_events(d).len(),
-        retained_per_step_bytes: retained,
-        steady_growth: report.as_ref().is_some_and(|r| r.verdict.steady_growth),
-        verdict: report.map_or_else(
-            || {
-                pattern.map_or("no numbered span family to take as steps".to_owned(), |p| {
-                    format!("no steps matching {p:?}")
-                })
-            },
-            |r| r.verdict.text,
-        ),
-    }
 }

@@ -5,6 +5,7 @@
 //! - `sites`: element → the stack that explains it (its allocation site).
 //! - `reserved`: reserved (segment) memory over time.
 //! - `frames`: [`frames::FrameSource`], stacks read the same way from the model or an archive.
+//! - `steps`: the spans of one family as a loop's steps, and the sites retaining memory.
 //! - `timeline`: [`timeline::TimelineRef`], one device's timeline as borrowed slices (from a
 //!   mapped archive or a hand-made layout), with its action times, spans and attributes.
 
@@ -12,4 +13,5 @@ pub mod frames;
 pub mod reserved;
 pub mod sites;
 pub mod spans;
+pub mod steps;
 pub mod timeline;

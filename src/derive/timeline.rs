@@ -28,6 +28,9 @@ pub struct NamedSpan<'a> {
     pub end_us: Option<i64>,
     /// Spans open on the device when it started.
     pub depth: u32,
+    /// The actions it covers, `[first, end)`, when known without a search (an archive's
+    /// summary): see [`TimelineRef::span_actions`].
+    pub actions: Option<(u32, u32)>,
 }
 
 impl NamedSpan<'_> {
@@ -103,6 +106,9 @@ pub struct TimelineRef<'a> {
     /// counts from here.
     pub time_base_us: Option<i64>,
     pub attrs: &'a dyn Attributes,
+    /// The default steps, when stored (an archive's summary); else [`super::steps::default_steps`]
+    /// computes them.
+    pub steps: Option<&'a super::steps::FamilySteps>,
 }
 
 impl<'a> TimelineRef<'a> {
@@ -136,9 +142,43 @@ impl<'a> TimelineRef<'a> {
         partition(self.actions(), |k| self.time_or_before(k).is_none_or(|x| x < t))
     }
 
+    /// The actions span `s` covers, `[first, end)`: those whose time `t` has `start ≤ t < end`
+    /// (never ended: to the last action).
+    pub fn span_actions(&self, s: &NamedSpan<'_>) -> (u32, u32) {
+        s.actions.unwrap_or_else(|| {
+            let a0 = self.actions_before(s.start_us);
+            (a0, s.end_us.map_or(self.actions(), |e| self.actions_before(e)).max(a0))
+        })
+    }
+
+    /// The default steps: stored, or computed from the spans.
+    pub fn default_steps(&self) -> Option<std::borrow::Cow<'a, super::steps::FamilySteps>> {
+        match self.steps {
+            Some(s) => Some(std::borrow::Cow::Borrowed(s)),
+            None => super::steps::default_steps(self).map(std::borrow::Cow::Owned),
+        }
+    }
+
     /// The time of action `k`, or of the last action before it that has one.
     fn time_or_before(&self, k: u32) -> Option<i64> {
         (0..=k).rev().find_map(|j| self.times.time_us(ActionIdx(j)))
+    }
+
+    /// Names of the spans covering action `k` ([`Self::span_actions`]), outermost first: the
+    /// spans open at its time, found without reading the time when the spans know their actions.
+    pub fn open_at_action(&self, k: u32) -> Vec<&'a str> {
+        let mut open: Vec<&NamedSpan<'a>> = self
+            .spans
+            .iter()
+            .filter(|s| {
+                !s.is_point() && {
+                    let (a0, a1) = self.span_actions(s);
+                    a0 <= k && k < a1
+                }
+            })
+            .collect();
+        open.sort_by_key(|s| (s.depth, s.start_us));
+        open.into_iter().map(|s| s.name).collect()
     }
 
     /// Names of the spans open at `t`, outermost first.
@@ -247,7 +287,7 @@ mod tests {
     use super::*;
 
     fn span(name: &str, start_us: i64, end_us: Option<i64>, depth: u32) -> NamedSpan<'_> {
-        NamedSpan { name, start_us, end_us, depth }
+        NamedSpan { name, start_us, end_us, depth, actions: None }
     }
 
     #[test]
@@ -313,6 +353,7 @@ mod tests {
             trace_start_us: Some(95),
             time_base_us: Some(90),
             attrs: &(),
+            steps: None,
         };
         assert_eq!(t.actions_until(99), 0);
         // Action 2 has no time: it goes with action 1, before it.
