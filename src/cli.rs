@@ -104,8 +104,10 @@ pub struct OomArgs {
 
 #[derive(Debug, Args)]
 pub struct OpenArgs {
-    /// A .memviz archive, or a snapshot (pickle, gzip / zstd, JSON).
-    pub input: PathBuf,
+    /// A .memviz archive, or a snapshot (pickle, gzip / zstd, JSON); a folder of per-rank
+    /// snapshots or archives, or several files, opens the rank strip.
+    #[arg(required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
     /// Render one frame offscreen (no window) to this PNG and exit.
     #[arg(long, value_name = "OUT.png")]
     pub screenshot: Option<PathBuf>,

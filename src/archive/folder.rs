@@ -169,6 +169,31 @@ pub fn index_all(
     }
 }
 
+/// The ranks of a job: every snapshot under a folder (answered through its archive beside it),
+/// else every archive in it (a folder of archives sent to a colleague), or the files given —
+/// ranks from their names, else their order. `Err` says in one line why there are none.
+pub fn job(given: &[PathBuf]) -> Result<Vec<RankFile>, String> {
+    let [dir] = given else { return Ok(ranked(given.to_vec(), Path::new(""))) };
+    if !dir.is_dir() {
+        return Ok(ranked(given.to_vec(), Path::new("")));
+    }
+    let say = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let mut files = snapshots_in(dir).map_err(say)?;
+    if files.is_empty() {
+        let mut archives: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(say)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "memviz"))
+            .collect();
+        archives.sort();
+        files = ranked(archives, dir);
+    }
+    if files.is_empty() {
+        return Err(format!("{}: no snapshots or archives in the folder", dir.display()));
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,16 +61,24 @@ fn model_options(m: &crate::cli::ModelArgs) -> anyhow::Result<(AnnotationFilter,
 }
 
 pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
+    let job = match args.inputs.as_slice() {
+        [one] if !one.is_dir() => None,
+        many => {
+            if args.event.is_some() || args.action.is_some() || args.oom.is_some() || args.view.is_some() {
+                return Err(
+                    UsageError("--view, --event, --action and --oom open one file, not a job's ranks".into()).into()
+                );
+            }
+            Some(crate::archive::folder::job(many).map_err(anyhow::Error::msg)?)
+        }
+    };
+    let input = &args.inputs[0];
     // Say what is wrong with the file here, in one line, rather than in a window.
-    let input = &args.input;
-    std::fs::File::open(input).map_err(|e| anyhow::anyhow!("{}: cannot read the file: {e}", input.display()))?;
-    if crate::archive::is_archive(input) {
-        // A window checks the checksum in the background and says so in the window; a
-        // screenshot or bench has no window to say it in, so it checks first.
-        let headless = args.screenshot.is_some() || args.bench;
-        let opened =
-            if headless { crate::archive::Archive::open_verified(input) } else { crate::archive::Archive::open(input) };
-        opened.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+    for f in job.iter().flatten() {
+        std::fs::File::open(&f.path).map_err(|e| anyhow::anyhow!("{}: cannot read the file: {e}", f.path.display()))?;
+    }
+    if job.is_none() {
+        open_file_check(args, input)?;
     }
     let (annotations, model) = model_options(&args.model)?;
     let gpu = match &args.gpu {
@@ -80,7 +88,8 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
         })?),
     };
     crate::viewer::open(&crate::viewer::OpenArgs {
-        path: args.input.clone(),
+        path: input.clone(),
+        job,
         screenshot: args.screenshot.clone(),
         size: args.size,
         bench: args.bench,
@@ -108,6 +117,21 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             },
         },
     })
+}
+
+/// One file to open: readable, and an archive valid (checked in full when there is no window
+/// to say otherwise in).
+fn open_file_check(args: &crate::cli::OpenArgs, input: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::File::open(input).map_err(|e| anyhow::anyhow!("{}: cannot read the file: {e}", input.display()))?;
+    if crate::archive::is_archive(input) {
+        // A window checks the checksum in the background and says so in the window; a
+        // screenshot or bench has no window to say it in, so it checks first.
+        let headless = args.screenshot.is_some() || args.bench;
+        let opened =
+            if headless { crate::archive::Archive::open_verified(input) } else { crate::archive::Archive::open(input) };
+        opened.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+    }
+    Ok(())
 }
 
 /// A command line that asks for something it must not, or cannot be done as given: exit code 2.

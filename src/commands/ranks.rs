@@ -1,9 +1,6 @@
 //! `memviz ranks`: the rows of a job's ranks, opened one archive at a time (a snapshot through
 //! its cache), the spread and the outliers; exit 3 past `--threshold`.
 
-use std::path::PathBuf;
-
-use anyhow::{Context as _, bail};
 use serde::Serialize as _;
 
 use super::answers::open_input;
@@ -27,7 +24,7 @@ pub struct RankOutlier {
 }
 
 pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
-    let files = inputs(&args.inputs)?;
+    let files = folder::job(&args.inputs).map_err(anyhow::Error::msg)?;
     let pattern = args.annotation.as_deref();
     // One archive open at a time: a row reads the archive's summary (nothing decompressed unless
     // `--annotation` asks for other steps), so a thousand ranks take a thousand small reads.
@@ -92,29 +89,4 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         .into()),
         _ => Ok(()),
     }
-}
-
-/// The files: every snapshot or archive under a folder, or the files given (ranks from their
-/// names, else their order).
-fn inputs(given: &[PathBuf]) -> anyhow::Result<Vec<folder::RankFile>> {
-    let [dir] = given else { return Ok(folder::ranked(given.to_vec(), std::path::Path::new(""))) };
-    if !dir.is_dir() {
-        return Ok(folder::ranked(given.to_vec(), std::path::Path::new("")));
-    }
-    // Snapshots answer through their archives (beside them once indexed); a folder of archives
-    // alone (sent to a colleague) answers as it is.
-    let mut files = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
-    if files.is_empty() {
-        let mut archives: Vec<PathBuf> = std::fs::read_dir(dir)
-            .with_context(|| dir.display().to_string())?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "memviz"))
-            .collect();
-        archives.sort();
-        files = folder::ranked(archives, dir);
-    }
-    if files.is_empty() {
-        bail!("{}: no snapshots or archives in the folder", dir.display());
-    }
-    Ok(files)
 }

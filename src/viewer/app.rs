@@ -46,6 +46,10 @@ pub enum Content {
         done: Receiver<Result<Arc<Session>, String>>,
     },
     Open(Box<Timeline>),
+    /// A job's ranks as small multiples (`memviz open DIR`).
+    Ranks,
+    /// Two ranks one above the other, x axes linked by step.
+    Compare(Box<super::compare::Compare>),
     Failed(String),
 }
 
@@ -60,6 +64,9 @@ pub struct ViewerApp {
     /// The view shown.
     pub tab: Tab,
     pub map: MemoryMap,
+    /// The job's rank strip, when a folder or several files were opened: kept while a rank (or
+    /// two) is shown, to go back to.
+    pub ranks: Option<Box<super::ranks::RankStrip>>,
 }
 
 impl ViewerApp {
@@ -73,6 +80,47 @@ impl ViewerApp {
             full_paths: false,
             frames: 0,
             map: MemoryMap::default(),
+            ranks: None,
+        }
+    }
+
+    /// Opens a job's ranks: the strip, loading them on a named thread.
+    pub fn open_job(&mut self, files: Vec<crate::archive::folder::RankFile>, ctx: &egui::Context) {
+        self.ranks = Some(Box::new(super::ranks::RankStrip::new(files, !self.options.no_cache, ctx)));
+        self.content = Content::Ranks;
+    }
+
+    /// Dropped or given paths: one file opens as itself; a folder, or several files, as a job.
+    pub fn open_paths(&mut self, paths: &[PathBuf], ctx: &egui::Context) {
+        match paths {
+            [] => {}
+            [one] if !one.is_dir() => {
+                self.ranks = None;
+                self.open_any(one, ctx);
+            }
+            _ => match crate::archive::folder::job(paths) {
+                Ok(files) => self.open_job(files, ctx),
+                Err(e) => self.content = Content::Failed(e),
+            },
+        }
+    }
+
+    /// The strip's or a comparison's work in flight (for screenshots and tests to wait on).
+    pub fn busy(&self) -> bool {
+        let timeline_busy = |t: &Timeline| t.worker.busy() || t.textures.pending() > 0;
+        match &self.content {
+            Content::Open(t) => self.draws_timeline() && timeline_busy(t),
+            Content::Compare(c) => timeline_busy(&c.a) || timeline_busy(&c.b),
+            Content::Ranks => self.ranks.as_ref().is_some_and(|r| !r.done()),
+            Content::Indexing { .. } => true,
+            Content::Empty | Content::Failed(_) => false,
+        }
+    }
+
+    pub fn compare(&self) -> Option<&super::compare::Compare> {
+        match &self.content {
+            Content::Compare(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -145,8 +193,9 @@ impl ViewerApp {
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         self.frames += 1;
         let ctx = ui.ctx().clone();
-        if let Some(path) = ctx.input(|i| i.raw.dropped_files.first().map(|f| f.path().to_owned())) {
-            self.open_any(&path, &ctx);
+        let dropped: Vec<PathBuf> = ctx.input(|i| i.raw.dropped_files.iter().map(|f| f.path().to_owned()).collect());
+        if !dropped.is_empty() {
+            self.open_paths(&dropped, &ctx);
         }
         if let Content::Indexing { done, .. } = &self.content
             && let Ok(result) = done.try_recv()
@@ -163,6 +212,14 @@ impl ViewerApp {
             self.content = Content::Failed(format!(
                 "{path}: the archive is corrupted (checksum mismatch); re-run `memviz index` on the snapshot"
             ));
+        }
+        if matches!(self.content, Content::Ranks | Content::Compare(_)) || self.ranks.is_some() {
+            if let Some(next) = self.job_ui(ui) {
+                self.content = next;
+            }
+            if matches!(self.content, Content::Ranks | Content::Compare(_)) {
+                return;
+            }
         }
         if let Content::Open(t) = &mut self.content {
             let t: &mut Timeline = t;
@@ -196,8 +253,63 @@ impl ViewerApp {
                 });
                 ctx.request_repaint_after(std::time::Duration::from_millis(50));
             }
-            Content::Open(_) => {}
+            Content::Open(_) | Content::Ranks | Content::Compare(_) => {}
         });
+    }
+
+    /// The job's screens: the strip, a comparison, or the bar above one opened rank; what to show
+    /// next when a click asks for it.
+    fn job_ui(&mut self, ui: &mut egui::Ui) -> Option<Content> {
+        let ctx = ui.ctx().clone();
+        let strip = self.ranks.as_mut()?;
+        match &mut self.content {
+            Content::Ranks => {
+                let pick = egui::CentralPanel::default()
+                    .frame(egui::Frame::new().fill(theme::BACKGROUND).inner_margin(8.0))
+                    .show(ui, |ui| strip.ui(ui))
+                    .inner?;
+                let session = |i: usize| strip.curves[i].as_ref().map(|c| (Arc::clone(&c.session), c.device));
+                match pick {
+                    super::ranks::Pick::Open(i) => {
+                        let (s, d) = session(i)?;
+                        if let Err(e) = s.archive.check_ids() {
+                            return Some(Content::Failed(e.to_string()));
+                        }
+                        s.spawn_decompress();
+                        let mut t = Timeline::new(s, &ctx);
+                        t.select_device(d);
+                        t.max_entries = self.options.max_entries;
+                        Some(Content::Open(Box::new(t)))
+                    }
+                    super::ranks::Pick::Compare(i, j) => {
+                        let (a, b) = (strip.curves[i].as_ref()?, strip.curves[j].as_ref()?);
+                        Some(Content::Compare(Box::new(super::compare::Compare::new(a, b, &ctx))))
+                    }
+                }
+            }
+            Content::Compare(c) => {
+                let back = egui::Panel::top("ranks bar").show(ui, |ui| c.bar_ui(ui, strip.files.len())).inner;
+                egui::CentralPanel::default()
+                    .frame(egui::Frame::new().fill(theme::BACKGROUND))
+                    .show(ui, |ui| c.ui(ui, &self.options));
+                back.then_some(Content::Ranks)
+            }
+            Content::Open(t) => {
+                let name = t.session.archive.path.display().to_string();
+                let back = egui::Panel::top("ranks bar")
+                    .show(ui, |ui| {
+                        ui.horizontal(|ui| {
+                            let back = ui.button(format!("← all {} ranks", strip.files.len())).clicked();
+                            ui.label(name);
+                            back
+                        })
+                        .inner
+                    })
+                    .inner;
+                back.then_some(Content::Ranks)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -297,7 +409,7 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
 
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
 /// whose marker was clicked.
-fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
+pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
     let full = ui.available_rect_before_wrap();
     let lane = Rect::from_min_max(
         pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()),
@@ -329,6 +441,7 @@ fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Opti
         pad: [0; 2],
     };
     let paint = TimelinePaint {
+        slot: t.slot,
         evict: frame_uploads.evict,
         colours_for: (t.device.0 as u32 * 2 + t.plane as u32, mode),
         sites,

@@ -13,6 +13,7 @@
 pub mod answers_panel;
 pub mod app;
 pub mod axis;
+pub mod compare;
 pub mod data;
 pub mod details;
 pub mod events_list;
@@ -24,6 +25,7 @@ pub mod ooms;
 pub mod overlays;
 pub mod panels;
 pub mod pools;
+pub mod ranks;
 pub mod reserved;
 pub mod selection;
 pub mod settings;
@@ -59,6 +61,8 @@ fn ms_since_start() -> f64 {
 #[derive(Debug, Clone)]
 pub struct OpenArgs {
     pub path: PathBuf,
+    /// A job's ranks (a folder, or several files): the rank strip instead of one file.
+    pub job: Option<Vec<crate::archive::folder::RankFile>>,
     pub screenshot: Option<PathBuf>,
     pub size: (u32, u32),
     pub bench: bool,
@@ -77,7 +81,9 @@ pub fn open(args: &OpenArgs) -> anyhow::Result<()> {
 fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     let mut app = ViewerApp::new(args.options.clone());
     let ctx = egui::Context::default();
-    if crate::archive::is_archive(&args.path) {
+    if let Some(files) = &args.job {
+        app.open_job(files.clone(), &ctx);
+    } else if crate::archive::is_archive(&args.path) {
         app.open_archive(&args.path, &ctx);
     } else {
         let session = crate::archive::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
@@ -104,7 +110,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     // Textures are uploaded with the frame that first draws them; the coarsest tile is decoded
     // on open, so normally the first frame already shows the whole trace.
     for _ in 0..500 {
-        if !app.draws_timeline() || app.timeline().is_none_or(|t| t.textures.uploaded > 0) {
+        if args.job.is_some() || !app.draws_timeline() || app.timeline().is_none_or(|t| t.textures.uploaded > 0) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -166,7 +172,10 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
     if !has_display() {
         anyhow::bail!("{}: {NO_DISPLAY}", args.path.display());
     }
-    let title = format!("memviz — {}", args.path.display());
+    let title = match &args.job {
+        Some(files) => format!("memviz — {} ranks", files.len()),
+        None => format!("memviz — {}", args.path.display()),
+    };
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title(title.clone())
@@ -175,7 +184,8 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
         renderer: eframe::Renderer::Wgpu,
         ..Default::default()
     };
-    let (path, opts, exit_after) = (args.path.clone(), args.options.clone(), args.exit_after_frames);
+    let (path, job, opts, exit_after) =
+        (args.path.clone(), args.job.clone(), args.options.clone(), args.exit_after_frames);
     eframe::run_native(
         &title,
         options,
@@ -187,7 +197,10 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
                 false,
             ));
             let mut app = ViewerApp::new(opts);
-            app.open_any(&path, &cc.egui_ctx);
+            match job {
+                Some(files) => app.open_job(files, &cc.egui_ctx),
+                None => app.open_any(&path, &cc.egui_ctx),
+            }
             Ok(Box::new(WindowApp { app, exit_after }))
         }),
     )

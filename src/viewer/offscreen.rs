@@ -146,9 +146,7 @@ impl Offscreen {
     pub fn settle(&mut self, app: &mut ViewerApp, max_frames: usize) {
         for _ in 0..max_frames {
             self.frame(app, Vec::new());
-            let busy =
-                app.draws_timeline() && app.timeline().is_some_and(|t| t.worker.busy() || t.textures.pending() > 0);
-            if !busy {
+            if !app.busy() {
                 self.frame(app, Vec::new());
                 return;
             }
@@ -165,6 +163,11 @@ impl Offscreen {
     /// [`crate::lod::raster::EMPTY`] where no element is drawn.
     pub fn read_ids(&mut self, app: &ViewerApp) -> Option<(Rect, Vec<u32>)> {
         let t = app.timeline()?;
+        Some(self.read_ids_of(t))
+    }
+
+    /// [`Self::read_ids`] of timeline `t`, one of those on screen (two when comparing ranks).
+    pub fn read_ids_of(&mut self, t: &super::timeline::Timeline) -> (Rect, Vec<u32>) {
         let rect = t.plot_rect;
         let ids = color_target(&self.device, self.width, self.height, wgpu::TextureFormat::R32Uint);
         let mut encoder =
@@ -194,12 +197,12 @@ impl Offscreen {
             });
             pass.set_viewport(rect.left(), rect.top(), rect.width(), rect.height(), 0.0, 1.0);
             if let Some(r) = self.renderer.callback_resources.get::<TimelineResources>() {
-                r.paint(&mut pass, true);
+                r.paint(&mut pass, t.slot, true);
             }
         }
         self.queue.submit([encoder.finish()]);
         let bytes = read_texture(&self.device, &self.queue, &ids, 4);
-        Some((rect, bytemuck::cast_slice(&bytes).to_vec()))
+        (rect, bytemuck::cast_slice(&bytes).to_vec())
     }
 
     pub fn save_png(&self, path: &std::path::Path) -> anyhow::Result<()> {

@@ -55,12 +55,26 @@ pub struct Globals {
     pub pad: [u32; 2],
 }
 
-/// Everything the GPU side keeps between frames.
+/// Everything the GPU side keeps between frames: the pipelines, and per view (a timeline on
+/// screen: one, or two side by side) its globals, colour tables, textures and quads — two views
+/// drawn in one frame must not share them, as every `prepare` runs before every `paint`.
 pub struct TimelineResources {
     colour_pipeline: wgpu::RenderPipeline,
     id_pipeline: Option<wgpu::RenderPipeline>,
     globals_layout: wgpu::BindGroupLayout,
     texture_layout: wgpu::BindGroupLayout,
+    views: HashMap<u32, ViewResources>,
+    /// Prepares so far: a view's `last_used`, for dropping the least recently drawn.
+    clock: u64,
+    /// Texture uploads done so far (for the bench and tests).
+    pub uploads: u64,
+}
+
+/// Views kept at most; the least recently drawn one beyond goes (a view drawn again re-uploads).
+const MAX_VIEWS: usize = 4;
+
+/// What one view on screen keeps.
+struct ViewResources {
     globals: wgpu::Buffer,
     globals_group: Option<wgpu::BindGroup>,
     /// Which (device, colour mode) the bound site and colour tables belong to.
@@ -68,8 +82,7 @@ pub struct TimelineResources {
     textures: HashMap<TexKey, GpuTexture>,
     instances: Option<wgpu::Buffer>,
     draws: Vec<TexKey>,
-    /// Texture uploads done so far (for the bench and tests).
-    pub uploads: u64,
+    last_used: u64,
 }
 
 struct GpuTexture {
@@ -161,34 +174,80 @@ impl TimelineResources {
         };
         let colour_pipeline = pipeline("fs_colour", target);
         let id_pipeline = with_id_pipeline.then(|| pipeline("fs_id", wgpu::TextureFormat::R32Uint));
-        let globals = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("memviz globals"),
-            size: std::mem::size_of::<Globals>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
         TimelineResources {
             colour_pipeline,
             id_pipeline,
             globals_layout,
             texture_layout,
-            globals,
+            views: HashMap::new(),
+            clock: 0,
+            uploads: 0,
+        }
+    }
+
+    /// View `slot`'s resources, made on its first use (dropping the least recently drawn view
+    /// past [`MAX_VIEWS`]).
+    fn view(&mut self, device: &wgpu::Device, slot: u32) -> &mut ViewResources {
+        self.clock += 1;
+        if !self.views.contains_key(&slot) && self.views.len() >= MAX_VIEWS {
+            let oldest = self.views.iter().min_by_key(|(_, v)| v.last_used).map(|(&k, _)| k);
+            if let Some(k) = oldest {
+                self.views.remove(&k);
+            }
+        }
+        let clock = self.clock;
+        let v = self.views.entry(slot).or_insert_with(|| ViewResources {
+            globals: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("memviz globals"),
+                size: std::mem::size_of::<Globals>() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
             globals_group: None,
             colours_for: None,
             textures: HashMap::new(),
             instances: None,
             draws: Vec::new(),
-            uploads: 0,
+            last_used: clock,
+        });
+        v.last_used = clock;
+        v
+    }
+
+    /// One frame of view `paint.slot`: its colour tables, evictions, uploads and quads.
+    pub fn prepare_view(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, paint: &TimelinePaint) {
+        let (globals_layout, texture_layout) = (self.globals_layout.clone(), self.texture_layout.clone());
+        let v = self.view(device, paint.slot);
+        v.set_colours(device, &globals_layout, paint.colours_for, (*paint.sites).as_ref(), &paint.colours);
+        for k in &paint.evict {
+            v.textures.remove(k);
         }
+        for t in &paint.uploads {
+            v.upload(device, queue, &texture_layout, t);
+        }
+        v.prepare(device, queue, paint.clip, paint);
+        self.uploads += paint.uploads.len() as u64;
     }
 
-    pub fn has(&self, key: &TexKey) -> bool {
-        self.textures.contains_key(key)
+    /// Draws view `slot`'s prepared quads, in colour or (offscreen) as raw ids.
+    pub fn paint(&self, pass: &mut wgpu::RenderPass<'_>, slot: u32, ids: bool) {
+        let Some(v) = self.views.get(&slot) else { return };
+        let pipeline = if ids { self.id_pipeline.as_ref().expect("id pipeline built") } else { &self.colour_pipeline };
+        v.paint(pass, pipeline);
     }
+}
 
+impl ViewResources {
     /// Binds a device's site table (element → stack, straight from the archive) and a palette,
     /// identified by `which` (device, mode).
-    pub fn set_colours(&mut self, device: &wgpu::Device, which: (u32, u32), sites: &[u32], colours: &[u32]) {
+    fn set_colours(
+        &mut self,
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        which: (u32, u32),
+        sites: &[u32],
+        colours: &[u32],
+    ) {
         if self.colours_for == Some(which) {
             return;
         }
@@ -203,7 +262,7 @@ impl TimelineResources {
         let (sites, colours) = (buffer("memviz sites", sites), buffer("memviz colours", colours));
         self.globals_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("memviz globals"),
-            layout: &self.globals_layout,
+            layout,
             entries: &[
                 wgpu::BindGroupEntry { binding: 0, resource: self.globals.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 1, resource: sites.as_entire_binding() },
@@ -213,8 +272,8 @@ impl TimelineResources {
         self.colours_for = Some(which);
     }
 
-    /// Uploads a texture (replacing one with the same key) and evicts the least recently used.
-    pub fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, data: &TexData) {
+    /// Uploads a texture (replacing one with the same key).
+    fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, layout: &wgpu::BindGroupLayout, data: &TexData) {
         let size = wgpu::Extent3d { width: data.width, height: data.height, depth_or_array_layers: 1 };
         let texture = device.create_texture(&wgpu::TextureDescriptor {
             label: Some("memviz ids"),
@@ -240,22 +299,14 @@ impl TimelineResources {
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("memviz ids"),
-            layout: &self.texture_layout,
+            layout,
             entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&view) }],
         });
         self.textures.insert(data.key, GpuTexture { bind });
-        self.uploads += 1;
-    }
-
-    /// Drops textures the app evicted from its LRU.
-    pub fn evict(&mut self, keys: &[TexKey]) {
-        for k in keys {
-            self.textures.remove(k);
-        }
     }
 
     /// Records this frame's quads (in NDC of `clip`, the callback rectangle).
-    pub fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, clip: egui::Rect, paint: &TimelinePaint) {
+    fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, clip: egui::Rect, paint: &TimelinePaint) {
         queue.write_buffer(&self.globals, 0, bytemuck::bytes_of(&paint.globals));
         let ndc_x = |x: f32| (x - clip.left()) / clip.width() * 2.0 - 1.0;
         let ndc_y = |y: f32| 1.0 - (y - clip.top()) / clip.height() * 2.0;
@@ -279,10 +330,8 @@ impl TimelineResources {
         });
     }
 
-    /// Draws the prepared quads, in colour or (offscreen) as raw ids.
-    pub fn paint(&self, pass: &mut wgpu::RenderPass<'_>, ids: bool) {
+    fn paint(&self, pass: &mut wgpu::RenderPass<'_>, pipeline: &wgpu::RenderPipeline) {
         let (Some(instances), Some(globals)) = (&self.instances, &self.globals_group) else { return };
-        let pipeline = if ids { self.id_pipeline.as_ref().expect("id pipeline built") } else { &self.colour_pipeline };
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, globals, &[]);
         pass.set_vertex_buffer(0, instances.slice(..));
@@ -310,6 +359,8 @@ fn storage_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
 
 /// One frame's timeline drawing, handed to egui as a paint callback.
 pub struct TimelinePaint {
+    /// Which view on screen (`Timeline::slot`): its resources are its own.
+    pub slot: u32,
     pub evict: Vec<TexKey>,
     /// (device, colour mode) of `sites` and `colours`, to upload them only when they change.
     pub colours_for: (u32, u32),
@@ -331,12 +382,7 @@ impl egui_wgpu::CallbackTrait for TimelinePaint {
         resources: &mut egui_wgpu::CallbackResources,
     ) -> Vec<wgpu::CommandBuffer> {
         if let Some(r) = resources.get_mut::<TimelineResources>() {
-            r.set_colours(device, self.colours_for, (*self.sites).as_ref(), &self.colours);
-            r.evict(&self.evict);
-            for t in &self.uploads {
-                r.upload(device, queue, t);
-            }
-            r.prepare(device, queue, self.clip, self);
+            r.prepare_view(device, queue, self);
         }
         Vec::new()
     }
@@ -348,7 +394,7 @@ impl egui_wgpu::CallbackTrait for TimelinePaint {
         resources: &egui_wgpu::CallbackResources,
     ) {
         if let Some(r) = resources.get::<TimelineResources>() {
-            r.paint(pass, false);
+            r.paint(pass, self.slot, false);
         }
     }
 }

@@ -76,7 +76,12 @@ pub struct Timeline {
     /// Screen rectangle of the plot last frame (points) and pixels per point.
     pub plot_rect: Rect,
     pub pixels_per_point: f32,
+    /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
+    /// a file opened after another never draws the other's textures.
+    pub slot: u32,
 }
+
+static NEXT_SLOT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl Timeline {
     pub fn new(session: Arc<Session>, ctx: &egui::Context) -> Timeline {
@@ -108,6 +113,7 @@ impl Timeline {
             generation: 0,
             plot_rect: Rect::NOTHING,
             pixels_per_point: 1.0,
+            slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         t.select_device(DeviceIdx(0));
         t
