@@ -86,6 +86,15 @@ fn the_archive_series_follow_the_state() {
         if name == "cudagraph" {
             assert!(!pools.is_empty(), "cudagraph has private pools");
         }
+        // The segment timeline knows each segment's pool by the same rule as the allocator's
+        // pools: every pool with reserved bytes has segments, and no segment has another pool.
+        let seg_pools: std::collections::BTreeSet<(i64, i64)> = s.segment_pools(d).into_iter().flatten().collect();
+        let series_pools: std::collections::BTreeSet<(i64, i64)> = pools
+            .iter()
+            .filter(|p| p.reserved.iter().any(|r| r.to_native() > 0))
+            .map(|p| (p.pool.0.to_native(), p.pool.1.to_native()))
+            .collect();
+        assert_eq!(seg_pools, series_pools, "{name}: the segments' pools");
         for (what, level) in
             [("reserved", &s.device(d).allocator.reserved), ("largest", &s.device(d).allocator.largest_free)]
         {

@@ -20,7 +20,8 @@ pub struct RankRow {
     pub peak_bytes: u64,
     /// First action at the peak (−1: the state before the first).
     pub peak_action: i64,
-    /// The step span holding the peak, and the annotations open then.
+    /// The step span holding the peak, and the annotations open then (outermost first; the
+    /// compiler's internal ones left out, as in `stats`).
     pub peak_step: Option<String>,
     pub peak_annotation: Vec<String>,
     pub reserved_peak_bytes: u64,
@@ -120,8 +121,11 @@ pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> Ra
         let k = peak?;
         r.steps.iter().find(|st| st.start_action <= k && k < st.end_action).map(|st| st.name.clone())
     });
-    let peak_annotation =
-        peak.map(|k| t.open_at_action(k).into_iter().map(str::to_owned).collect()).unwrap_or_default();
+    // The annotations a user wrote (not the compiler's), as `stats` shows them at the peak.
+    let shown = super::annotations::AnnotationFilter::default();
+    let peak_annotation = peak
+        .map(|k| t.open_at_action(k).into_iter().filter(|a| shown.keeps(a)).map(str::to_owned).collect())
+        .unwrap_or_default();
     let retained = report.as_ref().and_then(|r| r.retained_per_step_bytes);
     let steady = report.as_ref().is_some_and(|r| r.verdict.steady_growth);
     RankRow {

@@ -316,6 +316,36 @@ impl Session {
         (r.initial.to_native(), i64s(&r.time_us), u64s(&r.bytes))
     }
 
+    /// The private pool of each segment of the segment timeline (`None`: the default pool): what
+    /// its events recorded, else — for a segment still there at the end, and a ghost — the
+    /// dump's `pool_id` at its address (torch 2.11 records no pool on segment events). One rule
+    /// for the segment timeline's colours, the pools view and the allocator's state.
+    pub fn segment_pools(&self, d: DeviceIdx) -> Vec<Option<(i64, i64)>> {
+        use crate::derive::timeline::Attributes as _;
+        let Some(seg) = self.stacked(d, Plane::Segments) else { return Vec::new() };
+        let root = self.root();
+        let ordinal = self.ordinal(d).0;
+        let dump: std::collections::HashMap<u64, Option<(i64, i64)>> = root
+            .segments
+            .iter()
+            .filter(|s| s.device.to_native() == ordinal)
+            .map(|s| (s.address.to_native(), s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native()))))
+            .collect();
+        let attrs = super::attrs::DeviceAttrs { root, layout: seg.layout };
+        (0..seg.layout.elements.len())
+            .map(|i| {
+                let id = crate::model::ElementId::at(i);
+                let s = seg.layout.element(id);
+                let at_dump = || if s.end_opt().is_none() { dump.get(&s.addr).copied().flatten() } else { None };
+                let pool = match s.origin {
+                    crate::layout::Origin::Ghost => at_dump(),
+                    _ => attrs.attrs(id).pool.or_else(at_dump),
+                };
+                pool.filter(|&p| p != (0, 0))
+            })
+            .collect()
+    }
+
     /// The highest reserved bytes over the trace, the initial ones included.
     pub fn reserved_peak(&self, d: DeviceIdx) -> u64 {
         if let Some(summary) = self.device(d).summary.as_ref() {

@@ -13,7 +13,6 @@ use std::sync::{Arc, OnceLock};
 use super::data::{Plane, Session};
 use super::worker::Mask;
 use crate::derive::timeline::Attributes as _;
-use crate::layout::Origin;
 use crate::model::{DeviceIdx, ElementId, EventIdx};
 
 /// At most this many pools get a band each; the rest share the last one.
@@ -70,23 +69,11 @@ pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
     let band_of = |pool: (i64, i64)| ids.iter().position(|&p| p == pool).map(|i| i.min(MAX_POOLS - 1));
 
     // Each segment's pool and lifetime in raw events, sorted by address.
-    let seg_attrs = crate::archive::attrs::DeviceAttrs { root, layout: seg };
-    let dump: std::collections::HashMap<u64, Option<(i64, i64)>> = root
-        .segments
-        .iter()
-        .filter(|s| s.device.to_native() == session.ordinal(d).0)
-        .map(|s| (s.address.to_native(), s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native()))))
-        .collect();
+    let pools = session.segment_pools(d);
     let mut spans: Vec<(u64, u64, u32, u32, Option<usize>)> = (0..seg.elements.len())
         .map(|i| {
             let s = seg.element(ElementId::at(i));
-            // The dump tells the pool of the segments still there at its end; one freed before
-            // has only what its events recorded (as the allocator's state has it).
-            let at_dump = || if s.end_opt().is_none() { dump.get(&s.addr).copied().flatten() } else { None };
-            let pool = match s.origin {
-                Origin::Ghost => at_dump(),
-                _ => seg_attrs.attrs(ElementId::at(i)).pool.or_else(at_dump),
-            };
+            let pool = pools.get(i).copied().flatten();
             (s.addr, s.addr + s.size, s.alloc_event.0, s.free_event.0, pool.and_then(band_of))
         })
         .collect();

@@ -408,31 +408,24 @@ fn segment_keys(session: &Session, d: DeviceIdx) -> Vec<u32> {
     let Some(segments) = session.stacked(d, Plane::Segments) else { return Vec::new() };
     let root = session.root();
     let ordinal = session.ordinal(d).0;
-    let dump: std::collections::HashMap<u64, (u64, Option<(i64, i64)>)> = root
+    let dump_stream: std::collections::HashMap<u64, u64> = root
         .segments
         .iter()
         .filter(|s| s.device.to_native() == ordinal)
-        .map(|s| {
-            (
-                s.address.to_native(),
-                (s.stream.to_native(), s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native()))),
-            )
-        })
+        .map(|s| (s.address.to_native(), s.stream.to_native()))
         .collect();
+    let pools = session.segment_pools(d);
     let attrs = crate::archive::attrs::DeviceAttrs { root, layout: segments.layout };
     (0..segments.layout.elements.len())
         .map(|i| {
             let id = crate::model::ElementId::at(i);
             let el = segments.layout.element(id);
-            let (stream, pool) = match el.origin {
-                crate::layout::Origin::Ghost => dump.get(&el.addr).copied().unwrap_or((0, None)),
-                _ => {
-                    let a = attrs.attrs(id);
-                    (a.stream.unwrap_or(0), a.pool)
-                }
+            let stream = match el.origin {
+                crate::layout::Origin::Ghost => dump_stream.get(&el.addr).copied().unwrap_or(0),
+                _ => attrs.attrs(id).stream.unwrap_or(0),
             };
             let half = SEGMENT_KEYS / 2;
-            match pool.filter(|&p| p != (0, 0)) {
+            match pools.get(i).copied().flatten() {
                 Some((a, b)) => half + ((a as u64).wrapping_mul(31).wrapping_add(b as u64) % u64::from(half)) as u32,
                 None => (stream % u64::from(half)) as u32,
             }
