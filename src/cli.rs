@@ -221,6 +221,10 @@ pub struct StatsArgs {
     /// Print JSON (a stable schema for scripts) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Your own category rules (TOML: ordered [[rule]] with `category` and a regex on `frame`,
+    /// `file`, `annotation` or `metadata`), tried before the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub categories: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -267,7 +271,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("instant").required(true).args(["action", "time", "peak"])))]
+#[command(group(ArgGroup::new("instant").required(true).args(["action", "time", "peak", "end"])))]
 pub struct AtArgs {
     /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
     pub input: PathBuf,
@@ -282,9 +286,15 @@ pub struct AtArgs {
     /// At each device's peak.
     #[arg(long)]
     pub peak: bool,
+    /// After the last action (what is live at the dump): `--action last`.
+    #[arg(long)]
+    pub end: bool,
     /// What the rows of the table are.
     #[arg(long, value_enum, default_value_t = GroupByArg::Stack)]
     pub group_by: GroupByArg,
+    /// List every live allocation (element, address, size, site, category), largest first.
+    #[arg(long)]
+    pub list: bool,
     #[command(flatten)]
     pub common: AnswerArgs,
 }
@@ -301,6 +311,10 @@ pub struct AnswerArgs {
     /// Rows per table in the text output (JSON has them all).
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
+    /// Your own category rules (TOML: ordered [[rule]] with `category` and a regex on `frame`,
+    /// `file`, `annotation` or `metadata`), tried before the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub categories: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -323,6 +337,8 @@ pub enum GroupByArg {
     CompileContext,
     /// The annotate label (torch.cuda.memory._annotate_tensor), else user_metadata.
     Metadata,
+    /// What kind of memory: parameter, gradient, optimizer_state, activation, temporary, …
+    Category,
 }
 
 impl From<GroupByArg> for GroupBy {
@@ -336,6 +352,7 @@ impl From<GroupByArg> for GroupBy {
             GroupByArg::Pool => GroupBy::Pool,
             GroupByArg::CompileContext => GroupBy::CompileContext,
             GroupByArg::Metadata => GroupBy::Metadata,
+            GroupByArg::Category => GroupBy::Category,
         }
     }
 }

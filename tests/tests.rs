@@ -8,6 +8,7 @@ mod allocator;
 mod answers;
 mod archive;
 mod bad_input;
+mod categories;
 mod differential;
 mod generator;
 mod golden;

@@ -32,6 +32,8 @@ pub enum GroupBy {
     CompileContext,
     /// The `annotate` label, else `user_metadata`.
     Metadata,
+    /// What kind of memory (`analysis::categories`).
+    Category,
 }
 
 impl GroupBy {
@@ -45,6 +47,7 @@ impl GroupBy {
             GroupBy::Pool => "pool",
             GroupBy::CompileContext => "compile context",
             GroupBy::Metadata => "metadata",
+            GroupBy::Category => "category",
         }
     }
 
@@ -141,6 +144,11 @@ pub fn group<'a, F: FrameSource>(
             (GroupBy::Stream | GroupBy::Pool | GroupBy::CompileContext | GroupBy::Metadata, _) => {
                 attribute_label(by, &t.attrs.attrs(id))
             }
+            (GroupBy::Category, _) => Cow::Borrowed(
+                t.categories
+                    .and_then(|c| c.get(id.index()))
+                    .map_or(crate::model::Category::Unknown.name(), |c| c.name()),
+            ),
             _ => Cow::Borrowed(""),
         };
         let cell = cells.entry((bucket, text, t.site(id))).or_default();

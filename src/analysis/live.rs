@@ -33,6 +33,27 @@ pub struct LiveSet {
     pub peak_bytes: u64,
     pub group_by: GroupBy,
     pub groups: Vec<Group>,
+    /// The live bytes by category, when the allocations were classified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_category: Option<Vec<super::categories::CategoryBytes>>,
+    /// `--list`: every live allocation, largest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocations: Option<Vec<LiveAllocation>>,
+}
+
+/// One live allocation of `at --list`.
+#[derive(Debug, Serialize)]
+pub struct LiveAllocation {
+    pub element: crate::model::ElementId,
+    pub addr: u64,
+    pub size: u64,
+    /// Its allocation site: the best frame (and the innermost Python one), as in the tables.
+    pub site: String,
+    /// The site's stack id in this archive (`null`: no stack recorded).
+    pub stack: Option<u32>,
+    pub category: crate::model::Category,
+    /// The action that allocated it (`null`: live before the trace).
+    pub alloc_action: Option<u32>,
 }
 
 /// The live set right after action `k` (−1 ..= actions − 1; the caller checks the range).
@@ -42,6 +63,7 @@ pub fn at<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, k: i64, by: GroupBy) 
     let mut names = SiteNames::new(frames);
     let groups = groups::group(t, &mut names, stack.elements(), by);
     let annotation = t.time_of(k).map(|at| t.open_at(at)).unwrap_or_default();
+    let by_category = t.categories.map(|of| super::categories::breakdown(l.elements.size, of, stack.elements()));
     LiveSet {
         device: l.device,
         action: k,
@@ -54,7 +76,37 @@ pub fn at<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, k: i64, by: GroupBy) 
         peak_bytes: l.peak_bytes,
         group_by: by,
         groups,
+        by_category,
+        allocations: None,
     }
+}
+
+/// Every allocation live right after action `k`, largest first (ties: by address).
+pub fn list<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, k: i64) -> Vec<LiveAllocation> {
+    let l = t.layout;
+    let stack = t.checkpoints.stack_after(l, k);
+    let mut names = SiteNames::new(frames);
+    let mut out: Vec<LiveAllocation> = stack
+        .elements()
+        .map(|id| {
+            let el = l.element(id);
+            let site = t.site(id);
+            LiveAllocation {
+                element: id,
+                addr: el.addr,
+                size: el.size,
+                site: names.label(site),
+                stack: (site != crate::model::NONE).then_some(site),
+                category: t
+                    .categories
+                    .and_then(|c| c.get(id.index()).copied())
+                    .unwrap_or(crate::model::Category::Unknown),
+                alloc_action: el.start_opt().map(|a| a.0),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.size.cmp(&a.size).then(a.addr.cmp(&b.addr)));
+    out
 }
 
 /// The aligned text report of one device.
@@ -81,9 +133,30 @@ pub fn render_text(out: &mut String, s: &LiveSet, top: usize) {
         units::count(s.count, "allocation", "allocations"),
         units::bytes(s.peak_bytes)
     );
+    if let Some(b) = s.by_category.as_ref().filter(|_| s.group_by != GroupBy::Category) {
+        let _ = writeln!(out, "  by category: {}", super::categories::one_line(b));
+    }
     if !s.groups.is_empty() {
         let _ = writeln!(out, "  by {}:", s.group_by.name());
         groups::render(out, &s.groups, s.group_by, top);
+    }
+    if let Some(list) = &s.allocations {
+        let _ = writeln!(out, "  live allocations, largest first:");
+        let _ = writeln!(out, "    {:>18}  {:>10}  {:<15}  site", "address", "size", "category");
+        for a in list.iter().take(top) {
+            let _ = writeln!(
+                out,
+                "    {:>#18x}  {:>10}  {:<15}  {}",
+                a.addr,
+                units::bytes(a.size),
+                a.category.name(),
+                groups::clip(&a.site)
+            );
+        }
+        if list.len() > top {
+            let _ =
+                writeln!(out, "    … {} more (--top, or --json for all)", units::thousands((list.len() - top) as u64));
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! Answers computed from the model and its layouts — stats, exports, frame and annotation helpers —
 //! and from one device's [`crate::derive::timeline::TimelineRef`] read in place: the live set at
 //! an instant (`live`), a range of actions (`range`), annotated steps (`steps`), two traces
-//! compared (`diff`).
+//! compared (`diff`); what kind of memory each allocation is (`categories`).
 
 pub mod annotations;
+pub mod categories;
+pub mod category_rules;
 pub mod diff;
 pub mod export;
 pub mod frames;

@@ -23,6 +23,9 @@ pub struct StatsOptions {
     pub annotations: AnnotationFilter,
     /// `--model`: explain allocation sizes as tensor shapes.
     pub model: Option<ModelDims>,
+    /// The category of every element, per device in the order of the layouts (empty: not
+    /// classified).
+    pub categories: Vec<Vec<crate::model::Category>>,
 }
 
 /// Every `*_us` time in `stats` counts from the snapshot's start (the earliest timed event
@@ -61,6 +64,8 @@ pub struct DeviceStats {
     pub last_time_epoch_us: Option<i64>,
     pub peak: Peak,
     pub top_at_peak: Vec<LiveAlloc>,
+    /// What kind of memory the peak is, largest first (`analysis::categories`).
+    pub peak_by_category: Vec<super::categories::CategoryBytes>,
     pub reserved: ReservedStats,
     /// The allocator's state right after the peak action (`None` without a trace).
     pub allocator_at_peak: Option<AllocatorAtPeak>,
@@ -94,6 +99,7 @@ pub struct LiveAlloc {
     pub addr: u64,
     pub origin: &'static str,
     pub frame: Option<String>,
+    pub category: Option<crate::model::Category>,
     /// Tensor shapes that account for the size (with `--model`).
     pub shapes: Vec<String>,
 }
@@ -145,7 +151,14 @@ fn frame_text(snap: &Snapshot, stack: StackId) -> Option<String> {
 pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOptions, saved: &dyn SavedStates) -> Stats {
     let spans = annotations::spans_filtered(snap, &options.annotations);
     let base = snap.start_time_us();
-    let devices = layouts.iter().map(|&l| device_stats(snap, l, &spans, options.model.as_ref(), base, saved)).collect();
+    let devices = layouts
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            let cats = options.categories.get(i).map(Vec::as_slice).filter(|c| c.len() == l.elements.len());
+            device_stats(snap, l, &spans, (options.model.as_ref(), cats), base, saved)
+        })
+        .collect();
     let shape_candidates = options.model.is_none().then(|| {
         let allocations: Vec<(u64, u32)> = layouts
             .iter()
@@ -175,7 +188,7 @@ fn device_stats(
     snap: &Snapshot,
     layout: LayoutRef<'_>,
     spans: &[annotations::Span],
-    model: Option<&ModelDims>,
+    (model, cats): (Option<&ModelDims>, Option<&[crate::model::Category]>),
     base: Option<i64>,
     saved: &dyn SavedStates,
 ) -> DeviceStats {
@@ -226,6 +239,8 @@ fn device_stats(
         .collect();
 
     let mut live = layout.live_after(peak_k);
+    let peak_by_category =
+        cats.map(|c| super::categories::breakdown(layout.elements.size, c, live.iter().copied())).unwrap_or_default();
     live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements.size[id.index()]), id));
     let top_at_peak = live
         .into_iter()
@@ -238,6 +253,7 @@ fn device_stats(
                 addr: el.addr,
                 origin: el.origin.name(),
                 frame: frame_text(snap, element_stack(snap, layout, id)),
+                category: cats.and_then(|c| c.get(id.index()).copied()),
                 shapes: model.map(|m| m.explain(el.size, 3).into_iter().map(|f| f.text).collect()).unwrap_or_default(),
             }
         })
@@ -283,6 +299,7 @@ fn device_stats(
             annotation,
         },
         top_at_peak,
+        peak_by_category,
         reserved: ReservedStats {
             peak_bytes: reserved_peak,
             peak_time_us: since(reserved_peak_time),
@@ -375,6 +392,9 @@ fn render_device(out: &mut String, d: &DeviceStats) {
             units::count(r.segments as u64, "segment", "segments")
         ),
     );
+    if !d.peak_by_category.is_empty() {
+        row(out, "  by category", super::categories::one_line(&d.peak_by_category));
+    }
     if let Some(a) = &d.allocator_at_peak {
         row(
             out,
@@ -422,15 +442,16 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     }
     if !d.top_at_peak.is_empty() {
         let _ = writeln!(out, "  largest live allocations at the peak:");
-        let _ = writeln!(out, "    {:>10}  {:<18}  {:<9}  frame", "size", "address", "origin");
+        let _ = writeln!(out, "    {:>10}  {:<18}  {:<9}  {:<15}  frame", "size", "address", "origin", "category");
         for a in &d.top_at_peak {
             let shapes = if a.shapes.is_empty() { String::new() } else { format!("  [{}]", a.shapes.join(" | ")) };
             let _ = writeln!(
                 out,
-                "    {:>10}  {:<18}  {:<9}  {}{shapes}",
+                "    {:>10}  {:<18}  {:<9}  {:<15}  {}{shapes}",
                 units::bytes(a.size),
                 format!("{:#x}", a.addr),
                 a.origin,
+                a.category.map_or("", |c| c.name()),
                 a.frame.as_deref().unwrap_or("(no stack recorded)")
             );
         }

@@ -75,6 +75,7 @@ impl Tiny {
             time_base_us: Some(100),
             attrs: &(),
             steps: None,
+            categories: None,
         }
     }
 }

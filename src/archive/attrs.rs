@@ -69,6 +69,7 @@ impl Attributes for DeviceAttrs<'_> {
             internal_metadata: text(&t.internal_metadata),
             annotated,
             forward_stack: sparse(&t.forward_stack, e).map_or(NONE, |s| s.to_native()),
+            category: text(&t.category),
         }
     }
 }

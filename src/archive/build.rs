@@ -223,6 +223,7 @@ fn summary(snap: &Snapshot, l: &Layout, fe: &FromEvents, cps: &f::Checkpoints) -
         time_base_us: None,
         attrs: &(),
         steps: None,
+        categories: None,
     };
     let steps = steps::default_steps(&t).map(|found| f::Steps {
         family: found.family,

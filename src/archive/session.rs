@@ -346,6 +346,43 @@ impl Session {
             .collect()
     }
 
+    /// The private pool of each element (`None`: the default pool): its event's `pool_id`, else
+    /// the pool of the segment holding its address when it was allocated ([`Self::segment_pools`]).
+    pub fn element_pools(&self, d: DeviceIdx) -> Vec<Option<(i64, i64)>> {
+        use crate::derive::timeline::Attributes as _;
+        let el = self.layout(d);
+        let attrs = super::attrs::DeviceAttrs { root: self.root(), layout: el };
+        let own = |i: usize| attrs.attrs(crate::model::ElementId::at(i)).pool.filter(|&p| p != (0, 0));
+        let seg_pools = self.segment_pools(d);
+        let Some(seg) = self.stacked(d, Plane::Segments).filter(|_| seg_pools.iter().any(Option::is_some)) else {
+            return (0..el.elements.len()).map(own).collect();
+        };
+        // Segments with a pool, by address: (start, end, alloc event, free event, pool).
+        type PoolSpan = (u64, u64, u32, u32, (i64, i64));
+        let mut spans: Vec<PoolSpan> = (0..seg.layout.elements.len())
+            .filter_map(|i| {
+                let s = seg.layout.element(crate::model::ElementId::at(i));
+                Some((s.addr, s.addr + s.size, s.alloc_event.0, s.free_event.0, seg_pools[i]?))
+            })
+            .collect();
+        spans.sort_unstable();
+        (0..el.elements.len())
+            .map(|i| {
+                own(i).or_else(|| {
+                    let e = el.element(crate::model::ElementId::at(i));
+                    let event = e.event().get().map_or(u32::MAX, |x| x.0);
+                    let end = spans.partition_point(|s| s.0 <= e.addr);
+                    let found = spans[..end].iter().rev().take(64).find(|s| {
+                        let born = s.2 == crate::model::NONE || s.2 <= event;
+                        let alive = s.3 == crate::model::NONE || s.3 > event;
+                        e.addr < s.1 && born && alive
+                    });
+                    found.map(|s| s.4)
+                })
+            })
+            .collect()
+    }
+
     /// The highest reserved bytes over the trace, the initial ones included.
     pub fn reserved_peak(&self, d: DeviceIdx) -> u64 {
         if let Some(summary) = self.device(d).summary.as_ref() {
@@ -513,6 +550,7 @@ impl<'s> DeviceData<'s> {
             time_base_us: self.time_base_us,
             attrs: &self.attrs,
             steps: self.steps.as_ref(),
+            categories: None,
         }
     }
 }

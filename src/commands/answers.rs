@@ -12,6 +12,8 @@ use anyhow::{Context as _, bail};
 use serde::Serialize;
 
 use super::index::progress_bar;
+use crate::analysis::categories::{self, Category};
+use crate::analysis::category_rules::UserRules;
 use crate::analysis::{diff, live, range, steps, units};
 use crate::archive::cache::open_session;
 use crate::archive::{self, Archive, DeviceData, Session};
@@ -107,6 +109,7 @@ pub(super) fn print_all<T: Serialize>(
 
 pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
+    let rules = user_rules(args.common.categories.as_deref())?;
     let session = open_input(input, cache)?;
     let chosen = devices(&session, args.common.device, input)?;
     if let Some(ActionArg::Index(k)) = args.action {
@@ -118,15 +121,36 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
         let t = data.timeline();
         let (n, device) = (i64::from(t.actions()), t.layout.device);
         let k = match (args.action, args.time) {
+            _ if args.end => n - 1,
             (Some(ActionArg::Index(k)), _) => k,
             (Some(ActionArg::Last), _) => n - 1,
             (None, Some(time)) => action_at_time(&t, time, input)?,
             (None, None) => t.layout.peak_k(),
         };
         debug_assert!((-1..n).contains(&k), "device {device}: action {k}");
-        reports.push(live::at(&t, session.root(), k, args.group_by.into()));
+        let by: crate::analysis::groups::GroupBy = args.group_by.into();
+        let of = (by == crate::analysis::groups::GroupBy::Category || args.list)
+            .then(|| categorize(&session, d, &t, &rules));
+        let t = TimelineRef { categories: of.as_deref(), ..t };
+        let mut report = live::at(&t, session.root(), k, by);
+        if args.list {
+            report.allocations = Some(live::list(&t, session.root(), k));
+        }
+        reports.push(report);
     }
     print(input, args.common.json, &reports, |out, r| live::render_text(out, r, args.common.top))
+}
+
+/// `--categories FILE`, read and parsed (no file: no user rules).
+pub fn user_rules(path: Option<&Path>) -> anyhow::Result<UserRules> {
+    let Some(path) = path else { return Ok(UserRules::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read the rules", path.display()))?;
+    UserRules::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The category of every element of device `d` (its timeline `t`), the user's rules first.
+pub fn categorize(session: &Session, d: DeviceIdx, t: &TimelineRef<'_>, rules: &UserRules) -> Vec<Category> {
+    categories::classify(t, session.root(), &session.element_pools(d), rules).of
 }
 
 /// `--action K` must exist on every device answered. One that exists only on another device

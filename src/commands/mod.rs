@@ -183,15 +183,29 @@ pub(crate) fn select<'a>(
 
 pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
     let (annotations, model) = model_options(&args.model)?;
+    let rules = answers::user_rules(args.categories.as_deref())?;
     let mut loaded = load(&args.input, cache)?;
+    let archive = loaded.archive.take();
+    let views = select(&loaded, None, &args.input)?;
     // An archive (the input, or the snapshot's cache) answers the allocator's states from its
-    // saved ones; a snapshot read afresh replays them.
-    let saved: Box<dyn crate::allocator::SavedStates> = match loaded.archive.take() {
-        Some(a) => Box::new(crate::archive::Session::from_archive(a)),
+    // saved ones and classifies the peak with its pools; a snapshot read afresh replays them and
+    // is classified from the model.
+    let session = archive.map(crate::archive::Session::from_archive);
+    let categories: Vec<Vec<crate::model::Category>> = match &session {
+        Some(s) if s.devices() == views.len() => s
+            .device_indices()
+            .map(|d| {
+                let data = crate::archive::DeviceData::new(s, d);
+                answers::categorize(s, d, &data.timeline(), &rules)
+            })
+            .collect(),
+        _ => views.iter().map(|&l| crate::analysis::categories::classify_model(&loaded.snapshot, l, &rules)).collect(),
+    };
+    let saved: Box<dyn crate::allocator::SavedStates> = match session {
+        Some(s) => Box::new(s),
         None => Box::new(crate::allocator::Replayed),
     };
-    let views = select(&loaded, None, &args.input)?;
-    let options = stats::StatsOptions { annotations, model };
+    let options = stats::StatsOptions { annotations, model, categories };
     let mut s = stats::compute(&loaded.snapshot, &views, &options, saved.as_ref());
     s.input = args.input.display().to_string();
     s.format = loaded.described.clone();

@@ -59,6 +59,8 @@ pub struct ElementAttrs<'a> {
     /// `forward_frames`: where the forward ran that this backward allocation belongs to
     /// (`u32::MAX`: none).
     pub forward_stack: u32,
+    /// The `category` the snapshot recorded on the event (re-exports), `""` for none.
+    pub category: &'a str,
 }
 
 impl<'a> ElementAttrs<'a> {
@@ -70,6 +72,7 @@ impl<'a> ElementAttrs<'a> {
         internal_metadata: "",
         annotated: "",
         forward_stack: crate::model::NONE,
+        category: "",
     };
 
     /// What `--group-by metadata` groups by: the `annotate` label, else `user_metadata`.
@@ -109,6 +112,9 @@ pub struct TimelineRef<'a> {
     /// The default steps, when stored (an archive's summary); else [`super::steps::default_steps`]
     /// computes them.
     pub steps: Option<&'a super::steps::FamilySteps>,
+    /// The category of each element, when classified (`analysis::categories`); what grouping
+    /// and listing by category read.
+    pub categories: Option<&'a [crate::model::Category]>,
 }
 
 impl<'a> TimelineRef<'a> {
@@ -354,6 +360,7 @@ mod tests {
             time_base_us: Some(90),
             attrs: &(),
             steps: None,
+            categories: None,
         };
         assert_eq!(t.actions_until(99), 0);
         // Action 2 has no time: it goes with action 1, before it.

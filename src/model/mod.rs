@@ -16,6 +16,7 @@
 //! Invariants: ids index their tables; `NONE` sentinels mark absent optional values; every
 //! device's trace is one contiguous range of `events`, in trace order.
 
+mod category;
 mod events;
 mod fxhash;
 mod intern;
@@ -24,6 +25,7 @@ mod device;
 mod ids;
 mod tolerated;
 
+pub use category::Category;
 pub use device::DeviceId;
 pub use events::{Action, EventRow, Events, Runs};
 pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};

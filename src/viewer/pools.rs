@@ -12,8 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::data::{Plane, Session};
 use super::worker::Mask;
-use crate::derive::timeline::Attributes as _;
-use crate::model::{DeviceIdx, ElementId, EventIdx};
+use crate::model::DeviceIdx;
 
 /// At most this many pools get a band each; the rest share the last one.
 const MAX_POOLS: usize = 8;
@@ -51,10 +50,8 @@ pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
     if a.pools.is_empty() {
         return None;
     }
-    let segments = session.stacked(d, Plane::Segments)?;
-    let elements = session.elements(d);
-    let root = session.root();
-    let (el, seg) = (elements.layout, segments.layout);
+    session.stacked(d, Plane::Segments)?;
+    let el = session.elements(d).layout;
 
     // Pools by their largest reserved, the rest folded into the last band.
     let mut pools: Vec<((i64, i64), u64)> = a
@@ -68,37 +65,8 @@ pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
     let ids: Vec<(i64, i64)> = pools.iter().take(MAX_POOLS).map(|p| p.0).collect();
     let band_of = |pool: (i64, i64)| ids.iter().position(|&p| p == pool).map(|i| i.min(MAX_POOLS - 1));
 
-    // Each segment's pool and lifetime in raw events, sorted by address.
-    let pools = session.segment_pools(d);
-    let mut spans: Vec<(u64, u64, u32, u32, Option<usize>)> = (0..seg.elements.len())
-        .map(|i| {
-            let s = seg.element(ElementId::at(i));
-            let pool = pools.get(i).copied().flatten();
-            (s.addr, s.addr + s.size, s.alloc_event.0, s.free_event.0, pool.and_then(band_of))
-        })
-        .collect();
-    spans.sort_unstable();
-
-    let el_attrs = crate::archive::attrs::DeviceAttrs { root, layout: el };
-    let pool_of = |i: usize| -> Option<usize> {
-        let e = el.element(ElementId::at(i));
-        if let Some(p) = el_attrs.attrs(ElementId::at(i)).pool.filter(|&p| p != (0, 0)) {
-            return band_of(p);
-        }
-        let event = e.event().get().map_or(u32::MAX, |x: EventIdx| x.0);
-        let end = spans.partition_point(|s| s.0 <= e.addr);
-        spans[..end]
-            .iter()
-            .rev()
-            .take(64)
-            .find(|s| {
-                let born = s.2 == crate::model::NONE || s.2 <= event;
-                let alive = s.3 == crate::model::NONE || s.3 > event;
-                e.addr < s.1 && born && alive
-            })?
-            .4
-    };
-    let of_element: Vec<Option<usize>> = (0..el.elements.len()).map(pool_of).collect();
+    // Each element's pool, by the session's one rule.
+    let of_element: Vec<Option<usize>> = session.element_pools(d).into_iter().map(|p| p.and_then(band_of)).collect();
 
     // Live bytes per pool after each action, and the bands.
     let n = el.actions.len();
