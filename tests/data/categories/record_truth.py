@@ -1,0 +1,138 @@
+"""Record snapshots with ground truth for memory categories (run on a GPU machine).
+
+Usage: python3 record_truth.py OUTDIR [scenario ...]   (needs torch, torchvision, transformers)
+
+Each scenario trains a few steps, then dumps the snapshot from a backward hook in the middle of
+the next step's backward, and writes NAME.truth.json beside it: for every storage that is a
+parameter, a gradient, an optimizer state tensor or a tensor saved for backward (and still
+alive) at the dump, its address -> [category, bytes, name]. The scenarios differ from
+../shared/tools/record_snapshots.py's `categories` on purpose: no annotations at all (the phases
+come from the frames alone), other models, other optimizers, C++ frames, torch.compile.
+
+  resnet_sgd      ResNet-18 + SGD with momentum, Python stacks, no annotations
+  gpt2_cpp_adam   GPT-2 + Adam, stacks="all" (C++ frames: the autograd engine's), no annotations
+  compiled_adamw  torch.compile'd GPT-2 + AdamW, Python stacks (saved tensors live inside the
+                  compiled graph: parameters, gradients and optimizer state only)
+"""
+import json, os, subprocess, sys, time, weakref
+
+
+def start(stacks):
+    import torch
+    torch.cuda.memory._record_memory_history(stacks=stacks, max_entries=1_000_000)
+
+
+def gpt2(n_layer=4, n_embd=256, vocab=8192):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    return GPT2LMHeadModel(GPT2Config(n_layer=n_layer, n_embd=n_embd, n_head=8, vocab_size=vocab, n_positions=256))
+
+
+def run(name, out):
+    import torch
+    t0 = time.time()
+    if name == "resnet_sgd":
+        import torchvision
+        start("python")
+        model = torchvision.models.resnet18(num_classes=100).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        batch = lambda: (torch.randn(32, 3, 96, 96, device="cuda"), torch.randint(0, 100, (32,), device="cuda"))
+        lossf = lambda b: torch.nn.functional.cross_entropy(model(b[0]), b[1])
+        hook_mod = lambda: model.layer2
+        save_hooks = True
+    elif name == "gpt2_cpp_adam":
+        start("all")
+        model = gpt2().cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+        batch = lambda: torch.randint(0, 8192, (8, 128), device="cuda")
+        lossf = lambda b: model(input_ids=b, labels=b).loss
+        hook_mod = lambda: model.transformer.h[1]
+        save_hooks = True
+    elif name == "compiled_adamw":
+        start("python")
+        model = gpt2().cuda()
+        compiled = torch.compile(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        batch = lambda: torch.randint(0, 8192, (8, 128), device="cuda")
+        lossf = lambda b: compiled(input_ids=b, labels=b).loss
+        hook_mod = None
+        save_hooks = False
+    else:
+        raise SystemExit("unknown scenario " + name)
+    for _ in range(3):
+        b = batch()
+        loss = lossf(b)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del loss, b
+    saved = []
+
+    def pack(t):
+        try:
+            saved.append(weakref.ref(t))
+        except TypeError:
+            pass
+        return t
+
+    truth = {}
+
+    def dump():
+        torch.cuda.synchronize()
+        for n, p in model.named_parameters():
+            truth[p.untyped_storage().data_ptr()] = ["parameter", p.untyped_storage().nbytes(), n]
+            if p.grad is not None:
+                truth[p.grad.untyped_storage().data_ptr()] = ["gradient", p.grad.untyped_storage().nbytes(), n]
+        for p, st in opt.state.items():
+            for k, v in st.items():
+                if torch.is_tensor(v) and v.is_cuda:
+                    truth[v.untyped_storage().data_ptr()] = ["optimizer_state", v.untyped_storage().nbytes(), k]
+        for r in saved:
+            t = r()
+            if t is not None and t.is_cuda:
+                s = t.untyped_storage()
+                truth.setdefault(s.data_ptr(), ["activation", s.nbytes(), "saved for backward"])
+        torch.cuda.memory._dump_snapshot(out)
+
+    b = batch()
+    if hook_mod is not None:
+        h = hook_mod().register_full_backward_hook(lambda m, gi, go: None if truth else dump())
+    else:
+        # A compiled graph runs its backward as one node: dump when half the gradients exist.
+        params = list(model.parameters())
+        seen = []
+
+        def on_grad(p):
+            seen.append(p)
+            if len(seen) == len(params) // 2 and not truth:
+                dump()
+
+        hs = [p.register_post_accumulate_grad_hook(on_grad) for p in params]
+    if save_hooks:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = lossf(b)
+    else:
+        loss = lossf(b)
+    loss.backward()
+    if hook_mod is not None:
+        h.remove()
+    else:
+        for x in hs:
+            x.remove()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    json.dump({hex(k): v for k, v in truth.items()}, open(out + ".truth.json", "w"), indent=0)
+    return {"scenario": name, "torch": torch.__version__, "truth": len(truth), "seconds": round(time.time() - t0, 1)}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--one":
+        info = run(sys.argv[2], sys.argv[3])
+        info["bytes"] = os.path.getsize(sys.argv[3])
+        print(json.dumps(info))
+        sys.exit(0)
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    for name in sys.argv[2:]:
+        out = os.path.join(outdir, name + ".pickle")
+        r = subprocess.run([sys.executable, __file__, "--one", name, out], capture_output=True, text=True)
+        print(name, "rc", r.returncode, r.stdout.strip()[-400:], r.stderr.strip()[-1500:] if r.returncode else "",
+              flush=True)
