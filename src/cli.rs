@@ -130,6 +130,10 @@ pub struct OpenArgs {
     /// memory map at the selected event), settings. --oom alone opens the state view.
     #[arg(long, value_enum, value_name = "VIEW")]
     pub view: Option<ViewArg>,
+    /// Colour the timeline by allocation site (the default), by allocation, or by category
+    /// (parameter, gradient, optimizer_state, activation, …, with a legend).
+    #[arg(long, value_enum, value_name = "BY")]
+    pub colour: Option<ColourArg>,
     /// Open at this raw trace event (device-relative; the memory map's instant).
     #[arg(long, allow_negative_numbers = true, value_name = "K", group = "open_at")]
     pub event: Option<i64>,
@@ -141,6 +145,14 @@ pub struct OpenArgs {
     pub oom: Option<usize>,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `open --colour`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColourArg {
+    Site,
+    Allocation,
+    Category,
 }
 
 /// `open --view`: the viewer's views by their short names.

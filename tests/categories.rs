@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use memviz::analysis::categories::{self, Category};
+use memviz::analysis::categories;
 use memviz::archive::{Archive, DeviceData, Session};
 
 use crate::support::*;

@@ -765,3 +765,49 @@ fn open_a_folder_of_ranks_writes_the_strip_and_refuses_single_file_options() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("open one file, not a job's ranks"));
 }
+
+/// "Colour by category": every drawn element has its category's colour, and a category hidden
+/// in the legend is drawn dim; the tooltip's attributes name the category.
+#[test]
+fn colour_by_category_paints_each_element_in_its_category_colour() {
+    use memviz::viewer::categories::{HIDDEN, colour};
+    let dir = tempdir();
+    let archive = dir.path().join("categories.memviz");
+    memviz_ok(["index".as_ref(), data("categories/categories.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+    let (mut gpu, mut app) = open(&archive, 1000, 600);
+    app.timeline_mut().unwrap().colour_by_category = true;
+    gpu.settle(&mut app, 3000);
+    let check = |gpu: &mut Offscreen, app: &ViewerApp, hidden: Option<memviz::model::Category>| {
+        let t = app.timeline().unwrap();
+        assert!(t.by_category(), "the categories are in");
+        let (rect, ids) = gpu.read_ids_of(t);
+        let rgba = gpu.read_rgba();
+        let mut seen = std::collections::BTreeSet::new();
+        let (mut checked, step) = (0, 7);
+        for y in (rect.top() as usize + 2..rect.bottom() as usize - 2).step_by(step) {
+            for x in (rect.left() as usize + 2..rect.right() as usize - 2).step_by(step) {
+                let id = ids[y * gpu.width as usize + x];
+                // Inside an element, away from its edges (no outline, no neighbour).
+                let same = |dx: i64, dy: i64| {
+                    ids[(y as i64 + dy) as usize * gpu.width as usize + (x as i64 + dx) as usize] == id
+                };
+                if id == u32::MAX || id == u32::MAX - 1 || !(same(-2, 0) && same(2, 0) && same(0, -2) && same(0, 2)) {
+                    continue;
+                }
+                let c = t.category_of(memviz::model::ElementId(id)).unwrap();
+                let want = if Some(c) == hidden { HIDDEN } else { colour(c) };
+                let got = &rgba[(y * gpu.width as usize + x) * 4..][..3];
+                assert_eq!(got, [want.r(), want.g(), want.b()], "({x}, {y}): element {id} is {c:?}");
+                seen.insert(c);
+                checked += 1;
+            }
+        }
+        assert!(checked > 100 && seen.len() >= 4, "{checked} pixels of {seen:?}");
+    };
+    check(&mut gpu, &app, None);
+    let activation = memviz::model::Category::Activation;
+    let k = memviz::model::Category::ALL.iter().position(|&c| c == activation).unwrap();
+    app.timeline_mut().unwrap().hidden_categories = 1 << k;
+    gpu.settle(&mut app, 100);
+    check(&mut gpu, &app, Some(activation));
+}

@@ -429,7 +429,8 @@ pub fn one_line(b: &[CategoryBytes]) -> String {
 }
 
 /// Classifies the elements of one device of an in-memory model (no archive: `stats` of a
-/// snapshot read afresh): its sites, spans and action times from the events, no pools.
+/// snapshot read afresh): its sites, spans, action times, attributes and pools from the model,
+/// by the rules an archive's answers use.
 pub fn classify_model(
     snap: &crate::model::Snapshot,
     layout: crate::layout::LayoutRef<'_>,
@@ -457,6 +458,13 @@ pub fn classify_model(
     // The classifier never rebuilds a live stack: one checkpoint, the initial state.
     let every = (layout.actions.len() as u32).max(1).next_power_of_two();
     let cps = crate::layout::Checkpoints::build_every(layout, every);
+    let attrs = crate::derive::attrs::ModelAttrs { snap, layout };
+    let seg = crate::layout::Layout::segments(snap, device);
+    let seg_attrs = crate::derive::attrs::ModelAttrs { snap, layout: seg.view() };
+    let dump = crate::derive::attrs::dump_pools(snap, device);
+    use crate::derive::timeline::Attributes as _;
+    let seg_pools = crate::derive::attrs::segment_pools(seg.view(), |id| seg_attrs.attrs(id).pool, &dump);
+    let pools = crate::derive::attrs::element_pools(layout, |id| attrs.attrs(id).pool, seg.view(), &seg_pools);
     let t = TimelineRef {
         layout,
         checkpoints: cps.view(),
@@ -465,11 +473,11 @@ pub fn classify_model(
         times: &times,
         trace_start_us: None,
         time_base_us: None,
-        attrs: &(),
+        attrs: &attrs,
         steps: None,
         categories: None,
     };
-    classify(&t, snap, &[], rules).of
+    classify(&t, snap, &pools, rules).of
 }
 
 #[cfg(test)]

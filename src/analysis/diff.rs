@@ -77,11 +77,30 @@ pub struct DiffReport {
     /// B's peak minus A's, and as a percentage of A's (`null` when A's peak is 0).
     pub peak_delta_bytes: i64,
     pub peak_delta_pct: Option<f64>,
+    /// What is live at each peak by category, largest |delta| first (when both were classified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Vec<CategoryDelta>>,
     /// Every site live at either peak, largest |delta| first.
     pub sites: Vec<SiteDelta>,
     /// Sites that allocate in B and never in A, and the reverse; largest first.
     pub new_sites: Vec<OnlyIn>,
     pub vanished_sites: Vec<OnlyIn>,
+}
+
+/// A category's bytes live at A's peak and at B's.
+#[derive(Debug, Serialize)]
+pub struct CategoryDelta {
+    pub category: crate::model::Category,
+    pub a_bytes: u64,
+    pub b_bytes: u64,
+    pub delta_bytes: i64,
+}
+
+/// What is live at a side's peak, by category (`None`: not classified).
+fn at_peak_by_category<F: FrameSource>(s: &Side<'_, '_, F>) -> Option<Vec<super::categories::CategoryBytes>> {
+    let (t, of) = (&s.timeline, s.timeline.categories?);
+    let live = t.checkpoints.stack_after(t.layout, t.layout.peak_k());
+    Some(super::categories::breakdown(t.layout.elements.size, of, live.elements()))
 }
 
 /// What one trace says about one site.
@@ -165,6 +184,25 @@ fn hex(key: u64) -> String {
 
 pub fn diff<FA: FrameSource, FB: FrameSource>(a: &Side<'_, '_, FA>, b: &Side<'_, '_, FB>) -> DiffReport {
     let (sa, sb) = (summarise(a), summarise(b));
+    let categories = at_peak_by_category(a).zip(at_peak_by_category(b)).map(|(ca, cb)| {
+        let bytes =
+            |v: &[super::categories::CategoryBytes], c| v.iter().find(|x| x.category == c).map_or(0, |x| x.bytes);
+        let mut out: Vec<CategoryDelta> = crate::model::Category::ALL
+            .into_iter()
+            .map(|c| (c, bytes(&ca, c), bytes(&cb, c)))
+            .filter(|&(_, x, y)| x + y > 0)
+            .map(|(category, a_bytes, b_bytes)| CategoryDelta {
+                category,
+                a_bytes,
+                b_bytes,
+                delta_bytes: b_bytes as i64 - a_bytes as i64,
+            })
+            .collect();
+        out.sort_by(|x, y| {
+            y.delta_bytes.unsigned_abs().cmp(&x.delta_bytes.unsigned_abs()).then(x.category.cmp(&y.category))
+        });
+        out
+    });
     let frame = |k: &u64| sa.frames.get(k).or_else(|| sb.frames.get(k)).cloned().unwrap_or_default();
     let mut sites: Vec<SiteDelta> = sa
         .by_key
@@ -212,6 +250,7 @@ pub fn diff<FA: FrameSource, FB: FrameSource>(a: &Side<'_, '_, FA>, b: &Side<'_,
         peak_delta_pct: (pa > 0).then(|| (pb as f64 - pa as f64) * 100.0 / pa as f64),
         a: sa.side,
         b: sb.side,
+        categories,
         sites,
         new_sites,
         vanished_sites,
@@ -240,6 +279,20 @@ pub fn render_text(out: &mut String, r: &DiffReport, top: usize) {
     side(out, "A", &r.a);
     side(out, "B", &r.b);
     let _ = writeln!(out, "  peak delta  {} ({pct})", units::signed_bytes(i128::from(r.peak_delta_bytes)));
+    if let Some(cats) = r.categories.as_ref().filter(|c| !c.is_empty()) {
+        let _ = writeln!(out, "  live at the peak, by category:");
+        let _ = writeln!(out, "    {:>10}  {:>10}  {:>11}  category", "A", "B", "delta");
+        for c in cats {
+            let _ = writeln!(
+                out,
+                "    {:>10}  {:>10}  {:>11}  {}",
+                units::bytes(c.a_bytes),
+                units::bytes(c.b_bytes),
+                units::signed_bytes(i128::from(c.delta_bytes)),
+                c.category.name()
+            );
+        }
+    }
     let changed: Vec<&SiteDelta> = r.sites.iter().filter(|s| s.delta_bytes != 0).collect();
     if changed.is_empty() {
         let _ = writeln!(out, "  live at the peak: every site holds the same bytes in A and B");

@@ -74,6 +74,11 @@ pub struct RangeReport {
     pub still_live: Flow,
     /// `still_live` by site, largest first.
     pub still_live_by_site: Vec<Group>,
+    /// What was allocated, and what of it is still live, by category (when classified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated_by_category: Option<Vec<super::categories::CategoryBytes>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub still_live_by_category: Option<Vec<super::categories::CategoryBytes>>,
     /// Allocations made in the range by power-of-two size, smallest first.
     pub histogram: Vec<Bucket>,
 }
@@ -86,12 +91,14 @@ pub fn range<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, start: u32, end: u
         (Flow::default(), Flow::default(), Flow::default(), Flow::default(), Flow::default());
     let mut buckets = [Flow::default(); 65];
     let mut live_ids = Vec::new();
+    let mut allocated_ids = Vec::new();
     for (k, &id) in (start..end).zip(&l.actions[start as usize..end as usize]) {
         let (i, size) = (id as usize, sizes[id as usize]);
         if els_start[i] == k && Origin::from_u8(l.elements.origin[i]) != Origin::Alloc {
             revealed.add(size);
         } else if els_start[i] == k {
             allocated.add(size);
+            allocated_ids.push(ElementId(id));
             buckets[size_bucket(size) as usize].add(size);
             if els_end[i] == NEVER || els_end[i] >= end {
                 still_live.add(size);
@@ -120,6 +127,9 @@ pub fn range<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, start: u32, end: u
         })
         .collect();
     let last = i64::from(end) - 1;
+    let by_category =
+        |ids: &[ElementId]| t.categories.map(|of| super::categories::breakdown(sizes, of, ids.iter().copied()));
+    let (allocated_by_category, still_live_by_category) = (by_category(&allocated_ids), by_category(&live_ids));
     RangeReport {
         device: l.device,
         start,
@@ -138,6 +148,8 @@ pub fn range<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, start: u32, end: u
         peak_action,
         still_live,
         still_live_by_site: groups::group(t, &mut names, live_ids, GroupBy::Stack),
+        allocated_by_category,
+        still_live_by_category,
         histogram,
     }
 }
@@ -185,7 +197,13 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     if let Some(k) = r.peak_action {
         row(out, "peak", format!("{:>10} at action {}", units::bytes(r.peak_bytes), units::thousands(u64::from(k))));
     }
+    if let Some(b) = r.allocated_by_category.as_ref().filter(|b| !b.is_empty()) {
+        row(out, "  by category", super::categories::one_line(b));
+    }
     row(out, "still live", format!("{} (allocated here, live after it)", flow(r.still_live)));
+    if let Some(b) = r.still_live_by_category.as_ref().filter(|b| !b.is_empty()) {
+        row(out, "  by category", super::categories::one_line(b));
+    }
     if !r.still_live_by_site.is_empty() {
         let _ = writeln!(out, "  still live by site (leak candidates):");
         groups::render(out, &r.still_live_by_site, GroupBy::Stack, top);

@@ -43,8 +43,10 @@ pub struct Outlier {
     /// The robust z-score of its peak (`None` when every other peak is the same, so the
     /// deviation is 0: then any difference stands out).
     pub z: Option<f64>,
-    /// The rank it was compared with (closest to the median peak) and the sites that differ most.
+    /// The rank it was compared with (closest to the median peak), what differs at the two
+    /// peaks by category, and the sites that differ most.
     pub compared_with: u64,
+    pub categories: Vec<super::diff::CategoryDelta>,
     pub sites: Vec<SiteDelta>,
 }
 
@@ -211,6 +213,18 @@ pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
             o.over_median_pct,
             o.compared_with
         );
+        let cats: Vec<String> = o
+            .categories
+            .iter()
+            .filter(|c| c.delta_bytes != 0)
+            .take(3)
+            .map(|c| {
+                format!("{} {}", c.category.name(), crate::analysis::units::signed_bytes(i128::from(c.delta_bytes)))
+            })
+            .collect();
+        if !cats.is_empty() {
+            let _ = writeln!(out, "    by category: {}", cats.join(", "));
+        }
         for s in o.sites.iter().take(top.clamp(1, 8)) {
             let sign = if s.delta_bytes >= 0 { "+" } else { "-" };
             let _ = writeln!(

@@ -54,6 +54,9 @@ pub struct Step {
     pub retained_bytes: Option<i64>,
     /// It ended before the trace's first event: nothing of it was recorded (not judged).
     pub before_trace: bool,
+    /// What is live at its peak, by category (when classified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_by_category: Option<Vec<super::categories::CategoryBytes>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -144,6 +147,11 @@ fn family_report<F: FrameSource>(
                 net_bytes: r.total_end as i64 - r.total_start as i64,
                 retained_bytes: None,
                 before_trace: r.before_trace,
+                peak_by_category: t.categories.map(|of| {
+                    let k = r.peak_action.map_or(i64::from(r.start_action) - 1, i64::from);
+                    let live = t.checkpoints.stack_after(t.layout, k);
+                    super::categories::breakdown(t.layout.elements.size, of, live.elements())
+                }),
             }
         })
         .collect();
@@ -286,10 +294,18 @@ pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
     }
     if !r.steps.is_empty() {
         let width = r.steps.iter().map(|s| s.name.chars().count()).max().unwrap_or(0).max(4);
+        let classified = r.steps.iter().any(|s| s.peak_by_category.is_some());
         let _ = writeln!(
             out,
-            "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}",
-            "span", "actions", "start", "duration", "peak", "net growth", "retained"
+            "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}{}",
+            "span",
+            "actions",
+            "start",
+            "duration",
+            "peak",
+            "net growth",
+            "retained",
+            if classified { "  the peak by category" } else { "" }
         );
         let top = if r.steps.len() == top + 1 { r.steps.len() } else { top };
         for s in r.steps.iter().take(top) {
@@ -297,9 +313,15 @@ pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
                 (Some(a), Some(b)) => units::duration_us(b - a),
                 _ => "—".into(),
             };
+            // The three largest categories at the step's peak, by share.
+            let cats = s.peak_by_category.as_ref().map_or(String::new(), |b| {
+                let parts: Vec<String> =
+                    b.iter().take(3).map(|c| format!("{} {:.0}%", c.category.name(), c.share_pct)).collect();
+                format!("  {}", parts.join(" · "))
+            });
             let _ = writeln!(
                 out,
-                "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}",
+                "    {:<width$}  {:>17}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}{cats}",
                 s.name,
                 format!("{}..{}", s.start_action, s.end_action),
                 s.start_us.map_or("—".into(), units::duration_us),
@@ -372,6 +394,7 @@ mod tests {
             net_bytes: total_end as i64 - total_start as i64,
             retained_bytes: None,
             before_trace: false,
+            peak_by_category: None,
         }
     }
 

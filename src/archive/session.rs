@@ -332,18 +332,7 @@ impl Session {
             .map(|s| (s.address.to_native(), s.pool_id.as_ref().map(|p| (p.0.to_native(), p.1.to_native()))))
             .collect();
         let attrs = super::attrs::DeviceAttrs { root, layout: seg.layout };
-        (0..seg.layout.elements.len())
-            .map(|i| {
-                let id = crate::model::ElementId::at(i);
-                let s = seg.layout.element(id);
-                let at_dump = || if s.end_opt().is_none() { dump.get(&s.addr).copied().flatten() } else { None };
-                let pool = match s.origin {
-                    crate::layout::Origin::Ghost => at_dump(),
-                    _ => attrs.attrs(id).pool.or_else(at_dump),
-                };
-                pool.filter(|&p| p != (0, 0))
-            })
-            .collect()
+        crate::derive::attrs::segment_pools(seg.layout, |id| attrs.attrs(id).pool, &dump)
     }
 
     /// The private pool of each element (`None`: the default pool): its event's `pool_id`, else
@@ -352,35 +341,11 @@ impl Session {
         use crate::derive::timeline::Attributes as _;
         let el = self.layout(d);
         let attrs = super::attrs::DeviceAttrs { root: self.root(), layout: el };
-        let own = |i: usize| attrs.attrs(crate::model::ElementId::at(i)).pool.filter(|&p| p != (0, 0));
-        let seg_pools = self.segment_pools(d);
-        let Some(seg) = self.stacked(d, Plane::Segments).filter(|_| seg_pools.iter().any(Option::is_some)) else {
-            return (0..el.elements.len()).map(own).collect();
-        };
-        // Segments with a pool, by address: (start, end, alloc event, free event, pool).
-        type PoolSpan = (u64, u64, u32, u32, (i64, i64));
-        let mut spans: Vec<PoolSpan> = (0..seg.layout.elements.len())
-            .filter_map(|i| {
-                let s = seg.layout.element(crate::model::ElementId::at(i));
-                Some((s.addr, s.addr + s.size, s.alloc_event.0, s.free_event.0, seg_pools[i]?))
-            })
-            .collect();
-        spans.sort_unstable();
-        (0..el.elements.len())
-            .map(|i| {
-                own(i).or_else(|| {
-                    let e = el.element(crate::model::ElementId::at(i));
-                    let event = e.event().get().map_or(u32::MAX, |x| x.0);
-                    let end = spans.partition_point(|s| s.0 <= e.addr);
-                    let found = spans[..end].iter().rev().take(64).find(|s| {
-                        let born = s.2 == crate::model::NONE || s.2 <= event;
-                        let alive = s.3 == crate::model::NONE || s.3 > event;
-                        e.addr < s.1 && born && alive
-                    });
-                    found.map(|s| s.4)
-                })
-            })
-            .collect()
+        let own = |id| attrs.attrs(id).pool;
+        match self.stacked(d, Plane::Segments) {
+            Some(seg) => crate::derive::attrs::element_pools(el, own, seg.layout, &self.segment_pools(d)),
+            None => crate::derive::attrs::element_pools(el, own, el, &[]),
+        }
     }
 
     /// The highest reserved bytes over the trace, the initial ones included.

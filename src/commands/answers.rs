@@ -201,6 +201,7 @@ fn action_at_time(t: &TimelineRef<'_>, time: TimeArg, input: &Path) -> anyhow::R
 
 pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
+    let rules = user_rules(args.common.categories.as_deref())?;
     let session = open_input(input, cache)?;
     let mut reports = Vec::new();
     for d in devices(&session, args.common.device, input)? {
@@ -218,20 +219,25 @@ pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
                 t.layout.device
             );
         }
-        reports.push(range::range(&t, session.root(), a, b));
+        let of = categorize(&session, d, &t, &rules);
+        reports.push(range::range(&TimelineRef { categories: Some(&of), ..t }, session.root(), a, b));
     }
     print(input, args.common.json, &reports, |out, r| range::render_text(out, r, args.common.top))
 }
 
 pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
     let input = &args.input;
+    let rules = user_rules(args.common.categories.as_deref())?;
     let session = open_input(input, cache)?;
     let mut reports = Vec::new();
     let mut names = std::collections::BTreeSet::new();
     for d in devices(&session, args.common.device, input)? {
         let data = DeviceData::new(&session, d);
         names.extend(data.spans.iter().map(|s| s.name.to_owned()));
-        reports.extend(steps::steps(&data.timeline(), session.root(), args.annotation.as_deref()));
+        let t = data.timeline();
+        let of = categorize(&session, d, &t, &rules);
+        let t = TimelineRef { categories: Some(&of), ..t };
+        reports.extend(steps::steps(&t, session.root(), args.annotation.as_deref()));
     }
     if reports.iter().all(|r| r.steps.is_empty()) {
         let mut seen: Vec<String> = names.into_iter().take(12).map(|n| format!("\"{n}\"")).collect();
@@ -266,13 +272,24 @@ struct DiffOutput<'a> {
 }
 
 pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
+    let rules = user_rules(args.common.categories.as_deref())?;
     let (sa, sb) = (open_input(&args.a, cache)?, open_input(&args.b, cache)?);
     let pairs = diff_pairs(&sa, &sb, args)?;
     let mut reports = Vec::new();
     for &(da, db) in &pairs {
         let (xa, xb) = (DeviceData::new(&sa, da), DeviceData::new(&sb, db));
-        let side_a = diff::Side { name: args.a.display().to_string(), timeline: xa.timeline(), frames: sa.root() };
-        let side_b = diff::Side { name: args.b.display().to_string(), timeline: xb.timeline(), frames: sb.root() };
+        let (ta, tb) = (xa.timeline(), xb.timeline());
+        let (ca, cb) = (categorize(&sa, da, &ta, &rules), categorize(&sb, db, &tb, &rules));
+        let side_a = diff::Side {
+            name: args.a.display().to_string(),
+            timeline: TimelineRef { categories: Some(&ca), ..ta },
+            frames: sa.root(),
+        };
+        let side_b = diff::Side {
+            name: args.b.display().to_string(),
+            timeline: TimelineRef { categories: Some(&cb), ..tb },
+            frames: sb.root(),
+        };
         reports.push(diff::diff(&side_a, &side_b));
     }
     let unmatched_a: Vec<DeviceId> =

@@ -115,6 +115,8 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
                 (_, _, Some(n)) => Some(OpenAt::Oom(n)),
                 _ => None,
             },
+            by_category: args.colour == Some(crate::cli::ColourArg::Category),
+            by_allocation: args.colour == Some(crate::cli::ColourArg::Allocation),
         },
     })
 }

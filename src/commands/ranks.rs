@@ -3,12 +3,13 @@
 
 use serde::Serialize as _;
 
-use super::answers::open_input;
+use super::answers::{categorize, open_input};
 use crate::analysis::diff;
 use crate::analysis::ranks::{self, Outlier, RanksReport, main_device, row};
 use crate::archive::DeviceData;
 use crate::archive::folder;
 use crate::cli::RanksArgs;
+use crate::derive::timeline::TimelineRef;
 
 /// An outlier rank past `--threshold` (exit code 3).
 #[derive(Debug, thiserror::Error)]
@@ -43,9 +44,22 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         let sb = open_input(&files[i].path, cache)?;
         let (da, db) = (main_device(sa), main_device(&sb));
         let (xa, xb) = (DeviceData::new(sa, da), DeviceData::new(&sb, db));
-        let side_a = diff::Side { name: rows[base].file.clone(), timeline: xa.timeline(), frames: sa.root() };
-        let side_b = diff::Side { name: rows[i].file.clone(), timeline: xb.timeline(), frames: sb.root() };
-        let mut sites = diff::diff(&side_a, &side_b).sites;
+        let (ta, tb) = (xa.timeline(), xb.timeline());
+        let none = crate::analysis::category_rules::UserRules::default();
+        let (ca, cb) = (categorize(sa, da, &ta, &none), categorize(&sb, db, &tb, &none));
+        let side_a = diff::Side {
+            name: rows[base].file.clone(),
+            timeline: TimelineRef { categories: Some(&ca), ..ta },
+            frames: sa.root(),
+        };
+        let side_b = diff::Side {
+            name: rows[i].file.clone(),
+            timeline: TimelineRef { categories: Some(&cb), ..tb },
+            frames: sb.root(),
+        };
+        let report = diff::diff(&side_a, &side_b);
+        let categories = report.categories.unwrap_or_default();
+        let mut sites = report.sites;
         sites.sort_by_key(|s| std::cmp::Reverse(s.delta_bytes.unsigned_abs()));
         sites.truncate(args.top.max(1));
         outliers.push(Outlier {
@@ -54,6 +68,7 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
             over_median_pct: over,
             z,
             compared_with: rows[base].rank,
+            categories,
             sites,
         });
     }

@@ -14,6 +14,7 @@ use crate::analysis::live::{self, LiveSet};
 use crate::analysis::range::{self, RangeReport};
 use crate::analysis::units;
 use crate::archive::DeviceData;
+use crate::derive::timeline::TimelineRef;
 use crate::model::{DeviceIdx, NONE};
 
 /// Levels of the icicle drawn at most (outermost frames first).
@@ -23,8 +24,8 @@ const ROW: f32 = 16.0;
 #[derive(Default)]
 pub struct AnswersPanel {
     pub open: bool,
-    live: Option<((DeviceIdx, i64), LiveSet, Icicle)>,
-    range: Option<((DeviceIdx, u32, u32), RangeReport)>,
+    live: Option<((DeviceIdx, i64, bool), LiveSet, Icicle)>,
+    range: Option<((DeviceIdx, u32, u32, bool), RangeReport)>,
 }
 
 /// A tree of live bytes by frame, outermost frame at the root.
@@ -101,10 +102,11 @@ impl AnswersPanel {
             ui.weak("Hover over (or pin) the timeline to see everything live at that moment.");
             return;
         };
-        let key = (t.device, k as i64);
+        let cats = t.categories_ready().map(|c| c.categories.as_slice());
+        let key = (t.device, k as i64, cats.is_some());
         if self.live.as_ref().is_none_or(|(have, _, _)| *have != key) {
             let data = DeviceData::new(&t.session, t.device);
-            let tl = data.timeline();
+            let tl = TimelineRef { categories: cats, ..data.timeline() };
             let set = live::at(&tl, t.session.root(), k as i64, GroupBy::Stack);
             let ids = t.session.checkpoints(t.device).stack_after(tl.layout, k as i64).ids;
             let icicle = Icicle::build(t, &ids);
@@ -133,6 +135,10 @@ impl AnswersPanel {
                 ui.end_row();
             }
         });
+        if let Some(by) = &set.by_category {
+            ui.add_space(4.0);
+            category_table(ui, "live-categories", by);
+        }
         ui.add_space(6.0);
         ui.label("live bytes by stack (outermost frame on top)");
         icicle_ui(ui, t, icicle);
@@ -143,10 +149,12 @@ impl AnswersPanel {
             ui.weak("Ctrl/Cmd + drag over the timeline to select a range.");
             return;
         };
-        let key = (t.device, a, b);
+        let cats = t.categories_ready().map(|c| c.categories.as_slice());
+        let key = (t.device, a, b, cats.is_some());
         if self.range.as_ref().is_none_or(|(have, _)| *have != key) {
             let data = DeviceData::new(&t.session, t.device);
-            self.range = Some((key, range::range(&data.timeline(), t.session.root(), a, b)));
+            let tl = TimelineRef { categories: cats, ..data.timeline() };
+            self.range = Some((key, range::range(&tl, t.session.root(), a, b)));
         }
         let Some((_, r)) = &self.range else { return };
         let rows = [
@@ -161,6 +169,10 @@ impl AnswersPanel {
             ),
         ];
         super::panels::info_grid_ui(ui, &rows.map(|(k, v)| (k.to_owned(), v)), "range");
+        if let Some(by) = r.still_live_by_category.as_ref().filter(|b| !b.is_empty()) {
+            ui.label("still live after, by category:");
+            category_table(ui, "range-categories", by);
+        }
         if !r.still_live_by_site.is_empty() {
             ui.label("leak candidates (allocated in the range, live after it):");
             for g in r.still_live_by_site.iter().take(6) {
@@ -168,6 +180,22 @@ impl AnswersPanel {
             }
         }
     }
+}
+
+/// Bytes, share and count per category, each in its legend colour.
+fn category_table(ui: &mut egui::Ui, id: &str, by: &[crate::analysis::categories::CategoryBytes]) {
+    egui::Grid::new(id).striped(true).num_columns(3).show(ui, |ui| {
+        ui.strong("bytes");
+        ui.strong("share");
+        ui.strong("category");
+        ui.end_row();
+        for c in by {
+            ui.monospace(units::bytes(c.bytes));
+            ui.monospace(format!("{:.1} %", c.share_pct));
+            ui.colored_label(super::categories::colour(c.category), format!("{} ×{}", c.category.name(), c.count));
+            ui.end_row();
+        }
+    });
 }
 
 fn icicle_ui(ui: &mut egui::Ui, t: &Timeline, icicle: &Icicle) {

@@ -34,6 +34,9 @@ pub struct ViewerOptions {
     pub tab: Tab,
     /// `--event`, `--action`, `--oom`: the instant shown first.
     pub at: Option<OpenAt>,
+    /// `--colour category` / `allocation`: the colouring from the start (default: by site).
+    pub by_category: bool,
+    pub by_allocation: bool,
 }
 
 /// What the window shows: a timeline, or progress while a snapshot is indexed.
@@ -107,7 +110,9 @@ impl ViewerApp {
 
     /// The strip's or a comparison's work in flight (for screenshots and tests to wait on).
     pub fn busy(&self) -> bool {
-        let timeline_busy = |t: &Timeline| t.worker.busy() || t.textures.pending() > 0;
+        let timeline_busy = |t: &Timeline| {
+            t.worker.busy() || t.textures.pending() > 0 || (t.colour_by_category && t.categories_ready().is_none())
+        };
         match &self.content {
             Content::Open(t) => self.draws_timeline() && timeline_busy(t),
             Content::Compare(c) => timeline_busy(&c.a) || timeline_busy(&c.b),
@@ -144,6 +149,8 @@ impl ViewerApp {
         session.spawn_decompress();
         let mut t = Timeline::new(session, ctx);
         t.max_entries = self.options.max_entries;
+        t.colour_by_category = self.options.by_category;
+        t.colour_by_site = !self.options.by_allocation;
         if let Some(at) = self.options.at
             && let Err(e) = open_at(&mut t, at)
         {
@@ -379,6 +386,9 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
         panels::bottom_bar_ui(ui, t, options, s.stack_filter, s.full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    if t.colour_by_category && t.plane == Plane::Elements {
+        egui::Panel::bottom("legend").show(ui, |ui| panels::legend_ui(ui, t));
+    }
     if *s.tab == Tab::State {
         let height = ui.available_height() * 0.55;
         egui::Panel::right("events").resizable(true).default_size(300.0).show(ui, |ui| {
@@ -428,9 +438,12 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     t.input(ui, &response);
     let quads = t.draw_list(rect, ppp);
     let frame_uploads = t.textures.begin_frame();
-    let colours = t.colours();
+    if t.colour_by_category && t.categories().is_none() {
+        ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
+    }
     let sites = t.site_table();
-    let mode = u32::from(!t.colour_by_site);
+    let colours = t.colours();
+    let mode = t.shader_mode();
     let globals = Globals {
         hovered: t.selection.hovered.map(|h| h.element).or(t.selection.map_hover).map_or(NONE, |e| e.0),
         pinned: t.selection.pinned.map_or(NONE, |h| h.element.0),
@@ -443,7 +456,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     let paint = TimelinePaint {
         slot: t.slot,
         evict: frame_uploads.evict,
-        colours_for: (t.device.0 as u32 * 2 + t.plane as u32, mode),
+        colours_for: (t.device.0 as u32 * 2 + t.plane as u32, t.colour_key()),
         sites,
         colours,
         uploads: frame_uploads.uploads,
@@ -463,7 +476,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     }
     if let Some(hit) = t.selection.hovered
         && !t.tooltip_hidden
-        && let Some(info) = ElementInfo::gather(
+        && let Some(mut info) = ElementInfo::gather(
             &t.session,
             t.device,
             t.plane,
@@ -472,6 +485,9 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
             &options.annotations,
         )
     {
+        if let Some(c) = t.category_of(hit.element) {
+            info.attributes.insert(0, ("category", c.name().to_owned()));
+        }
         let start = t.session.time_base_us();
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
     }

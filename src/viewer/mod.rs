@@ -13,6 +13,7 @@
 pub mod answers_panel;
 pub mod app;
 pub mod axis;
+pub mod categories;
 pub mod compare;
 pub mod data;
 pub mod details;

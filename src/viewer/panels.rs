@@ -54,8 +54,13 @@ pub fn top_bar_ui(
         t.set_time_axis(time_axis);
         ui.separator();
         let by = if t.plane == Plane::Segments { "colour by stream / pool" } else { "colour by site" };
-        ui.selectable_value(&mut t.colour_by_site, true, by);
-        ui.selectable_value(&mut t.colour_by_site, false, "by allocation");
+        let mut colour = if t.colour_by_category { 2 } else { u8::from(!t.colour_by_site) };
+        ui.selectable_value(&mut colour, 0, by);
+        ui.selectable_value(&mut colour, 1, "by allocation");
+        if t.plane == Plane::Elements {
+            ui.selectable_value(&mut colour, 2, "by category");
+        }
+        (t.colour_by_site, t.colour_by_category) = (colour != 1, colour == 2);
         ui.separator();
         if ui.button("fit").clicked() {
             t.fit();
@@ -109,11 +114,14 @@ pub fn bottom_bar_ui(
         ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
         return;
     };
-    let Some(info) =
+    let Some(mut info) =
         ElementInfo::gather(&t.session, t.device, t.plane, pin.element, options.model.as_ref(), &options.annotations)
     else {
         return;
     };
+    if let Some(c) = t.category_of(pin.element) {
+        info.attributes.insert(0, ("category", c.name().to_owned()));
+    }
     let start = t.session.time_base_us();
     ui.horizontal_top(|ui| {
         ui.vertical(|ui| {
@@ -196,6 +204,11 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let peak = l.peak_bytes.max(1) as f32;
     let width = rect.width().max(1.0) as usize;
     let per = n as f64 / width as f64;
+    if t.by_category() {
+        category_overview(&painter, rect, t, per);
+        brush_ui(&painter, &response, rect, t, n);
+        return;
+    }
     // The segment timeline has few actions: its minimap reads the totals.
     let levels = if t.plane == Plane::Elements { session.minimap(t.device) } else { Vec::new() };
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
@@ -215,6 +228,11 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         let y = rect.bottom() - (max as f32 / peak) * rect.height();
         painter.vline(x, y..=rect.bottom(), Stroke::new(1.0, theme::MINIMAP_FILL));
     }
+    brush_ui(&painter, &response, rect, t, n);
+}
+
+/// The view's brush over the minimap, and clicks or drags on it that move the view.
+fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, t: &mut Timeline, n: usize) {
     if !t.time_axis {
         let (v0, v1) = (t.view.x0 / n as f64, t.view.x1 / n as f64);
         let brush = Rect::from_x_y_ranges(
@@ -233,5 +251,69 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
             t.view.x1 = centre + span / 2.0;
             t.view.clamp_x(n as f64);
         }
+    }
+}
+
+/// The stacked category overview in the minimap's place: per pixel column, the categories'
+/// bytes at the column's highest total, stacked in legend order (hidden ones dimmed).
+fn category_overview(painter: &egui::Painter, rect: Rect, t: &Timeline, per: f64) {
+    use crate::model::Category;
+    let Some(c) = t.categories_ready() else { return };
+    let peak = c.buckets.iter().map(|b| b.iter().sum::<u64>()).max().unwrap_or(1).max(1) as f32;
+    let width = rect.width().max(1.0) as usize;
+    for px in 0..width {
+        let (a, b) = ((px as f64 * per) as usize, ((px + 1) as f64 * per).ceil() as usize);
+        let (i, j) = (a / c.per_bucket, b.div_ceil(c.per_bucket).max(a / c.per_bucket + 1).min(c.buckets.len()));
+        let Some(column) = c.buckets.get(i..j).and_then(|s| s.iter().max_by_key(|b| b.iter().sum::<u64>())) else {
+            continue;
+        };
+        let x = rect.left() + px as f32 + 0.5;
+        let mut y = rect.bottom();
+        for (k, &bytes) in column.iter().enumerate() {
+            if bytes == 0 {
+                continue;
+            }
+            let h = bytes as f32 / peak * rect.height();
+            let colour = if t.hidden_categories & (1 << k) != 0 {
+                super::categories::HIDDEN
+            } else {
+                super::categories::colour(Category::ALL[k])
+            };
+            painter.vline(x, (y - h)..=y, Stroke::new(1.0, colour));
+            y -= h;
+        }
+    }
+}
+
+/// The legend of "colour by category": a chip per category present, with its share of the
+/// peak; a click hides or shows it (hidden ones are drawn dim, here, on the timeline and in the
+/// overview).
+pub fn legend_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+    use crate::model::Category;
+    let Some(c) = t.categories_ready() else {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label("classifying the allocations…");
+        });
+        return;
+    };
+    let at_peak = c.buckets.iter().max_by_key(|b| b.iter().sum::<u64>()).copied().unwrap_or_default();
+    let total: u64 = at_peak.iter().sum::<u64>().max(1);
+    let present: Vec<usize> = (0..Category::ALL.len()).filter(|&k| c.categories.contains(&Category::ALL[k])).collect();
+    let mut toggle = None;
+    ui.horizontal_wrapped(|ui| {
+        ui.label("categories (share of the peak; click to hide):");
+        for k in present {
+            let hidden = t.hidden_categories & (1 << k) != 0;
+            let colour = if hidden { super::categories::HIDDEN } else { super::categories::colour(Category::ALL[k]) };
+            let text = format!("{} {:.0}%", Category::ALL[k].name(), at_peak[k] as f64 * 100.0 / total as f64);
+            let label = egui::RichText::new(text).color(colour);
+            if ui.selectable_label(!hidden, label).clicked() {
+                toggle = Some(k);
+            }
+        }
+    });
+    if let Some(k) = toggle {
+        t.hidden_categories ^= 1 << k;
     }
 }

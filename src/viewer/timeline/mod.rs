@@ -46,6 +46,11 @@ pub struct Timeline {
     pub view: View,
     pub time_axis: bool,
     pub colour_by_site: bool,
+    /// Colour by category (over `colour_by_site` once the categories are in), with the legend's
+    /// hidden categories (bit i: `Category::ALL[i]`).
+    pub colour_by_category: bool,
+    pub hidden_categories: u16,
+    categories: Option<super::categories::Pending>,
     /// Hovered and pinned elements, the selected range: shared with every panel.
     pub selection: Selection,
     pub tooltip_hidden: bool,
@@ -93,6 +98,9 @@ impl Timeline {
             view: View::fit(1, 1),
             time_axis: false,
             colour_by_site: true,
+            colour_by_category: false,
+            hidden_categories: 0,
+            categories: None,
             selection: Selection::default(),
             tooltip_hidden: false,
             drag: Drag::None,
@@ -195,6 +203,9 @@ impl Timeline {
     /// hash of the element id. Small either way: the element → site table comes straight from
     /// the archive.
     pub fn colours(&mut self) -> Arc<Vec<u32>> {
+        if self.by_category() {
+            return Arc::new(super::categories::palette(self.hidden_categories));
+        }
         let want = (self.device, self.plane, self.colour_by_site);
         if let Some((k, c)) = &self.colours
             && *k == want
@@ -213,6 +224,11 @@ impl Timeline {
     /// What the shader colours an element by (with [`Self::colours`]): its allocation site, read
     /// in place from the archive; for segments, a key of its stream or private pool.
     pub fn site_table(&mut self) -> Arc<dyn AsRef<[u32]> + Send + Sync> {
+        if self.by_category()
+            && let Some(c) = self.categories()
+        {
+            return Arc::clone(&c.of) as Arc<dyn AsRef<[u32]> + Send + Sync>;
+        }
         if self.plane == Plane::Elements {
             return Arc::new(SitesRef { session: Arc::clone(&self.session), device: self.device });
         }
@@ -224,6 +240,41 @@ impl Timeline {
         let keys = Arc::new(segment_keys(&self.session, self.device));
         self.segment_keys = Some((self.device, Arc::clone(&keys)));
         keys
+    }
+
+    /// The device's categories once worked out (asked for in the background on first call).
+    pub fn categories(&mut self) -> Option<&super::categories::DeviceCategories> {
+        if self.categories.as_ref().is_none_or(|p| p.device != self.device) {
+            self.categories = Some(super::categories::Pending::start(&self.session, self.device));
+        }
+        self.categories.as_ref().and_then(|p| p.ready.get())
+    }
+
+    /// The categories if already in (never starts the work).
+    pub fn categories_ready(&self) -> Option<&super::categories::DeviceCategories> {
+        self.categories.as_ref().filter(|p| p.device == self.device).and_then(|p| p.ready.get())
+    }
+
+    /// Colouring by category now: asked for, on the element timeline, and the categories are in
+    /// (until then the colours stay by site).
+    pub fn by_category(&self) -> bool {
+        self.colour_by_category && self.plane == Plane::Elements && self.categories_ready().is_some()
+    }
+
+    /// The category of element `id`, once known.
+    pub fn category_of(&self, id: crate::model::ElementId) -> Option<crate::model::Category> {
+        (self.plane == Plane::Elements).then(|| self.categories_ready()?.categories.get(id.index()).copied()).flatten()
+    }
+
+    /// The shader's mode: 0 colours through the table (sites, segment keys, categories), 1 by
+    /// a hash of the element id.
+    pub fn shader_mode(&self) -> u32 {
+        u32::from(!self.colour_by_site && !self.by_category())
+    }
+
+    /// What the bound colour tables are: changes whenever the site table or palette does.
+    pub fn colour_key(&self) -> u32 {
+        if self.by_category() { 2 | u32::from(self.hidden_categories) << 2 } else { self.shader_mode() }
     }
 
     /// The device's OOM markers once worked out (asked for in the background on first call).

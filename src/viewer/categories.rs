@@ -1,0 +1,116 @@
+//! "Colour by category": every element's category (`analysis::categories`) and the stacked
+//! category overview (bytes per category over the trace, in the minimap's place), worked out
+//! once per device on a named thread so the UI never waits for them.
+//!
+//! The overview keeps, per bucket of actions, each category's bytes at the bucket's highest
+//! total — the composition of the bucket's peak, so the stack of areas reaches the timeline's
+//! own envelope.
+
+use std::sync::{Arc, OnceLock};
+
+use eframe::egui::Color32;
+
+use super::data::{DeviceData, Session};
+use crate::analysis::categories::{self, Category};
+use crate::model::DeviceIdx;
+
+/// Buckets of the overview at most.
+const OVERVIEW_BUCKETS: usize = 4096;
+
+/// A device's categories and overview.
+pub struct DeviceCategories {
+    /// Per element, the index of its category in [`Category::ALL`] (what the shader reads).
+    pub of: Arc<Vec<u32>>,
+    pub categories: Vec<Category>,
+    /// Actions per bucket, and per bucket each category's bytes (in [`Category::ALL`] order).
+    pub per_bucket: usize,
+    pub buckets: Vec<[u64; Category::ALL.len()]>,
+}
+
+impl DeviceCategories {
+    pub fn compute(session: &Session, d: DeviceIdx) -> DeviceCategories {
+        let data = DeviceData::new(session, d);
+        let t = data.timeline();
+        let cats = categories::classify(&t, session.root(), &session.element_pools(d), &()).of;
+        let index = |c: Category| Category::ALL.iter().position(|&x| x == c).unwrap_or(Category::ALL.len() - 1);
+        let of: Vec<u32> = cats.iter().map(|&c| index(c) as u32).collect();
+        let l = t.layout;
+        let n = l.actions.len();
+        let per_bucket = n.div_ceil(OVERVIEW_BUCKETS).max(1);
+        let mut live = [0u64; Category::ALL.len()];
+        for &id in l.initial {
+            live[of[id as usize] as usize] += l.elements.size[id as usize];
+        }
+        let mut buckets = Vec::with_capacity(n.div_ceil(per_bucket));
+        let (mut best, mut best_total) = (live, 0u64);
+        for k in 0..n {
+            let id = l.actions[k] as usize;
+            let c = of[id] as usize;
+            if l.elements.start[id] as usize == k {
+                live[c] += l.elements.size[id];
+            } else {
+                live[c] = live[c].saturating_sub(l.elements.size[id]);
+            }
+            if k % per_bucket == 0 || l.totals[k] > best_total {
+                (best, best_total) = (live, l.totals[k]);
+            }
+            if (k + 1) % per_bucket == 0 || k + 1 == n {
+                buckets.push(best);
+                best_total = 0;
+            }
+        }
+        DeviceCategories { of: Arc::new(of), categories: cats, per_bucket, buckets }
+    }
+}
+
+/// One device's categories, filled in by a background thread.
+pub struct Pending {
+    pub device: DeviceIdx,
+    pub ready: Arc<OnceLock<DeviceCategories>>,
+}
+
+impl Pending {
+    pub fn start(session: &Arc<Session>, d: DeviceIdx) -> Pending {
+        let ready = Arc::new(OnceLock::new());
+        let (out, session) = (Arc::clone(&ready), Arc::clone(session));
+        let spawned = std::thread::Builder::new().name("memviz-categories".into()).spawn(move || {
+            let _ = out.set(DeviceCategories::compute(&session, d));
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: could not start the categories thread ({e}): no categories");
+        }
+        Pending { device: d, ready }
+    }
+}
+
+/// The colour of a category (fixed, so a legend reads the same in every file).
+pub fn colour(c: Category) -> Color32 {
+    match c {
+        Category::Parameter => Color32::from_rgb(86, 156, 214),
+        Category::Gradient => Color32::from_rgb(197, 134, 192),
+        Category::OptimizerState => Color32::from_rgb(220, 170, 90),
+        Category::Activation => Color32::from_rgb(106, 190, 120),
+        Category::Temporary => Color32::from_rgb(150, 150, 160),
+        Category::Autograd => Color32::from_rgb(230, 120, 110),
+        Category::Communication => Color32::from_rgb(80, 200, 200),
+        Category::CudaGraph => Color32::from_rgb(240, 220, 100),
+        Category::KvCache => Color32::from_rgb(170, 120, 240),
+        Category::Input => Color32::from_rgb(240, 150, 200),
+        Category::Unknown => Color32::from_rgb(95, 100, 110),
+    }
+}
+
+/// Hidden categories are drawn in this colour.
+pub const HIDDEN: Color32 = Color32::from_rgb(45, 48, 54);
+
+/// The palette the shader indexes by category index: packed RGBA8 (R in the low byte).
+pub fn palette(hidden: u16) -> Vec<u32> {
+    Category::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let col = if hidden & (1 << i) != 0 { HIDDEN } else { colour(c) };
+            u32::from(col.r()) | u32::from(col.g()) << 8 | u32::from(col.b()) << 16 | 0xff << 24
+        })
+        .collect()
+}
