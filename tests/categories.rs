@@ -64,7 +64,7 @@ fn accuracy(archive: &std::path::Path, truth: &std::path::Path) -> BTreeMap<Stri
 /// The ground-truth recordings: `categories` (GPT-2 + AdamW, annotated, Python stacks) from
 /// ../shared/fixtures, and three from `record_truth.py` with no annotations at all: ResNet-18 +
 /// SGD with momentum, GPT-2 + Adam with C++ frames, a torch.compile'd GPT-2 + AdamW.
-const TRUTHS: [&str; 4] = ["categories", "resnet_sgd", "gpt2_cpp_adam", "compiled_adamw"];
+const TRUTHS: [&str; 5] = ["categories", "resnet_sgd", "gpt2_cpp_adam", "compiled_adamw", "fsdp_adamw"];
 
 #[test]
 fn categories_are_right_for_98_percent_of_the_known_bytes() {

@@ -11,9 +11,10 @@
 //!    a frame of `Tensor.backward` / `torch.autograd.backward` / the autograd engine means
 //!    backward (the main thread blocks there while the engine runs); a frame under
 //!    `torch/optim/` means the optimizer; a module call (`Module._call_impl`, `forward`) means
-//!    forward; other Python code is "other". An allocation with no Python stack in a trace that
-//!    records them comes from another thread — in training, the autograd engine's — and a free
-//!    has no stack of its own: both continue the phase they fall in. Each run of actions in one
+//!    forward; other Python code is "other". An allocation with no Python stack, or a Python
+//!    stack that does not start at a `<module>` (the main thread's always does), comes from
+//!    another thread — in training, the autograd engine's, running backward hooks — and a free
+//!    has no stack of its own: all three continue the phase they fall in. Each run of actions in one
 //!    phase is an *instance* (one forward, one backward, …).
 //! 2. **Lifetimes against the instances**: memory born and freed inside one instance is a
 //!    temporary (an autograd workspace when the instance is a backward); memory born in a
@@ -27,7 +28,9 @@
 //!    initialisation (`_init_group`) or memory an optimizer step allocates and keeps makes
 //!    optimizer state (what a step allocates and frees is a temporary: foreach buffers);
 //!    collectives (`torch.distributed`, NCCL, FSDP's all-gather / reduce-scatter) make
-//!    communication buffers; KV-cache code (`cache_utils.py`, `kv_cache`, `past_key_values`)
+//!    communication buffers while they come and go with the phase that needs them — what that
+//!    code makes and keeps is the model's state: sharded parameters (FSDP's `FSDPParam`), and
+//!    the sharded gradients a reduce-scatter leaves past the backward; KV-cache code (`cache_utils.py`, `kv_cache`, `past_key_values`)
 //!    makes KV cache when it is kept from one forward to the next (decoding) or no backward
 //!    runs (in a training step the cache's tensors are saved for the backward and die there:
 //!    activations).
@@ -66,12 +69,18 @@ pub enum Phase {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SiteSignals {
     pub no_stack: bool,
+    /// Python frames but no `<module>` at the bottom: not the main thread's stack (a backward
+    /// hook on the autograd engine's thread, a data-loader thread).
+    pub off_main: bool,
     pub module_setup: bool,
     pub optimizer: bool,
     pub optimizer_init: bool,
     pub backward: bool,
     pub forward: bool,
     pub communication: bool,
+    /// Frames of a sharded or flattened parameter being made (FSDP's `FSDPParam`, `FlatParamHandle`,
+    /// `distribute_tensor`): the model's state, though collectives' code makes it.
+    pub sharded_param: bool,
     pub kv_cache: bool,
 }
 
@@ -79,6 +88,8 @@ impl SiteSignals {
     pub fn of<F: FrameSource>(frames: &F, site: u32) -> SiteSignals {
         let stack = if site == NONE { &[][..] } else { frames.stack(site) };
         let mut s = SiteSignals { no_stack: stack.is_empty(), ..SiteSignals::default() };
+        let python = stack.iter().any(|&f| frames.file(f).ends_with(".py"));
+        s.off_main = python && !stack.iter().any(|&f| frames.name(f) == "<module>");
         for &f in stack {
             let (name, file) = (frames.name(f), frames.file(f).replace('\\', "/"));
             let torch_nn = file.contains("torch/nn/");
@@ -117,6 +128,11 @@ impl SiteSignals {
                 || (file.contains("torch/_functorch/") && name.contains("backward"));
             s.forward |= (file.ends_with("torch/nn/modules/module.py") && matches!(name, "_call_impl" | "__call__"))
                 || name == "forward";
+            s.sharded_param |= file.ends_with("_fsdp_param.py")
+                || file.ends_with("_flat_param.py")
+                || name.contains("_init_sharded_param")
+                || name.contains("distribute_tensor")
+                || name == "fully_shard";
             s.communication |= file.contains("torch/distributed/")
                 || file.contains("/fsdp/")
                 || ["nccl", "c10d::", "ProcessGroup", "all_gather", "reduce_scatter", "all_reduce", "allreduce"]
@@ -133,10 +149,10 @@ impl SiteSignals {
 
     /// The phase an allocation with these frames says it is in (`None`: it does not say).
     fn phase(&self) -> Option<Phase> {
-        if self.no_stack {
-            None
-        } else if self.backward {
+        if self.backward {
             Some(Phase::Backward)
+        } else if self.no_stack || self.off_main {
+            None
         } else if self.optimizer {
             Some(Phase::Optimizer)
         } else if self.forward {
@@ -224,6 +240,38 @@ pub fn classify<F: FrameSource>(
         instance.push(inst);
     }
 
+    // The instances in order, each with its phase, and where forwards start.
+    let last_instance = instance.last().copied().unwrap_or(0);
+    let next_forward_after = {
+        // For each instance, the first later forward instance (u32::MAX: none).
+        let mut phase_of = vec![Phase::Other; last_instance as usize + 1];
+        for k in 0..n {
+            phase_of[instance[k] as usize] = phases[k];
+        }
+        let mut next = vec![u32::MAX; phase_of.len()];
+        let mut seen = u32::MAX;
+        for i in (0..phase_of.len()).rev() {
+            next[i] = seen;
+            if phase_of[i] == Phase::Forward {
+                seen = i as u32;
+            }
+        }
+        next
+    };
+    let first_action_of = {
+        let mut first = vec![u32::MAX; last_instance as usize + 1];
+        for k in (0..n).rev() {
+            first[instance[k] as usize] = k as u32;
+        }
+        first
+    };
+    // Kept past the next forward (or never freed): no one iteration's.
+    let kept = |id: usize| {
+        let (start, end) = (e.start[id], e.end[id]);
+        end == NEVER
+            || (start != BEFORE_TRACE && instance[end as usize] > next_forward_after[instance[start as usize] as usize])
+    };
+
     // Parameters first: their sizes tell gradients.
     let mut of = vec![Category::Unknown; e.len()];
     let mut decided = vec![false; e.len()];
@@ -255,9 +303,9 @@ pub fn classify<F: FrameSource>(
             recorded
         } else if pools.get(id).copied().flatten().is_some() {
             Some(Category::CudaGraph)
-        } else if s.communication {
-            Some(Category::Communication)
-        } else if s.module_setup && born != Some(Phase::Backward) {
+        } else if s.module_setup && !s.communication && born != Some(Phase::Backward) {
+            Some(Category::Parameter)
+        } else if s.sharded_param && matches!(born, None | Some(Phase::Other | Phase::Forward)) && kept(id) {
             Some(Category::Parameter)
         } else {
             None
@@ -268,36 +316,18 @@ pub fn classify<F: FrameSource>(
     }
     let param_sizes: HashSet<u64> = (0..e.len()).filter(|&i| of[i] == Category::Parameter).map(|i| e.size[i]).collect();
 
-    // The instances in order, each with its phase, and where forwards start.
-    let last_instance = instance.last().copied().unwrap_or(0);
-    let next_forward_after = {
-        // For each instance, the first later forward instance (u32::MAX: none).
-        let mut phase_of = vec![Phase::Other; last_instance as usize + 1];
-        for k in 0..n {
-            phase_of[instance[k] as usize] = phases[k];
-        }
-        let mut next = vec![u32::MAX; phase_of.len()];
-        let mut seen = u32::MAX;
-        for i in (0..phase_of.len()).rev() {
-            next[i] = seen;
-            if phase_of[i] == Phase::Forward {
-                seen = i as u32;
-            }
-        }
-        next
-    };
-    let first_action_of = {
-        let mut first = vec![u32::MAX; last_instance as usize + 1];
-        for k in (0..n).rev() {
-            first[instance[k] as usize] = k as u32;
-        }
-        first
-    };
     let has_backward = phases.contains(&Phase::Backward);
     // The trace ends inside the last instance: what is live at the end was not seen to die.
     let unfinished = |i: u32| i == last_instance;
 
+    // Every element born in each backward, in birth order (element ids are creation order).
     let mut backward_births: Vec<Vec<usize>> = vec![Vec::new(); last_instance as usize + 1];
+    for id in 0..e.len() {
+        let start = e.start[id];
+        if start != BEFORE_TRACE && phases[start as usize] == Phase::Backward {
+            backward_births[instance[start as usize] as usize].push(id);
+        }
+    }
     for id in 0..e.len() {
         if decided[id] {
             continue;
@@ -312,13 +342,23 @@ pub fn classify<F: FrameSource>(
         let (born, i0) = (phases[k0], instance[k0]);
         let died_in = (end != NEVER).then(|| instance[end as usize]);
         let same_instance = died_in == Some(i0);
+        if s.communication {
+            // Collectives' buffers come and go with the phase that needs them (an all-gather's
+            // output, a reduce-scatter's input); what their code makes and keeps is the model's
+            // state: a sharded parameter, or a sharded gradient kept past its backward.
+            of[id] = match born {
+                Phase::Backward if died_in != Some(i0) && !unfinished(i0) => Category::Gradient,
+                Phase::Backward if unfinished(i0) && end == NEVER => Category::Communication, // by repetition
+                _ => Category::Communication,
+            };
+            continue;
+        }
         of[id] = match born {
             Phase::Optimizer if s.optimizer_init => Category::OptimizerState,
             Phase::Optimizer if same_instance => Category::Temporary,
             Phase::Optimizer if s.optimizer => Category::OptimizerState,
             Phase::Optimizer => Category::Temporary,
             Phase::Backward => {
-                backward_births[i0 as usize].push(id);
                 match died_in {
                     Some(j) if j == i0 => Category::Autograd,
                     None if unfinished(i0) => Category::Autograd, // decided below, by repetition

@@ -13,6 +13,10 @@ come from the frames alone), other models, other optimizers, C++ frames, torch.c
   gpt2_cpp_adam   GPT-2 + Adam, stacks="all" (C++ frames: the autograd engine's), no annotations
   compiled_adamw  torch.compile'd GPT-2 + AdamW, Python stacks (saved tensors live inside the
                   compiled graph: parameters, gradients and optimizer state only)
+  fsdp_adamw      GPT-2 under FSDP2 (fully_shard per block, one process, world size 1) + AdamW:
+                  the truth's parameters and gradients are FSDP's sharded ones (the unsharded
+                  copies a block holds while it computes are all-gather outputs and
+                  reduce-scatter inputs: communication, left out of the truth)
 """
 import json, os, subprocess, sys, time, weakref
 
@@ -56,8 +60,40 @@ def run(name, out):
         lossf = lambda b: compiled(input_ids=b, labels=b).loss
         hook_mod = None
         save_hooks = False
+    elif name == "fsdp_adamw":
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29512")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+        torch.cuda.set_device(0)
+        start("python")
+        model = gpt2().cuda()
+        for block in model.transformer.h:
+            fully_shard(block)
+        fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        batch = lambda: torch.randint(0, 8192, (8, 128), device="cuda")
+        lossf = lambda b: model(input_ids=b, labels=b).loss
+        hook_mod = lambda: model.transformer.h[1]
+        save_hooks = True
     else:
         raise SystemExit("unknown scenario " + name)
+    local = lambda t: t.to_local() if hasattr(t, "to_local") else t
+
+    def sharded(model):
+        """(name, parameter) — under FSDP2 its sharded parameters, not the unsharded copies a
+        block swaps in while it computes."""
+        try:
+            from torch.distributed.fsdp import FSDPModule
+        except ImportError:
+            FSDPModule = ()
+        out = []
+        for m in model.modules():
+            if isinstance(m, FSDPModule):
+                group = m._get_fsdp_state()._fsdp_param_group
+                out += [(fp._param_fqn, fp.sharded_param) for fp in (group.fsdp_params if group else [])]
+        return out or list(model.named_parameters())
     for _ in range(3):
         b = batch()
         loss = lossf(b)
@@ -78,17 +114,33 @@ def run(name, out):
 
     def dump():
         torch.cuda.synchronize()
-        for n, p in model.named_parameters():
-            truth[p.untyped_storage().data_ptr()] = ["parameter", p.untyped_storage().nbytes(), n]
+        for n, p in sharded(model):
+            s = local(p).untyped_storage()
+            truth[s.data_ptr()] = ["parameter", s.nbytes(), n]
             if p.grad is not None:
-                truth[p.grad.untyped_storage().data_ptr()] = ["gradient", p.grad.untyped_storage().nbytes(), n]
+                g = local(p.grad).untyped_storage()
+                truth[g.data_ptr()] = ["gradient", g.nbytes(), n]
+        # The optimizer holds the sharded parameters: its state is keyed by them.
         for p, st in opt.state.items():
             for k, v in st.items():
+                v = local(v) if torch.is_tensor(v) else v
                 if torch.is_tensor(v) and v.is_cuda:
                     truth[v.untyped_storage().data_ptr()] = ["optimizer_state", v.untyped_storage().nbytes(), k]
+        unsharded = set()  # FSDP's all-gather outputs (saved weights point at them): communication
+        try:
+            from torch.distributed.fsdp import FSDPModule
+            for m in model.modules():
+                group = m._get_fsdp_state()._fsdp_param_group if isinstance(m, FSDPModule) else None
+                for fp in group.fsdp_params if group else []:
+                    u = getattr(fp, "_unsharded_param", None)
+                    if u is not None and u.untyped_storage().nbytes() > 0:
+                        unsharded.add(u.untyped_storage().data_ptr())
+        except ImportError:
+            pass
         for r in saved:
             t = r()
-            if t is not None and t.is_cuda:
+            t = local(t) if t is not None else None
+            if t is not None and t.is_cuda and t.untyped_storage().data_ptr() not in unsharded:
                 s = t.untyped_storage()
                 truth.setdefault(s.data_ptr(), ["activation", s.nbytes(), "saved for backward"])
         torch.cuda.memory._dump_snapshot(out)
@@ -120,6 +172,8 @@ def run(name, out):
             x.remove()
     torch.cuda.memory._record_memory_history(enabled=None)
     json.dump({hex(k): v for k, v in truth.items()}, open(out + ".truth.json", "w"), indent=0)
+    if name == "fsdp_adamw":
+        torch.distributed.destroy_process_group()
     return {"scenario": name, "torch": torch.__version__, "truth": len(truth), "seconds": round(time.time() - t0, 1)}
 
 
