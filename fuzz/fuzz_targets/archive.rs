@@ -1,7 +1,8 @@
 //! An archive body from a colleague: the harness seals it with a valid header (so the checksum
 //! always passes) and then does what the commands and the viewer do with an archive — verify,
 //! lay out every device, rebuild live sets from the checkpoints (of the elements and of the
-//! segments), answer `at`, `range` and `steps` (from the summary, and for a pattern), rebuild the allocator's state at a few events and before
+//! segments), answer `at`, `range` and `steps` (from the summary, and for a pattern), classify every
+//! element's category, rebuild the allocator's state at a few events and before
 //! each OOM, read its series, work out the private pools, restore the whole model.
 //! Inconsistent ids must be an error, never a panic.
 #![no_main]
@@ -10,7 +11,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use memviz::analysis::groups::GroupBy;
-use memviz::analysis::{live, range, steps};
+use memviz::analysis::{categories, live, range, steps};
 use memviz::archive::{Archive, DeviceData, Plane, Session, restore};
 
 fuzz_target!(|body: &[u8]| {
@@ -36,6 +37,8 @@ fuzz_target!(|body: &[u8]| {
         let _ = steps::steps(&t, session.root(), None);
         let _ = steps::steps(&t, session.root(), Some("*"));
         let _ = t.open_at_action(t.actions() / 2);
+        // Every element's category (phases, lifetimes, pools, repetition).
+        let _ = categories::classify(&t, session.root(), &session.element_pools(d), &());
         let events = session.trace(d).len() as i64;
         for e in [-1, events / 2, events - 1] {
             if let Some(state) = session.allocator_state(d, e) {

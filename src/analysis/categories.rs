@@ -303,9 +303,9 @@ pub fn classify<F: FrameSource>(
             recorded
         } else if pools.get(id).copied().flatten().is_some() {
             Some(Category::CudaGraph)
-        } else if s.module_setup && !s.communication && born != Some(Phase::Backward) {
-            Some(Category::Parameter)
-        } else if s.sharded_param && matches!(born, None | Some(Phase::Other | Phase::Forward)) && kept(id) {
+        } else if (s.module_setup && !s.communication && born != Some(Phase::Backward))
+            || (s.sharded_param && matches!(born, None | Some(Phase::Other | Phase::Forward)) && kept(id))
+        {
             Some(Category::Parameter)
         } else {
             None
