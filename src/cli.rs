@@ -47,6 +47,24 @@ pub enum Command {
     /// that make them differ. Exits 3 when an outlier's peak is more than --threshold % over the
     /// median.
     Ranks(RanksArgs),
+    /// Find allocations: every one that ever covered an address, or whose stack has a frame
+    /// matching a text (substring, or /regex/).
+    Find(FindArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("query").required(true).args(["addr", "frame"])))]
+pub struct FindArgs {
+    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    pub input: PathBuf,
+    /// An address (hex, with or without 0x): every allocation that ever covered it.
+    #[arg(long, value_name = "HEX")]
+    pub addr: Option<String>,
+    /// Frame text: a substring of any frame's `name file:line` (any case), or /regex/.
+    #[arg(long, value_name = "TEXT")]
+    pub frame: Option<String>,
+    #[command(flatten)]
+    pub common: AnswerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -63,8 +81,11 @@ pub struct RanksArgs {
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub threshold: Option<f64>,
     /// Print JSON (a stable schema for scripts) instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// Print the table of ranks as CSV.
+    #[arg(long)]
+    pub csv: bool,
     /// Rows and sites shown.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -315,8 +336,11 @@ pub struct AtArgs {
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
     /// Print JSON (a stable schema for scripts) instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// Print the table as CSV (raw numbers, a header row; the device first).
+    #[arg(long)]
+    pub csv: bool,
     /// Only this device (default: every device with trace events or segments).
     #[arg(long)]
     pub device: Option<crate::model::DeviceId>,

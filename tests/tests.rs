@@ -10,6 +10,7 @@ mod archive;
 mod bad_input;
 mod categories;
 mod differential;
+mod find;
 mod generator;
 mod golden;
 mod layers;

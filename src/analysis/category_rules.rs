@@ -70,8 +70,10 @@ impl UserRules {
                 at(&format!("unknown category {:?} (one of {})", r.category, names.join(", ")))
             })?;
             let compile = |p: Option<String>, field: &str| {
-                p.map(|p| Regex::new(&p).map_err(|e| at(&format!("{field}: {}", e.to_string().replace('\n', " ")))))
-                    .transpose()
+                p.map(|p| {
+                    Regex::new(&p).map_err(|e| at(&format!("{field}: {}", super::find::last_line(&e.to_string()))))
+                })
+                .transpose()
             };
             let rule = Rule {
                 category,

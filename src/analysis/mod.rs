@@ -8,6 +8,7 @@ pub mod categories;
 pub mod category_rules;
 pub mod diff;
 pub mod export;
+pub mod find;
 pub mod frames;
 pub mod groups;
 pub mod live;
@@ -18,6 +19,7 @@ pub mod segments;
 pub mod shapes;
 pub mod stats;
 pub mod steps;
+pub mod table;
 #[cfg(test)]
 pub(crate) mod tiny;
 pub mod units;

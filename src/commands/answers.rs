@@ -14,10 +14,11 @@ use serde::Serialize;
 use super::index::progress_bar;
 use crate::analysis::categories::{self, Category};
 use crate::analysis::category_rules::UserRules;
-use crate::analysis::{diff, live, range, steps, units};
+use crate::analysis::table::Table;
+use crate::analysis::{diff, find, live, range, steps, units};
 use crate::archive::cache::open_session;
 use crate::archive::{self, Archive, DeviceData, Session};
-use crate::cli::{ActionArg, AtArgs, DiffArgs, RangeArgs, StepsArgs, TimeArg};
+use crate::cli::{ActionArg, AtArgs, DiffArgs, FindArgs, RangeArgs, StepsArgs, TimeArg};
 use crate::derive::timeline::TimelineRef;
 use crate::model::{DeviceId, DeviceIdx};
 
@@ -78,12 +79,37 @@ struct PerDevice<'a, T: Serialize> {
     devices: &'a [T],
 }
 
-fn print<T: Serialize>(input: &Path, json: bool, reports: &[T], text: impl Fn(&mut String, &T)) -> anyhow::Result<()> {
-    print_all(input, json, reports, |out| {
+fn print<T: Serialize + Table>(
+    input: &Path,
+    common: &crate::cli::AnswerArgs,
+    reports: &[T],
+    text: impl Fn(&mut String, &T),
+) -> anyhow::Result<()> {
+    if common.csv {
+        return write_csv(reports);
+    }
+    print_all(input, common.json, reports, |out| {
         for r in reports {
             out.push('\n');
             text(out, r);
         }
+    })
+}
+
+/// The reports' tables as one CSV: the first report's header, then every report's rows.
+pub(super) fn write_csv<T: Table>(reports: &[T]) -> anyhow::Result<()> {
+    crate::output::write_to(None, |w| {
+        let mut out = csv::Writer::from_writer(w);
+        if let Some(first) = reports.first() {
+            out.write_record(first.header())?;
+        }
+        for r in reports {
+            for row in r.rows() {
+                out.write_record(&row)?;
+            }
+        }
+        out.flush()?;
+        Ok(())
     })
 }
 
@@ -138,7 +164,7 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
         }
         reports.push(report);
     }
-    print(input, args.common.json, &reports, |out, r| live::render_text(out, r, args.common.top))
+    print(input, &args.common, &reports, |out, r| live::render_text(out, r, args.common.top))
 }
 
 /// `--categories FILE`, read and parsed (no file: no user rules).
@@ -222,7 +248,7 @@ pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
         let of = categorize(&session, d, &t, &rules);
         reports.push(range::range(&TimelineRef { categories: Some(&of), ..t }, session.root(), a, b));
     }
-    print(input, args.common.json, &reports, |out, r| range::render_text(out, r, args.common.top))
+    print(input, &args.common, &reports, |out, r| range::render_text(out, r, args.common.top))
 }
 
 pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
@@ -254,7 +280,23 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
             ),
         }
     }
-    print(input, args.common.json, &reports, |out, r| steps::render_text(out, r, args.common.top))
+    print(input, &args.common, &reports, |out, r| steps::render_text(out, r, args.common.top))
+}
+
+pub fn find_cmd(args: &FindArgs, cache: bool) -> anyhow::Result<()> {
+    let input = &args.input;
+    let query = match (&args.addr, &args.frame) {
+        (Some(a), _) => find::Query::addr(a),
+        (_, Some(f)) => find::Query::frame(f),
+        _ => unreachable!("clap requires one"),
+    }
+    .map_err(|e| super::UsageError(format!("{}: {e}", input.display())))?;
+    let session = open_input(input, cache)?;
+    let reports: Vec<find::FindReport> = devices(&session, args.common.device, input)?
+        .into_iter()
+        .map(|d| find::find(&DeviceData::new(&session, d).timeline(), session.root(), &query))
+        .collect();
+    print(input, &args.common, &reports, |out, r| find::render_text(out, r, args.common.top))
 }
 
 /// `memviz diff`'s JSON.
@@ -308,41 +350,45 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
             })
         })
     });
-    crate::output::write_to(None, |w| {
-        if args.common.json {
-            let doc = DiffOutput {
-                a: args.a.display().to_string(),
-                b: args.b.display().to_string(),
-                threshold_pct: args.threshold,
-                regressed: grew.is_some(),
-                devices: &reports,
-                unmatched_a: unmatched_a.clone(),
-                unmatched_b: unmatched_b.clone(),
-            };
-            serde_json::to_writer_pretty(&mut *w, &doc)?;
-            writeln!(w)?;
-        } else {
-            let mut out = format!("A = {}\nB = {}\n", args.a.display(), args.b.display());
-            for r in &reports {
-                out.push('\n');
-                diff::render_text(&mut out, r, args.common.top);
-            }
-            for (side, list, other) in [("A", &unmatched_a, "B"), ("B", &unmatched_b, "A")] {
-                for d in list {
-                    let _ = writeln!(
-                        out,
-                        "\n{side}'s device {d}: not compared ({other} has no device {d}; pick a pair with --device and --device-b)"
-                    );
+    if args.common.csv {
+        write_csv(&reports)?;
+    } else {
+        crate::output::write_to(None, |w| {
+            if args.common.json {
+                let doc = DiffOutput {
+                    a: args.a.display().to_string(),
+                    b: args.b.display().to_string(),
+                    threshold_pct: args.threshold,
+                    regressed: grew.is_some(),
+                    devices: &reports,
+                    unmatched_a: unmatched_a.clone(),
+                    unmatched_b: unmatched_b.clone(),
+                };
+                serde_json::to_writer_pretty(&mut *w, &doc)?;
+                writeln!(w)?;
+            } else {
+                let mut out = format!("A = {}\nB = {}\n", args.a.display(), args.b.display());
+                for r in &reports {
+                    out.push('\n');
+                    diff::render_text(&mut out, r, args.common.top);
                 }
+                for (side, list, other) in [("A", &unmatched_a, "B"), ("B", &unmatched_b, "A")] {
+                    for d in list {
+                        let _ = writeln!(
+                            out,
+                            "\n{side}'s device {d}: not compared ({other} has no device {d}; pick a pair with --device and --device-b)"
+                        );
+                    }
+                }
+                if let Some(limit) = args.threshold {
+                    let verdict = if grew.is_some() { "over" } else { "within" };
+                    let _ = writeln!(out, "\nthreshold {limit}%: B's peak is {verdict} it");
+                }
+                w.write_all(out.as_bytes())?;
             }
-            if let Some(limit) = args.threshold {
-                let verdict = if grew.is_some() { "over" } else { "within" };
-                let _ = writeln!(out, "\nthreshold {limit}%: B's peak is {verdict} it");
-            }
-            w.write_all(out.as_bytes())?;
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })?;
+    }
     match grew {
         Some(g) => Err(g.into()),
         None => Ok(()),

@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::bail;
 use rayon::prelude::*;
 
-pub use answers::{PeakGrew, at_cmd, diff_cmd, open_input, range_cmd, steps_cmd};
+pub use answers::{PeakGrew, at_cmd, diff_cmd, find_cmd, open_input, range_cmd, steps_cmd};
 pub use index::index;
 
 use crate::archive::cache::{Loaded, load};
@@ -43,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Segments(args) => allocator::segments_cmd(&args, cache),
         Command::Oom(args) => allocator::oom_cmd(&args, cache),
         Command::Ranks(args) => ranks::ranks_cmd(&args, cache),
+        Command::Find(args) => find_cmd(&args, cache),
     }
 }
 

@@ -80,18 +80,22 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         outliers,
         ranks: rows,
     };
-    crate::output::write_to(None, |w| {
-        if args.json {
-            let mut ser = serde_json::Serializer::pretty(&mut *w);
-            report.serialize(&mut ser)?;
-            writeln!(w)?;
-        } else {
-            let mut out = format!("{} ranks\n", report.ranks.len());
-            ranks::render_text(&mut out, &report, args.top);
-            w.write_all(out.as_bytes())?;
-        }
-        Ok(())
-    })?;
+    if args.csv {
+        super::answers::write_csv(std::slice::from_ref(&report))?;
+    } else {
+        crate::output::write_to(None, |w| {
+            if args.json {
+                let mut ser = serde_json::Serializer::pretty(&mut *w);
+                report.serialize(&mut ser)?;
+                writeln!(w)?;
+            } else {
+                let mut out = format!("{} ranks\n", report.ranks.len());
+                ranks::render_text(&mut out, &report, args.top);
+                w.write_all(out.as_bytes())?;
+            }
+            Ok(())
+        })?;
+    }
     let units = crate::analysis::units::bytes;
     match (args.threshold, report.outliers.iter().find(|o| args.threshold.is_some_and(|t| o.over_median_pct > t))) {
         (Some(t), Some(o)) => Err(RankOutlier {
