@@ -811,3 +811,88 @@ fn colour_by_category_paints_each_element_in_its_category_colour() {
     gpu.settle(&mut app, 100);
     check(&mut gpu, &app, Some(activation));
 }
+
+/// Ctrl+F, frame text, Enter: the matches are the allocations `find` lists (a scan of the
+/// layout), they keep their colour while everything else is dimmed, and Enter pins the first.
+#[test]
+fn search_highlights_the_matches_and_enter_pins_them() {
+    use egui::{Event, Key, Modifiers};
+    let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
+    let key = |k: Key, modifiers: Modifiers| Event::Key {
+        key: k,
+        physical_key: None,
+        pressed: true,
+        repeat: false,
+        modifiers,
+    };
+    gpu.frame(&mut app, vec![key(Key::F, Modifiers::COMMAND)]);
+    gpu.frame(&mut app, vec![Event::Text("_init_group".into())]);
+    gpu.settle(&mut app, 200);
+    let t = app.timeline().unwrap();
+    assert!(t.search.open && t.search.active(), "the field took the text: {:?}", t.search.text);
+    // The same allocations as `memviz find`.
+    let golden = golden_archive();
+    let v: serde_json::Value = serde_json::from_slice(&memviz_ok([
+        "find".as_ref(),
+        golden.as_os_str(),
+        "--frame".as_ref(),
+        "_init_group".as_ref(),
+        "--json".as_ref(),
+    ]))
+    .unwrap();
+    let mut want: Vec<u32> =
+        v["devices"][0]["hits"].as_array().unwrap().iter().map(|h| h["element"].as_u64().unwrap() as u32).collect();
+    let mut got: Vec<u32> = t.search.matches.iter().map(|e| e.0).collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, want);
+
+    // Matches keep their site's colour (tinted), the rest is dimmed.
+    let (rect, ids) = gpu.read_ids_of(app.timeline().unwrap());
+    let rgba = gpu.read_rgba();
+    let t = app.timeline().unwrap();
+    let sites = t.session.elements(t.device).sites;
+    let (mut bright, mut dim) = (0, 0);
+    for y in (rect.top() as usize + 2..rect.bottom() as usize - 2).step_by(5) {
+        for x in (rect.left() as usize + 2..rect.right() as usize - 2).step_by(5) {
+            let id = ids[y * gpu.width as usize + x];
+            if id >= u32::MAX - 1 {
+                continue;
+            }
+            let site = sites[id as usize];
+            let p = memviz::viewer::theme::palette(site);
+            let base = [p & 0xff, (p >> 8) & 0xff, (p >> 16) & 0xff].map(|c| c as f32);
+            let got = &rgba[(y * gpu.width as usize + x) * 4..][..3];
+            let matched = t.search.marks[id as usize / 32] >> (id % 32) & 1 == 1;
+            let want: [f32; 3] = if matched {
+                [0, 1, 2].map(|i| base[i] + ([255.0, 234.6, 63.75][i] - base[i]) * 0.35)
+            } else {
+                base.map(|c| c * 0.22)
+            };
+            if (0..3).all(|i| (f32::from(got[i]) - want[i]).abs() <= 3.0) {
+                if matched { bright += 1 } else { dim += 1 }
+            } else if !matched {
+                // A pixel on an outline or an edge between elements: not the element's fill.
+                continue;
+            } else {
+                panic!("({x}, {y}): element {id} matched but drawn {got:?}, want {want:?}");
+            }
+        }
+    }
+    assert!(bright > 20 && dim > 200, "{bright} bright, {dim} dimmed");
+
+    // Enter: the first match (in allocation order) is pinned and shown.
+    gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::NONE)]);
+    gpu.settle(&mut app, 200);
+    let t = app.timeline().unwrap();
+    let first = t.search.matches[0];
+    assert_eq!(t.selection.pinned.map(|h| h.element), Some(first));
+    assert_eq!(t.search.current, Some(0));
+    let start = f64::from(t.session.elements(t.device).layout.element(first).start_opt().unwrap().0);
+    assert!(t.view.x0 <= start && start < t.view.x1, "{:?} shows action {start}", t.view);
+    gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::SHIFT)]);
+    let t = app.timeline().unwrap();
+    assert_eq!(t.search.current, Some(t.search.matches.len() - 1), "Shift+Enter goes back, wrapping");
+    gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::NONE)]);
+    assert_eq!(app.timeline().unwrap().search.current, Some(0), "and Enter on");
+}

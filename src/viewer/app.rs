@@ -362,6 +362,13 @@ struct Screen<'a> {
 /// The main screen of an open archive: the top bar with the view switch, then the view.
 fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions, s: Screen<'_>) {
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
+    if ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F)) {
+        t.search.open = true;
+        ui.ctx().memory_mut(|m| m.request_focus(egui::Id::unique("memviz search")));
+    }
+    if t.search.open {
+        egui::Panel::top("search").show(ui, |ui| search_ui(ui, t));
+    }
     let plane = if *s.tab == Tab::Segments { Plane::Segments } else { Plane::Elements };
     let has_plane = t.set_plane(plane);
     if t.pools_view != (*s.tab == Tab::Pools) {
@@ -417,6 +424,45 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     }
 }
 
+/// The search bar: the field, the count, and the next / previous match (Enter / Shift+Enter).
+fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+    let session = Arc::clone(&t.session);
+    ui.horizontal(|ui| {
+        ui.label("find");
+        let field = egui::TextEdit::singleline(&mut t.search.text)
+            .id(egui::Id::unique("memviz search"))
+            .hint_text("address (0x…) or frame text (/regex/)")
+            .desired_width(360.0);
+        let response = ui.add(field);
+        t.search.update(&session, t.device);
+        let entered = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        let back = ui.input(|i| i.modifiers.shift);
+        let mut go = entered.then_some(!back);
+        if ui.button("▲").on_hover_text("previous match (Shift+Enter)").clicked() {
+            go = Some(false);
+        }
+        if ui.button("▼").on_hover_text("next match (Enter)").clicked() {
+            go = Some(true);
+        }
+        if let Some(forward) = go
+            && let Some(id) = t.search.step(forward)
+        {
+            t.go_to_element(id);
+            response.request_focus();
+        }
+        match (&t.search.error, t.search.matches.len(), t.search.current) {
+            (Some(e), _, _) => ui.colored_label(theme::CAPACITY, e.as_str()),
+            (None, 0, _) if !t.search.text.trim().is_empty() => ui.label("no match"),
+            (None, 0, _) => ui.weak("every allocation that ever covered an address, or a frame's text"),
+            (None, n, Some(i)) => ui.label(format!("match {} of {n}", i + 1)),
+            (None, n, None) => ui.label(format!("{n} match{}", if n == 1 { "" } else { "es" })),
+        };
+        if ui.button("✕").on_hover_text("close (Esc)").clicked() || ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+            t.search.open = false;
+        }
+    });
+}
+
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
 /// whose marker was clicked.
 pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
@@ -451,7 +497,8 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
         mode,
         n_sites: sites.as_ref().as_ref().len() as u32,
         n_colours: colours.len() as u32,
-        pad: [0; 2],
+        search: u32::from(t.search.active()),
+        pad: 0,
     };
     let paint = TimelinePaint {
         slot: t.slot,
@@ -459,6 +506,11 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
         colours_for: (t.device.0 as u32 * 2 + t.plane as u32, t.colour_key()),
         sites,
         colours,
+        marks: if t.search.active() {
+            (t.search.generation, Arc::clone(&t.search.marks))
+        } else {
+            (0, Arc::new(Vec::new()))
+        },
         uploads: frame_uploads.uploads,
         quads,
         globals,

@@ -28,6 +28,7 @@ pub mod panels;
 pub mod pools;
 pub mod ranks;
 pub mod reserved;
+pub mod search;
 pub mod selection;
 pub mod settings;
 pub mod tabs;

@@ -52,7 +52,9 @@ pub struct Globals {
     pub mode: u32,
     pub n_sites: u32,
     pub n_colours: u32,
-    pub pad: [u32; 2],
+    /// 1 while a search is on (matches bright, the rest dimmed).
+    pub search: u32,
+    pub pad: u32,
 }
 
 /// Everything the GPU side keeps between frames: the pipelines, and per view (a timeline on
@@ -77,8 +79,9 @@ const MAX_VIEWS: usize = 4;
 struct ViewResources {
     globals: wgpu::Buffer,
     globals_group: Option<wgpu::BindGroup>,
-    /// Which (device, colour mode) the bound site and colour tables belong to.
-    colours_for: Option<(u32, u32)>,
+    /// Which (device, colour mode) the bound site and colour tables belong to, and which
+    /// generation of the search's marks.
+    colours_for: Option<((u32, u32), u64)>,
     textures: HashMap<TexKey, GpuTexture>,
     instances: Option<wgpu::Buffer>,
     draws: Vec<TexKey>,
@@ -118,6 +121,7 @@ impl TimelineResources {
                 },
                 storage_entry(1),
                 storage_entry(2),
+                storage_entry(3),
             ],
         });
         let texture_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -218,7 +222,7 @@ impl TimelineResources {
     pub fn prepare_view(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, paint: &TimelinePaint) {
         let (globals_layout, texture_layout) = (self.globals_layout.clone(), self.texture_layout.clone());
         let v = self.view(device, paint.slot);
-        v.set_colours(device, &globals_layout, paint.colours_for, (*paint.sites).as_ref(), &paint.colours);
+        v.set_colours(device, &globals_layout, paint);
         for k in &paint.evict {
             v.textures.remove(k);
         }
@@ -238,16 +242,13 @@ impl TimelineResources {
 }
 
 impl ViewResources {
-    /// Binds a device's site table (element → stack, straight from the archive) and a palette,
-    /// identified by `which` (device, mode).
-    fn set_colours(
-        &mut self,
-        device: &wgpu::Device,
-        layout: &wgpu::BindGroupLayout,
-        which: (u32, u32),
-        sites: &[u32],
-        colours: &[u32],
-    ) {
+    /// Binds the paint's site table (element → stack, straight from the archive, or another key),
+    /// palette and search marks, when they changed (identified by device, mode and the marks'
+    /// generation).
+    fn set_colours(&mut self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, paint: &TimelinePaint) {
+        let which = (paint.colours_for, paint.marks.0);
+        let (sites, colours, marks): (&[u32], &[u32], &[u32]) =
+            ((*paint.sites).as_ref(), &paint.colours, &paint.marks.1);
         if self.colours_for == Some(which) {
             return;
         }
@@ -259,7 +260,8 @@ impl ViewResources {
                 usage: wgpu::BufferUsages::STORAGE,
             })
         };
-        let (sites, colours) = (buffer("memviz sites", sites), buffer("memviz colours", colours));
+        let (sites, colours, marks) =
+            (buffer("memviz sites", sites), buffer("memviz colours", colours), buffer("memviz marks", marks));
         self.globals_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("memviz globals"),
             layout,
@@ -267,6 +269,7 @@ impl ViewResources {
                 wgpu::BindGroupEntry { binding: 0, resource: self.globals.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 1, resource: sites.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 2, resource: colours.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 3, resource: marks.as_entire_binding() },
             ],
         }));
         self.colours_for = Some(which);
@@ -366,6 +369,8 @@ pub struct TimelinePaint {
     pub colours_for: (u32, u32),
     pub sites: Arc<dyn AsRef<[u32]> + Send + Sync>,
     pub colours: Arc<Vec<u32>>,
+    /// The search's marks (one bit per element) and their generation (0: no search).
+    pub marks: (u64, Arc<Vec<u32>>),
     pub uploads: Vec<TexData>,
     pub quads: Vec<QuadDraw>,
     pub globals: Globals,

@@ -14,7 +14,8 @@ struct Globals {
     mode: u32,
     n_sites: u32,
     n_colours: u32,
-    pad0: u32,
+    // 1 while a search is on: matches keep their colour, everything else is dimmed.
+    search: u32,
     pad1: u32,
 };
 
@@ -23,6 +24,8 @@ struct Globals {
 @group(0) @binding(1) var<storage, read> sites: array<u32>;
 // RGBA8 palette: one colour per site, or a fixed palette hashed by element id.
 @group(0) @binding(2) var<storage, read> colours: array<u32>;
+// The search's matches: bit `id` set for a matching element (empty without a search).
+@group(0) @binding(3) var<storage, read> marks: array<u32>;
 @group(1) @binding(0) var ids: texture_2d<u32>;
 
 struct Quad {
@@ -91,6 +94,15 @@ fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
         discard;
     }
     var c = colour(id);
+    if (g.search != 0u) {
+        let w = id >> 5u;
+        let hit = id < AGGREGATED && w < arrayLength(&marks) && ((marks[w] >> (id & 31u)) & 1u) == 1u;
+        if (hit) {
+            c = mix(c, vec3<f32>(1.0, 0.92, 0.25), 0.35);
+        } else {
+            c = c * 0.22;
+        }
+    }
     if (g.outlines != 0u) {
         if (id == g.pinned && edge(in.uv, du, dv, id, 2.0)) {
             c = vec3<f32>(0.95, 0.1, 0.1);

@@ -81,6 +81,8 @@ pub struct Timeline {
     /// Screen rectangle of the plot last frame (points) and pixels per point.
     pub plot_rect: Rect,
     pub pixels_per_point: f32,
+    /// The search (Ctrl/Cmd+F): its matches and their marks for the shader.
+    pub search: super::search::Search,
     /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
     /// a file opened after another never draws the other's textures.
     pub slot: u32,
@@ -121,6 +123,7 @@ impl Timeline {
             generation: 0,
             plot_rect: Rect::NOTHING,
             pixels_per_point: 1.0,
+            search: Default::default(),
             slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         t.select_device(DeviceIdx(0));
@@ -384,6 +387,34 @@ impl Timeline {
 
     /// Centres the view on the device's peak and pins the largest allocation live there, so the
     /// bottom bar and the answers panel describe the peak.
+    /// Shows element `id` of the element timeline — its whole lifetime, with some room either
+    /// side — and pins it.
+    pub fn go_to_element(&mut self, id: crate::model::ElementId) {
+        let session = Arc::clone(&self.session);
+        let stacked = stacked_in(&session, self.device, Plane::Elements);
+        let l = stacked.layout;
+        let n = l.actions.len() as f64;
+        let el = l.element(id);
+        let start = el.start_opt().map_or(0.0, |k| f64::from(k.0));
+        let end = el.end_opt().map_or(n, |k| f64::from(k.0) + 1.0);
+        let pad = ((end - start) * 0.25).max(8.0);
+        if !self.time_axis {
+            self.view.x0 = start - pad;
+            self.view.x1 = end + pad;
+            self.view.clamp_x(n);
+        }
+        let k = el.start_opt().map_or(-1, |k| k.signed());
+        let stack = stacked.checkpoints.stack_after(l, k);
+        let offset = stack.with_offsets().find(|&(e, _)| e == id).map_or(0, |(_, off)| off);
+        let x = if self.time_axis {
+            self.action_times().and_then(|t| t.get(k.max(0) as usize).map(|&t| t as f64)).unwrap_or(start)
+        } else {
+            start + 0.5
+        };
+        self.selection.pinned = Some(Hit { element: id, x, byte: offset as f64 + el.size as f64 / 2.0 });
+        self.invalidate_raster();
+    }
+
     pub fn go_to_peak(&mut self) {
         let session = Arc::clone(&self.session);
         let stacked = stacked_in(&session, self.device, self.plane);
