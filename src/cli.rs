@@ -164,6 +164,22 @@ pub struct OpenArgs {
     /// Open just before the N-th OOM event (1 = the first; 0 = the last).
     #[arg(long, value_name = "N", group = "open_at")]
     pub oom: Option<usize>,
+    /// Open at this time since the snapshot's start (the last action at or before it), as
+    /// printed: 686.2ms, 1.5s.
+    #[arg(long, value_name = "T", value_parser = parse_time, group = "open_at")]
+    pub time: Option<TimeArg>,
+    /// Show these actions across the plot (fractional, as "copy link" writes them).
+    #[arg(long, value_name = "A..B", value_parser = parse_x_range)]
+    pub x: Option<(f64, f64)>,
+    /// Pin the allocation covering this address (hex) at the instant shown.
+    #[arg(long, value_name = "ADDR", group = "pin_what")]
+    pub pin: Option<String>,
+    /// Pin this element (and show its lifetime unless --x or an instant is given).
+    #[arg(long, value_name = "ID", group = "pin_what")]
+    pub element: Option<u32>,
+    /// Show this device (ordinal, or `host`).
+    #[arg(long, value_name = "D")]
+    pub device: Option<crate::model::DeviceId>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -445,6 +461,15 @@ pub struct DiffArgs {
 pub enum ActionArg {
     Index(i64),
     Last,
+}
+
+/// `100.5..400`: the x range of `open --x`.
+pub fn parse_x_range(s: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("expected actions A..B (e.g. 100..420.5), got `{s}`");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let num = |v: &str| v.trim().replace([',', '_'], "").parse::<f64>().map_err(|_| bad());
+    let (a, b) = (num(a)?, num(b)?);
+    if a.is_finite() && b.is_finite() && a < b { Ok((a, b)) } else { Err(bad()) }
 }
 
 /// `1077`, `1,077`, `1_077`, `-1`, `last`. Indices too large for any trace saturate, so the

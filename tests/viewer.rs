@@ -896,3 +896,48 @@ fn search_highlights_the_matches_and_enter_pins_them() {
     gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::NONE)]);
     assert_eq!(app.timeline().unwrap().search.current, Some(0), "and Enter on");
 }
+
+/// "copy link" writes the command line that reopens the view; opened again it draws the same id
+/// buffer and pins the same element. `--pin ADDR` with `--action` pins what covers the address.
+#[test]
+fn a_copied_link_reopens_the_same_view() {
+    let golden = golden_archive();
+    let (mut gpu, mut app) = open(&golden, 1000, 600);
+    let rect = app.timeline().unwrap().plot_rect;
+    {
+        let t = app.timeline_mut().unwrap();
+        t.view.x0 = 812.5;
+        t.view.x1 = 1290.0;
+        t.invalidate_raster();
+    }
+    gpu.settle(&mut app, 3000);
+    let hit = app.timeline().unwrap().pick(egui::pos2(rect.center().x, rect.bottom() - 30.0)).expect("an element");
+    app.timeline_mut().unwrap().selection.pinned = Some(hit);
+    gpu.settle(&mut app, 100);
+    let (_, before) = gpu.read_ids(&app).unwrap();
+    let link = memviz::viewer::app::link(&golden, app.timeline().unwrap(), Tab::Timeline);
+    assert!(link.contains("--x 812.5..1290.0") && link.contains(&format!("--element {}", hit.element.0)), "{link}");
+
+    let args = memviz::cli::with_open_default(link.split_whitespace().map(std::ffi::OsString::from));
+    let cli = <memviz::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
+    let memviz::cli::Command::Open(open_args) = cli.command else { panic!("{link}: not open") };
+    let options = memviz::commands::viewer_options(&open_args).unwrap();
+    let (mut gpu2, app2) = open_with(&golden, options, 1000, 600);
+    let (_, after) = gpu2.read_ids(&app2).unwrap();
+    assert_eq!(app2.timeline().unwrap().view.x0, 812.5);
+    assert_eq!(app2.timeline().unwrap().selection.pinned.map(|h| h.element), Some(hit.element));
+    assert!(before == after, "the reopened view draws other ids");
+    let _ = &mut gpu2;
+
+    // --action K --pin ADDR: the allocation covering the address right after action K.
+    let t = app.timeline().unwrap();
+    let el = t.session.elements(t.device).layout.element(hit.element);
+    let k = el.start_opt().unwrap().0 as i64;
+    let options = ViewerOptions {
+        at: Some(memviz::viewer::tabs::OpenAt::Action(k)),
+        pin: Some(memviz::viewer::tabs::Pin::Addr(el.addr + el.size / 2)),
+        ..ViewerOptions::default()
+    };
+    let (_, app3) = open_with(&golden, options, 800, 500);
+    assert_eq!(app3.timeline().unwrap().selection.pinned.map(|h| h.element), Some(hit.element));
+}

@@ -81,13 +81,6 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
     if job.is_none() {
         open_file_check(args, input)?;
     }
-    let (annotations, model) = model_options(&args.model)?;
-    let gpu = match &args.gpu {
-        None => None,
-        Some(name) => Some(crate::viewer::axis::gpu_capacity(name).ok_or_else(|| {
-            UsageError(format!("unknown GPU `{name}` for --gpu (known: {})", crate::viewer::axis::GPU_NAMES))
-        })?),
-    };
     crate::viewer::open(&crate::viewer::OpenArgs {
         path: input.clone(),
         job,
@@ -95,30 +88,58 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
         size: args.size,
         bench: args.bench,
         exit_after_frames: args.exit_after_frames,
-        options: crate::viewer::ViewerOptions {
-            gpu,
-            annotations,
-            model,
-            max_entries: args.max_entries,
-            no_cache: !cache,
-            tab: match args.view {
-                Some(ViewArg::Timeline) => Tab::Timeline,
-                Some(ViewArg::Pools) => Tab::Pools,
-                Some(ViewArg::Segments) => Tab::Segments,
-                Some(ViewArg::State) => Tab::State,
-                Some(ViewArg::Settings) => Tab::Settings,
-                None if args.oom.is_some() => Tab::State,
-                None => Tab::Timeline,
-            },
-            at: match (args.event, args.action, args.oom) {
-                (Some(e), _, _) => Some(OpenAt::Event(e)),
-                (_, Some(k), _) => Some(OpenAt::Action(k)),
-                (_, _, Some(n)) => Some(OpenAt::Oom(n)),
-                _ => None,
-            },
-            by_category: args.colour == Some(crate::cli::ColourArg::Category),
-            by_allocation: args.colour == Some(crate::cli::ColourArg::Allocation),
+        options: crate::viewer::ViewerOptions { no_cache: !cache, ..viewer_options(args)? },
+    })
+}
+
+/// What `open`'s arguments ask the viewer to show (also what "copy link" round-trips through).
+pub fn viewer_options(args: &crate::cli::OpenArgs) -> anyhow::Result<crate::viewer::ViewerOptions> {
+    let (annotations, model) = model_options(&args.model)?;
+    let gpu = match &args.gpu {
+        None => None,
+        Some(name) => Some(crate::viewer::axis::gpu_capacity(name).ok_or_else(|| {
+            UsageError(format!("unknown GPU `{name}` for --gpu (known: {})", crate::viewer::axis::GPU_NAMES))
+        })?),
+    };
+    let pin = match (&args.pin, args.element) {
+        (Some(a), _) => Some(crate::viewer::tabs::Pin::Addr(
+            crate::analysis::find::Query::addr(a)
+                .map(|q| match q {
+                    crate::analysis::find::Query::Addr(a) => a,
+                    crate::analysis::find::Query::Frame(_) => unreachable!("an address query"),
+                })
+                .map_err(|e| UsageError(format!("--pin: {e}")))?,
+        )),
+        (None, Some(id)) => Some(crate::viewer::tabs::Pin::Element(id)),
+        (None, None) => None,
+    };
+    Ok(crate::viewer::ViewerOptions {
+        gpu,
+        annotations,
+        model,
+        max_entries: args.max_entries,
+        no_cache: false,
+        tab: match args.view {
+            Some(ViewArg::Timeline) => Tab::Timeline,
+            Some(ViewArg::Pools) => Tab::Pools,
+            Some(ViewArg::Segments) => Tab::Segments,
+            Some(ViewArg::State) => Tab::State,
+            Some(ViewArg::Settings) => Tab::Settings,
+            None if args.oom.is_some() => Tab::State,
+            None => Tab::Timeline,
         },
+        at: match (args.event, args.action, args.oom, args.time) {
+            (Some(e), _, _, _) => Some(OpenAt::Event(e)),
+            (_, Some(k), _, _) => Some(OpenAt::Action(k)),
+            (_, _, Some(n), _) => Some(OpenAt::Oom(n)),
+            (_, _, _, Some(t)) => Some(OpenAt::Time(t.us)),
+            _ => None,
+        },
+        by_category: args.colour == Some(crate::cli::ColourArg::Category),
+        by_allocation: args.colour == Some(crate::cli::ColourArg::Allocation),
+        device: args.device,
+        x_range: args.x,
+        pin,
     })
 }
 

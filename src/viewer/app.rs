@@ -37,6 +37,10 @@ pub struct ViewerOptions {
     /// `--colour category` / `allocation`: the colouring from the start (default: by site).
     pub by_category: bool,
     pub by_allocation: bool,
+    /// `--device D` (an ordinal), `--x A..B` (the actions shown), `--pin` / `--element`.
+    pub device: Option<crate::model::DeviceId>,
+    pub x_range: Option<(f64, f64)>,
+    pub pin: Option<super::tabs::Pin>,
 }
 
 /// What the window shows: a timeline, or progress while a snapshot is indexed.
@@ -70,6 +74,9 @@ pub struct ViewerApp {
     /// The job's rank strip, when a folder or several files were opened: kept while a rank (or
     /// two) is shown, to go back to.
     pub ranks: Option<Box<super::ranks::RankStrip>>,
+    /// The file the user opened (what "copy link" names), and the share bar's last message.
+    pub source: Option<PathBuf>,
+    pub status: Option<String>,
 }
 
 impl ViewerApp {
@@ -84,6 +91,8 @@ impl ViewerApp {
             frames: 0,
             map: MemoryMap::default(),
             ranks: None,
+            source: None,
+            status: None,
         }
     }
 
@@ -131,6 +140,7 @@ impl ViewerApp {
 
     /// Opens an archive now (fast: mmap + validation).
     pub fn open_archive(&mut self, path: &Path, ctx: &egui::Context) {
+        self.source.get_or_insert_with(|| path.to_owned());
         match Session::open(path) {
             Ok(s) => self.open_session(s, ctx),
             Err(e) => self.content = Content::Failed(format!("{}: {e}", path.display())),
@@ -151,9 +161,7 @@ impl ViewerApp {
         t.max_entries = self.options.max_entries;
         t.colour_by_category = self.options.by_category;
         t.colour_by_site = !self.options.by_allocation;
-        if let Some(at) = self.options.at
-            && let Err(e) = open_at(&mut t, at)
-        {
+        if let Err(e) = apply_view(&mut t, &self.options) {
             self.content = Content::Failed(format!("{}: {e}", t.session.archive.path.display()));
             return;
         }
@@ -163,6 +171,7 @@ impl ViewerApp {
     /// Opens any file: an archive directly, a snapshot by indexing it (cached) on a worker
     /// thread while the window stays responsive.
     pub fn open_any(&mut self, path: &Path, ctx: &egui::Context) {
+        self.source = Some(path.to_owned());
         if crate::archive::is_archive(path) {
             return self.open_archive(path, ctx);
         }
@@ -236,6 +245,8 @@ impl ViewerApp {
                 answers: &mut self.answers,
                 stack_filter: &mut self.stack_filter,
                 full_paths: &mut self.full_paths,
+                source: self.source.as_deref(),
+                status: &mut self.status,
             };
             timeline_screen(ui, t, &self.options, screen);
             return;
@@ -320,6 +331,97 @@ impl ViewerApp {
     }
 }
 
+/// Applies the view options to a timeline just opened: the device, the instant, the x range and
+/// the pinned element; what does not exist is said the way the commands say it.
+fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), String> {
+    if let Some(want) = o.device {
+        let d = t.session.device_indices().find(|&d| t.session.ordinal(d) == want);
+        let have: Vec<String> = t.session.device_indices().map(|d| t.session.ordinal(d).to_string()).collect();
+        let d =
+            d.ok_or_else(|| format!("device {want} has no trace events or segments (devices: {})", have.join(", ")))?;
+        t.select_device(d);
+    }
+    if let Some(at) = o.at {
+        open_at(t, at)?;
+    }
+    let n = t.stacked().layout.actions.len() as f64;
+    if let Some((a, b)) = o.x_range {
+        if !(a < b && b > 0.0 && a < n) {
+            return Err(format!("--x {a}..{b} is not a range of the actions (0..{n})"));
+        }
+        t.time_axis = false;
+        t.view.x0 = a;
+        t.view.x1 = b;
+        t.view.clamp_x(n);
+    }
+    match o.pin {
+        None => {}
+        Some(super::tabs::Pin::Element(id)) => {
+            let count = t.stacked().layout.elements.len();
+            if id as usize >= count {
+                return Err(format!("element {id} is out of range (0..{count})"));
+            }
+            let view = t.view;
+            t.go_to_element(crate::model::ElementId(id));
+            if o.x_range.is_some() || o.at.is_some() {
+                t.view = view;
+            }
+        }
+        Some(super::tabs::Pin::Addr(addr)) => {
+            let session = Arc::clone(&t.session);
+            let data = crate::archive::DeviceData::new(&session, t.device);
+            let hits = crate::analysis::find::matching(
+                &data.timeline(),
+                session.root(),
+                &crate::analysis::find::Query::Addr(addr),
+            );
+            let l = t.stacked().layout;
+            let centre = ((t.view.x0 + t.view.x1) / 2.0).floor() as i64;
+            let live = |id: &crate::model::ElementId| {
+                let e = l.element(*id);
+                e.start_opt().is_none_or(|s| s.signed() <= centre) && e.end_opt().is_none_or(|x| x.signed() > centre)
+            };
+            let pick = hits.iter().copied().find(live).or_else(|| hits.last().copied());
+            let id = pick.ok_or_else(|| format!("no allocation ever covered address {addr:#x}"))?;
+            let view = t.view;
+            t.go_to_element(id);
+            if o.x_range.is_some() || o.at.is_some() {
+                t.view = view;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The command line that reopens what `t` shows (file, device, view, x range, pinned element).
+pub fn link(path: &Path, t: &Timeline, tab: Tab) -> String {
+    let quote = |s: &str| {
+        if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c)) {
+            s.to_owned()
+        } else {
+            format!("'{}'", s.replace('\'', r"'\''"))
+        }
+    };
+    let mut cmd = format!(
+        "memviz open {} --device {} --view {}",
+        quote(&path.display().to_string()),
+        t.session.ordinal(t.device),
+        tab.arg()
+    );
+    if !t.time_axis {
+        cmd.push_str(&format!(" --x {:.1}..{:.1}", t.view.x0, t.view.x1));
+    }
+    if let Some(p) = t.selection.pinned {
+        cmd.push_str(&format!(" --element {}", p.element.0));
+    }
+    if t.colour_by_category {
+        cmd.push_str(" --colour category");
+    } else if !t.colour_by_site {
+        cmd.push_str(" --colour allocation");
+    }
+    cmd
+}
+
 /// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,
 /// and the view centred on its action; what does not exist is said the way the commands say it.
 fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
@@ -331,6 +433,19 @@ fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
         OpenAt::Event(e) => return Err(format!("event {e} is out of range on device {device} (-1..{events})")),
         OpenAt::Action(k) if (0..actions).contains(&k) => super::memory_map::action_event(t, k as usize),
         OpenAt::Action(k) => return Err(format!("action {k} is out of range on device {device} (0..{actions})")),
+        OpenAt::Time(us) => {
+            let data = crate::archive::DeviceData::new(&t.session, t.device);
+            let tl = data.timeline();
+            let base = tl.time_base_us.ok_or_else(|| format!("device {device} recorded no times; use --action"))?;
+            let k = i64::from(tl.actions_until(base + us)) - 1;
+            if k < 0 {
+                return Err(format!(
+                    "no action at or before {} on device {device}",
+                    crate::analysis::units::duration_us(us)
+                ));
+            }
+            super::memory_map::action_event(t, k as usize)
+        }
         OpenAt::Oom(n) => {
             let marks = super::ooms::marks(&t.session, t.device);
             let pick = if n == 0 { marks.last() } else { marks.get(n - 1) };
@@ -357,11 +472,31 @@ struct Screen<'a> {
     answers: &'a mut super::answers_panel::AnswersPanel,
     stack_filter: &'a mut String,
     full_paths: &'a mut bool,
+    /// The file the user opened (what "copy link" names) and the last status line.
+    source: Option<&'a Path>,
+    status: &'a mut Option<String>,
 }
 
 /// The main screen of an open archive: the top bar with the view switch, then the view.
 fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions, s: Screen<'_>) {
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
+    egui::Panel::top("share").show(ui, |ui| {
+        ui.horizontal(|ui| {
+            let path = s.source.map_or_else(|| t.session.archive.path.clone(), Path::to_path_buf);
+            if ui.button("copy link").on_hover_text("copy the command line that reopens this view").clicked() {
+                let cmd = link(&path, t, *s.tab);
+                ui.ctx().copy_text(cmd.clone());
+                *s.status = Some(format!("copied: {cmd}"));
+            }
+            if ui.button("save PNG").on_hover_text("write this view to a PNG in the current folder").clicked() {
+                let out = save_png(ui.ctx(), t, s.source);
+                *s.status = Some(format!("saved {}", out.display()));
+            }
+            if let Some(text) = s.status.as_deref() {
+                ui.weak(text);
+            }
+        });
+    });
     if ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F)) {
         t.search.open = true;
         ui.ctx().memory_mut(|m| m.request_focus(egui::Id::unique("memviz search")));
@@ -422,6 +557,32 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
         let stack = t.stacked().sites.get(hit.element.index()).copied().unwrap_or(NONE);
         ui.ctx().copy_text(stack_text(&t.session, stack));
     }
+}
+
+/// "save PNG": asks the window for this frame, written (by the integration, once it has the
+/// pixels) to the working folder, named after the file and the actions shown.
+fn save_png(ctx: &egui::Context, t: &Timeline, source: Option<&Path>) -> PathBuf {
+    let stem = source
+        .unwrap_or(&t.session.archive.path)
+        .file_stem()
+        .map_or("memviz".into(), |s| s.to_string_lossy().into_owned());
+    let out = PathBuf::from(format!("{stem}-{:.0}-{:.0}.png", t.view.x0.max(0.0), t.view.x1));
+    let target = out.clone();
+    ctx.request_screenshot(move |image| {
+        let [w, h] = image.size;
+        let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+        let written = crate::output::write_atomic(&target, |f| {
+            let mut enc = png::Encoder::new(f, w as u32, h as u32);
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Eight);
+            enc.write_header()?.write_image_data(&rgba)?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            eprintln!("warning: could not save {}: {e:#}", target.display());
+        }
+    });
+    out
 }
 
 /// The search bar: the field, the count, and the next / previous match (Enter / Shift+Enter).

@@ -20,6 +20,17 @@ pub enum Tab {
 impl Tab {
     pub const ALL: [Tab; 5] = [Tab::Timeline, Tab::Pools, Tab::Segments, Tab::State, Tab::Settings];
 
+    /// The name `--view` takes.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Tab::Timeline => "timeline",
+            Tab::Pools => "pools",
+            Tab::Segments => "segments",
+            Tab::State => "state",
+            Tab::Settings => "settings",
+        }
+    }
+
     pub fn title(self) -> &'static str {
         match self {
             Tab::Timeline => "Active Memory Timeline",
@@ -40,4 +51,15 @@ pub enum OpenAt {
     Action(i64),
     /// Just before the N-th OOM event (1-based; 0: the last).
     Oom(usize),
+    /// The last action at or before this time (µs since the snapshot's start).
+    Time(i64),
+}
+
+/// The element pinned on opening (`--pin ADDR`, `--element ID`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pin {
+    /// The allocation covering this address at the view's instant (else the last one that ever
+    /// covered it).
+    Addr(u64),
+    Element(u32),
 }
