@@ -50,6 +50,9 @@ pub enum Command {
     /// Find allocations: every one that ever covered an address, or whose stack has a frame
     /// matching a text (substring, or /regex/).
     Find(FindArgs),
+    /// A Model Context Protocol server over stdio: memviz's answers as tools for an agent
+    /// (stats, at, range, steps, diff, find, segments, oom, ranks), returning their --json.
+    Mcp,
 }
 
 #[derive(Debug, Args)]

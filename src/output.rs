@@ -66,10 +66,30 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+thread_local! {
+    /// While set, what would go to standard output goes here instead (`memviz mcp` returns a
+    /// command's output as the tool's result; stdout is its transport).
+    static CAPTURE: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's standard output captured; returns what it wrote.
+pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<u8>) {
+    let before = CAPTURE.with(|c| c.replace(Some(Vec::new())));
+    let out = f();
+    let written = CAPTURE.with(|c| c.replace(before)).unwrap_or_default();
+    (out, written)
+}
+
 /// Writes to `path` atomically, or to standard output when `path` is `None`.
 pub fn write_to(path: Option<&Path>, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
     match path {
         Some(p) => write_atomic(p, fill),
+        None if CAPTURE.with(|c| c.borrow().is_some()) => {
+            let mut buf = Vec::new();
+            fill(&mut buf)?;
+            CAPTURE.with(|c| c.borrow_mut().get_or_insert_with(Vec::new).extend_from_slice(&buf));
+            Ok(())
+        }
         None => {
             let stdout = io::stdout();
             let mut w = BufWriter::with_capacity(1 << 20, stdout.lock());

@@ -14,6 +14,7 @@ mod find;
 mod generator;
 mod golden;
 mod layers;
+mod mcp;
 mod model;
 mod ranks;
 mod real_use;

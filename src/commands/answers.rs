@@ -37,19 +37,54 @@ pub struct PeakGrew {
 
 /// The archive of `path`, opened: `path` itself, or the archive of the snapshot (a progress bar
 /// on a terminal while one is built).
-pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<Session> {
+pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Session>> {
+    if let Some(kept) = kept_session(path) {
+        return Ok(kept);
+    }
     let context = || path.display().to_string();
-    if archive::is_archive(path) {
-        return Ok(Session::from_archive(Archive::open_verified(path).with_context(context)?));
+    let opened = if archive::is_archive(path) {
+        Session::from_archive(Archive::open_verified(path).with_context(context)?)
+    } else {
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let bar = std::cell::OnceCell::new();
+        let progress = |n| bar.get_or_init(|| progress_bar(size)).set_position(n);
+        let opened = open_session(path, cache, &progress);
+        if let Some(b) = bar.get() {
+            b.finish_and_clear();
+        }
+        opened?
+    };
+    let session = std::sync::Arc::new(opened);
+    keep_session(path, &session);
+    Ok(session)
+}
+
+/// `memviz mcp` keeps the archives it opened mapped between calls: by path, while the file's
+/// size and modification time stay the same.
+type Kept =
+    std::collections::HashMap<std::path::PathBuf, ((u64, Option<std::time::SystemTime>), std::sync::Arc<Session>)>;
+static KEPT: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+
+/// From now on, keep opened archives (the MCP server).
+pub fn keep_sessions() {
+    KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert_with(Default::default);
+}
+
+fn stamp(path: &Path) -> (u64, Option<std::time::SystemTime>) {
+    std::fs::metadata(path).map_or((0, None), |m| (m.len(), m.modified().ok()))
+}
+
+fn kept_session(path: &Path) -> Option<std::sync::Arc<Session>> {
+    let kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (when, s) = kept.as_ref()?.get(path)?;
+    (*when == stamp(path)).then(|| std::sync::Arc::clone(s))
+}
+
+fn keep_session(path: &Path, s: &std::sync::Arc<Session>) {
+    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(map) = kept.as_mut() {
+        map.insert(path.to_owned(), (stamp(path), std::sync::Arc::clone(s)));
     }
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let bar = std::cell::OnceCell::new();
-    let progress = |n| bar.get_or_init(|| progress_bar(size)).set_position(n);
-    let opened = open_session(path, cache, &progress);
-    if let Some(b) = bar.get() {
-        b.finish_and_clear();
-    }
-    opened
 }
 
 /// Indices of the devices asked for: all, or the one with ordinal `want`.

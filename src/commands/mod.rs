@@ -3,6 +3,7 @@
 mod allocator;
 mod answers;
 mod index;
+pub mod mcp;
 mod ranks;
 pub use ranks::RankOutlier;
 
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Oom(args) => allocator::oom_cmd(&args, cache),
         Command::Ranks(args) => ranks::ranks_cmd(&args, cache),
         Command::Find(args) => find_cmd(&args, cache),
+        Command::Mcp => mcp::serve(),
     }
 }
 

@@ -1,0 +1,55 @@
+//! `memviz mcp` driven by a real client: the official Python MCP SDK (`mcp` on PyPI), started
+//! from `tests/clients/mcp_client.py`. `MEMVIZ_PYTHON` names the interpreter that has it
+//! (`.ci/run` makes a venv); without one the test says so and passes, except under CI.
+
+use crate::support::*;
+
+#[test]
+fn a_real_mcp_client_lists_and_calls_the_tools() {
+    let python = std::env::var("MEMVIZ_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_sdk =
+        std::process::Command::new(&python).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
+    if !has_sdk {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide the Python MCP SDK ({python}: pip install mcp)");
+        eprintln!("skipped: {python} has no `mcp` package (pip install mcp)");
+        return;
+    }
+    let dir = tempdir();
+    let ranks = dir.path().join("ranks");
+    std::fs::create_dir_all(&ranks).unwrap();
+    for r in 0..4 {
+        std::fs::copy(data(&format!("ranks/rank{r}.pickle")), ranks.join(format!("rank{r}.pickle"))).unwrap();
+    }
+    let snapshot = data("gpt2_small.pickle");
+    let out = std::process::Command::new(&python)
+        .arg(repo().join("tests/clients/mcp_client.py"))
+        .args([env!("CARGO_BIN_EXE_memviz").as_ref(), snapshot.as_os_str(), ranks.as_os_str()])
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["server"], "memviz");
+    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    for t in ["stats", "at", "range", "steps", "diff", "find", "segments", "oom", "ranks"] {
+        assert!(tools.contains(&t), "{tools:?}");
+    }
+    // The same answers as the command line's --json.
+    let stats: serde_json::Value =
+        serde_json::from_slice(&memviz_ok(["stats".as_ref(), snapshot.as_os_str(), "--json".as_ref()])).unwrap();
+    assert_eq!(seen["stats_peak"], stats["devices"][0]["peak"]["bytes"]);
+    assert_eq!(seen["at_total"], stats["devices"][0]["peak"]["bytes"]);
+    assert!(seen["at_categories"].as_array().unwrap().iter().any(|c| c == "optimizer_state"));
+    assert_eq!(seen["find_count"], 104);
+    assert_eq!(seen["steps"], 4);
+    assert_eq!(seen["outliers"], serde_json::json!([3]));
+    // Errors are tool errors with the command's one line, and the server answers on.
+    for key in ["bad_action", "missing_file", "bad_range"] {
+        let e = &seen[key];
+        assert_eq!(e[0], true, "{key}: {e}");
+        let text = e[1].as_str().unwrap();
+        assert!(!text.is_empty() && !text.contains('\n'), "{key}: {text:?}");
+    }
+    assert!(seen["bad_action"][1].as_str().unwrap().contains("out of range"));
+    assert_eq!(seen["after_errors"], stats["devices"][0]["peak"]["bytes"]);
+}
