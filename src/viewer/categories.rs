@@ -1,12 +1,12 @@
 //! "Colour by category": every element's category (`analysis::categories`) and the stacked
 //! category overview (bytes per category over the trace, in the minimap's place), worked out
-//! once per device on a named thread so the UI never waits for them.
+//! once per device on a named thread (`background::Pending`) so the UI never waits for them.
 //!
 //! The overview keeps, per bucket of actions, each category's bytes at the bucket's highest
 //! total — the composition of the bucket's peak, so the stack of areas reaches the timeline's
 //! own envelope.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use eframe::egui::Color32;
 
@@ -60,26 +60,6 @@ impl DeviceCategories {
             }
         }
         DeviceCategories { of: Arc::new(of), categories: cats, per_bucket, buckets }
-    }
-}
-
-/// One device's categories, filled in by a background thread.
-pub struct Pending {
-    pub device: DeviceIdx,
-    pub ready: Arc<OnceLock<DeviceCategories>>,
-}
-
-impl Pending {
-    pub fn start(session: &Arc<Session>, d: DeviceIdx) -> Pending {
-        let ready = Arc::new(OnceLock::new());
-        let (out, session) = (Arc::clone(&ready), Arc::clone(session));
-        let spawned = std::thread::Builder::new().name("memviz-categories".into()).spawn(move || {
-            let _ = out.set(DeviceCategories::compute(&session, d));
-        });
-        if let Err(e) = spawned {
-            eprintln!("warning: could not start the categories thread ({e}): no categories");
-        }
-        Pending { device: d, ready }
     }
 }
 

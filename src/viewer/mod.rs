@@ -13,6 +13,7 @@
 pub mod answers_panel;
 pub mod app;
 pub mod axis;
+pub mod background;
 pub mod categories;
 pub mod compare;
 pub mod data;

@@ -2,8 +2,6 @@
 //! verdict, worked out once on a named thread (the action column is read to find them and the
 //! allocator's state rebuilt before each) so the UI never waits for it.
 
-use std::sync::{Arc, OnceLock};
-
 use super::data::{DeviceData, Session};
 use crate::analysis::oom;
 use crate::model::DeviceIdx;
@@ -31,24 +29,4 @@ pub fn marks(session: &Session, d: DeviceIdx) -> Vec<OomMark> {
         .iter()
         .map(|r| OomMark { event: r.event, action: r.action, verdict: oom::one_line(r) })
         .collect()
-}
-
-/// The marks of one device, filled in by a background thread.
-pub struct Pending {
-    pub device: DeviceIdx,
-    pub marks: Arc<OnceLock<Vec<OomMark>>>,
-}
-
-impl Pending {
-    pub fn start(session: &Arc<Session>, d: DeviceIdx) -> Pending {
-        let marks = Arc::new(OnceLock::new());
-        let (out, session) = (Arc::clone(&marks), Arc::clone(session));
-        let spawned = std::thread::Builder::new().name("memviz-ooms".into()).spawn(move || {
-            let _ = out.set(self::marks(&session, d));
-        });
-        if let Err(e) = spawned {
-            eprintln!("warning: could not start the OOM thread ({e}): no OOM markers");
-        }
-        Pending { device: d, marks }
-    }
 }

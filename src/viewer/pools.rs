@@ -8,7 +8,7 @@
 //! its events, or from the dump for a segment still there at the end, as the allocator's state
 //! has it). Worked out once on a named thread.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::data::{Plane, Session};
 use super::worker::Mask;
@@ -110,25 +110,6 @@ pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
 }
 
 /// The pools of one device, filled in by a background thread.
-pub struct Pending {
-    pub device: DeviceIdx,
-    pub pools: Arc<OnceLock<Option<Arc<Pools>>>>,
-}
-
-impl Pending {
-    pub fn start(session: &Arc<Session>, d: DeviceIdx) -> Pending {
-        let pools = Arc::new(OnceLock::new());
-        let (out, session) = (Arc::clone(&pools), Arc::clone(session));
-        let spawned = std::thread::Builder::new().name("memviz-pools".into()).spawn(move || {
-            let _ = out.set(compute(&session, d).map(Arc::new));
-        });
-        if let Err(e) = spawned {
-            eprintln!("warning: could not start the pools thread ({e}): no pools view");
-        }
-        Pending { device: d, pools }
-    }
-}
-
 impl super::timeline::Timeline {
     /// The pools view's bands over the raster's grey band: one colour per pool, stacked from 0 in
     /// the order of [`Pools::ids`]; hovering one tells its pool, live and band bytes.

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Pos2, Rect};
 
+use super::background::Pending;
 use super::data::{Plane, Session, StackedRef};
 use super::gpu::TexKey;
 use super::textures::Textures;
@@ -50,7 +51,7 @@ pub struct Timeline {
     /// hidden categories (bit i: `Category::ALL[i]`).
     pub colour_by_category: bool,
     pub hidden_categories: u16,
-    categories: Option<super::categories::Pending>,
+    categories: Option<Pending<super::categories::DeviceCategories>>,
     /// Hovered and pinned elements, the selected range: shared with every panel.
     pub selection: Selection,
     pub tooltip_hidden: bool,
@@ -68,10 +69,10 @@ pub struct Timeline {
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
     segment_keys: Option<Cached<DeviceIdx, Vec<u32>>>,
     /// The device's OOM events for the markers, worked out in the background.
-    ooms: Option<super::ooms::Pending>,
+    ooms: Option<Pending<Vec<super::ooms::OomMark>>>,
     /// *Allocated Memory (incl. Private Pools)*: each private pool drawn as one band.
     pub pools_view: bool,
-    pools: Option<super::pools::Pending>,
+    pools: Option<Pending<Option<Arc<super::pools::Pools>>>>,
     /// Decoded chunks of the reserved series, for the reserved line.
     pub reserved_cache: super::reserved::ReservedCache,
     /// The newest raster received, and the one asked for last (each with its texture key).
@@ -248,14 +249,15 @@ impl Timeline {
     /// The device's categories once worked out (asked for in the background on first call).
     pub fn categories(&mut self) -> Option<&super::categories::DeviceCategories> {
         if self.categories.as_ref().is_none_or(|p| p.device != self.device) {
-            self.categories = Some(super::categories::Pending::start(&self.session, self.device));
+            self.categories =
+                Some(Pending::start("categories", &self.session, self.device, super::categories::DeviceCategories::compute));
         }
-        self.categories.as_ref().and_then(|p| p.ready.get())
+        self.categories.as_ref().and_then(Pending::get)
     }
 
     /// The categories if already in (never starts the work).
     pub fn categories_ready(&self) -> Option<&super::categories::DeviceCategories> {
-        self.categories.as_ref().filter(|p| p.device == self.device).and_then(|p| p.ready.get())
+        self.categories.as_ref().filter(|p| p.device == self.device).and_then(Pending::get)
     }
 
     /// Colouring by category now: asked for, on the element timeline, and the categories are in
@@ -283,18 +285,20 @@ impl Timeline {
     /// The device's OOM markers once worked out (asked for in the background on first call).
     pub fn ooms(&mut self) -> Option<&[super::ooms::OomMark]> {
         if self.ooms.as_ref().is_none_or(|p| p.device != self.device) {
-            self.ooms = Some(super::ooms::Pending::start(&self.session, self.device));
+            self.ooms = Some(Pending::start("ooms", &self.session, self.device, super::ooms::marks));
         }
-        self.ooms.as_ref().and_then(|p| p.marks.get()).map(Vec::as_slice)
+        self.ooms.as_ref().and_then(Pending::get).map(Vec::as_slice)
     }
 
     /// The device's private pools for the pools view, once worked out (asked for in the
     /// background on first call; `None` meanwhile, and for a device without private pools).
     pub fn pools(&mut self) -> Option<&Arc<super::pools::Pools>> {
         if self.pools.as_ref().is_none_or(|p| p.device != self.device) {
-            self.pools = Some(super::pools::Pending::start(&self.session, self.device));
+            self.pools = Some(Pending::start("pools", &self.session, self.device, |s, d| {
+                super::pools::compute(s, d).map(Arc::new)
+            }));
         }
-        self.pools.as_ref().and_then(|p| p.pools.get()).and_then(Option::as_ref)
+        self.pools.as_ref().and_then(Pending::get).and_then(Option::as_ref)
     }
 
     /// X range of the whole trace in the current axis' units.
