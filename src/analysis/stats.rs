@@ -381,6 +381,9 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     if !d.peak.annotation.is_empty() {
         row(out, "  during", d.peak.annotation.join(" › "));
     }
+    if !d.peak_by_category.is_empty() {
+        row(out, "  by category", super::categories::one_line(&d.peak_by_category));
+    }
     let r = &d.reserved;
     row(
         out,
@@ -392,9 +395,6 @@ fn render_device(out: &mut String, d: &DeviceStats) {
             units::count(r.segments as u64, "segment", "segments")
         ),
     );
-    if !d.peak_by_category.is_empty() {
-        row(out, "  by category", super::categories::one_line(&d.peak_by_category));
-    }
     if let Some(a) = &d.allocator_at_peak {
         row(
             out,

@@ -67,10 +67,17 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
     let job = match args.inputs.as_slice() {
         [one] if !one.is_dir() => None,
         many => {
-            if args.event.is_some() || args.action.is_some() || args.oom.is_some() || args.view.is_some() {
-                return Err(
-                    UsageError("--view, --event, --action and --oom open one file, not a job's ranks".into()).into()
-                );
+            let one_file = [args.event.is_some(), args.action.is_some(), args.oom.is_some(), args.time.is_some()]
+                .into_iter()
+                .chain([args.view.is_some(), args.x.is_some(), args.pin.is_some(), args.element.is_some()])
+                .chain([args.device.is_some()])
+                .any(|b| b);
+            if one_file {
+                return Err(UsageError(
+                    "--view, --device, --event, --action, --oom, --time, --x, --pin and --element open one file, not a job's ranks"
+                        .into(),
+                )
+                .into());
             }
             Some(crate::archive::folder::job(many).map_err(anyhow::Error::msg)?)
         }

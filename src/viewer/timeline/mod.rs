@@ -249,8 +249,12 @@ impl Timeline {
     /// The device's categories once worked out (asked for in the background on first call).
     pub fn categories(&mut self) -> Option<&super::categories::DeviceCategories> {
         if self.categories.as_ref().is_none_or(|p| p.device != self.device) {
-            self.categories =
-                Some(Pending::start("categories", &self.session, self.device, super::categories::DeviceCategories::compute));
+            self.categories = Some(Pending::start(
+                "categories",
+                &self.session,
+                self.device,
+                super::categories::DeviceCategories::compute,
+            ));
         }
         self.categories.as_ref().and_then(Pending::get)
     }
