@@ -950,3 +950,41 @@ fn a_copied_link_reopens_the_same_view() {
     let (_, app3) = open_with(&golden, options, 800, 500);
     assert_eq!(app3.timeline().unwrap().selection.pinned.map(|h| h.element), Some(hit.element));
 }
+
+/// At coarse zoom each pixel column also shows its floor — the lowest total among the actions it
+/// covers — as a mark at that height (the golden layout's totals say where).
+#[test]
+fn coarse_columns_show_their_floor() {
+    let (mut gpu, mut app) = open(&golden_archive(), 900, 500);
+    gpu.frame(&mut app, Vec::new());
+    let rgba = gpu.read_rgba();
+    let t = app.timeline().unwrap();
+    let (rect, view) = (t.plot_rect, t.view);
+    let golden = json_file(&data("gpt2_small.layout.json"));
+    let totals: Vec<u64> =
+        golden["devices"][0]["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let columns = rect.width().floor() as usize;
+    let per = (view.x1 - view.x0) / columns as f64;
+    assert!(per >= 2.0, "the whole trace is a coarse view ({per} actions per column)");
+    let floor = memviz::viewer::theme::FLOOR;
+    let (mut hits, mut misses) = (0, Vec::new());
+    for i in 0..40 {
+        let c = columns * (2 * i + 1) / 80;
+        let a = (view.x0 + per * c as f64).floor().max(0.0) as usize;
+        let b = ((view.x0 + per * (c + 1) as f64).ceil() as usize).min(totals.len());
+        let min = *totals[a..b].iter().min().unwrap();
+        let y = view.screen_from_bytes(rect, min as f64);
+        if !(rect.top() + 2.0..rect.bottom() - 2.0).contains(&y) {
+            continue;
+        }
+        let (x, row) = ((rect.left() as usize) + c, y.floor() as usize);
+        let px = &rgba[(row * gpu.width as usize + x) * 4..][..3];
+        if px == [floor.r(), floor.g(), floor.b()] {
+            hits += 1;
+        } else {
+            misses.push((c, a, b, min, y, px.to_vec()));
+        }
+    }
+    // Every floor mark is where the totals say (a marker or a label may cover one or two).
+    assert!(hits >= 30 && misses.len() <= 2, "{hits} at the floor; off: {misses:?}");
+}

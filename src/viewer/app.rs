@@ -703,6 +703,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
     t.pools_overlay(ui);
     t.reserved_overlay(ui.painter());
+    t.floor_overlay(ui.painter());
     t.overlays(ui.painter(), full, options.gpu);
     t.annotations_ui(ui, lane, &options.annotations);
     search_ticks(ui.painter(), t, rect);

@@ -19,6 +19,7 @@ pub mod compare;
 pub mod data;
 pub mod details;
 pub mod events_list;
+pub mod floor;
 pub mod gpu;
 pub mod indexing;
 pub mod memory_map;

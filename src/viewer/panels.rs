@@ -224,9 +224,19 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
             }
             None => l.totals[a.min(n - 1)..b.min(n)].iter().copied().max().unwrap_or(0),
         };
+        let min = match level {
+            Some((apb, mins, _)) => {
+                let (i, j) = (a / *apb as usize, (b.div_ceil(*apb as usize)).min(mins.len()));
+                mins[i.min(mins.len() - 1)..j.max(i + 1).min(mins.len())].iter().copied().min().unwrap_or(0)
+            }
+            None => l.totals[a.min(n - 1)..b.min(n)].iter().copied().min().unwrap_or(0),
+        };
         let x = rect.left() + px as f32 + 0.5;
         let y = rect.bottom() - (max as f32 / peak) * rect.height();
         painter.vline(x, y..=rect.bottom(), Stroke::new(1.0, theme::MINIMAP_FILL));
+        // The floor under the peak envelope: memory that never goes away.
+        let y_floor = rect.bottom() - (min as f32 / peak) * rect.height();
+        painter.vline(x, y_floor..=rect.bottom(), Stroke::new(1.0, theme::MINIMAP_FLOOR));
     }
     brush_ui(&painter, &response, rect, t, n);
 }

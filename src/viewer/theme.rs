@@ -7,6 +7,9 @@ pub const GRID: Color32 = Color32::from_rgb(48, 52, 58);
 pub const AXIS_TEXT: Color32 = Color32::from_rgb(170, 175, 185);
 pub const TOTAL_LINE: Color32 = Color32::from_rgb(120, 190, 255);
 pub const MINIMAP_FILL: Color32 = Color32::from_rgb(60, 110, 170);
+/// The floor (lowest total of a column) at coarse zoom, and under the minimap's peak envelope.
+pub const FLOOR: Color32 = Color32::from_rgb(235, 235, 245);
+pub const MINIMAP_FLOOR: Color32 = Color32::from_rgb(35, 70, 115);
 // Translucent colours are premultiplied: each channel at most alpha.
 pub const BRUSH: Color32 = Color32::from_rgba_premultiplied(40, 40, 40, 40);
 pub const BRUSH_EDGE: Color32 = Color32::from_rgb(230, 230, 230);

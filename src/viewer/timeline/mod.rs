@@ -82,6 +82,8 @@ pub struct Timeline {
     /// Screen rectangle of the plot last frame (points) and pixels per point.
     pub plot_rect: Rect,
     pub pixels_per_point: f32,
+    /// The floor per pixel column for the view it was computed for (`viewer::floor`).
+    pub floor_cache: Option<((DeviceIdx, u64, u64, usize), Vec<Option<u64>>)>,
     /// The search (Ctrl/Cmd+F): its matches and their marks for the shader.
     pub search: super::search::Search,
     /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
@@ -124,6 +126,7 @@ impl Timeline {
             generation: 0,
             plot_rect: Rect::NOTHING,
             pixels_per_point: 1.0,
+            floor_cache: None,
             search: Default::default(),
             slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
