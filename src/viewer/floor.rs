@@ -22,7 +22,7 @@ pub fn floor_of(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) ->
     }
     let span = (b - a) as f64;
     // The level whose buckets cost about as much as the edges they leave: ~√span actions each.
-    let level = levels.iter().filter(|(apb, _)| (*apb as f64) * (*apb as f64) <= span).last();
+    let level = levels.iter().rfind(|(apb, _)| (*apb as f64) * (*apb as f64) <= span);
     let Some(&(apb, mins)) = level else { return totals[a..b].iter().copied().min() };
     let apb = apb as usize;
     let (first, last) = (a.div_ceil(apb), b / apb);
