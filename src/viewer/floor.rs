@@ -10,6 +10,9 @@ use super::data::Plane;
 use super::theme;
 use super::timeline::Timeline;
 
+/// What a column's floors were computed for: device, the view's x range (bits), columns.
+pub type FloorKey = (crate::model::DeviceIdx, u64, u64, usize);
+
 /// Columns covering fewer actions than this show every action: no floor to draw.
 const MIN_ACTIONS_PER_COLUMN: f64 = 2.0;
 
@@ -63,7 +66,7 @@ impl Timeline {
         let columns = rect.width().floor().max(1.0) as usize;
         let key = (self.device, self.view.x0.to_bits(), self.view.x1.to_bits(), columns);
         if self.floor_cache.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.floor_cache = Some((key, self.floors(columns)));
+            self.floor_cache = Some((key, std::sync::Arc::new(self.floors(columns))));
         }
         let Some((_, floors)) = &self.floor_cache else { return };
         for (c, f) in floors.iter().enumerate() {

@@ -83,7 +83,7 @@ pub struct Timeline {
     pub plot_rect: Rect,
     pub pixels_per_point: f32,
     /// The floor per pixel column for the view it was computed for (`viewer::floor`).
-    pub floor_cache: Option<((DeviceIdx, u64, u64, usize), Vec<Option<u64>>)>,
+    pub floor_cache: Option<Cached<super::floor::FloorKey, Vec<Option<u64>>>>,
     /// The search (Ctrl/Cmd+F): its matches and their marks for the shader.
     pub search: super::search::Search,
     /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
