@@ -179,15 +179,37 @@ pub fn span_phase(name: &str) -> Option<Phase> {
     }
 }
 
+/// The frames of an allocation site as user rules match them: each frame as `name file:line`
+/// (`name file` without a recorded line), and each frame's file.
+#[derive(Debug, Default)]
+pub struct SiteFrames {
+    pub lines: Vec<String>,
+    pub files: Vec<String>,
+}
+
+impl SiteFrames {
+    pub fn of<F: FrameSource>(frames: &F, site: u32) -> SiteFrames {
+        let stack = if site == NONE { &[][..] } else { frames.stack(site) };
+        let line = |f| match frames.line(f) {
+            crate::model::NO_LINE => format!("{} {}", frames.name(f), frames.file(f)),
+            l => format!("{} {}:{l}", frames.name(f), frames.file(f)),
+        };
+        SiteFrames {
+            lines: stack.iter().map(|&f| line(f)).collect(),
+            files: stack.iter().map(|&f| frames.file(f).to_owned()).collect(),
+        }
+    }
+}
+
 /// A user rule: the first one whose pattern matches an allocation decides its category.
 pub trait Rules {
-    fn category(&self, t: &TimelineRef<'_>, id: ElementId, frames_text: &str) -> Option<Category>;
+    fn category(&self, t: &TimelineRef<'_>, id: ElementId, site: &SiteFrames) -> Option<Category>;
     fn is_empty(&self) -> bool;
 }
 
 /// No user rules.
 impl Rules for () {
-    fn category(&self, _: &TimelineRef<'_>, _: ElementId, _: &str) -> Option<Category> {
+    fn category(&self, _: &TimelineRef<'_>, _: ElementId, _: &SiteFrames) -> Option<Category> {
         None
     }
     fn is_empty(&self) -> bool {
@@ -275,19 +297,12 @@ pub fn classify<F: FrameSource>(
     // Parameters first: their sizes tell gradients.
     let mut of = vec![Category::Unknown; e.len()];
     let mut decided = vec![false; e.len()];
-    let frames_text = |site: u32| -> String {
-        if site == NONE {
-            return String::new();
-        }
-        let line = |f| match frames.line(f) {
-            crate::model::NO_LINE => String::new(),
-            l => format!(":{l}"),
-        };
-        frames.stack(site).iter().map(|&f| format!("{} {}{}\n", frames.name(f), frames.file(f), line(f))).collect()
-    };
     if !rules.is_empty() {
+        let mut by_site: HashMap<u32, SiteFrames> = HashMap::new();
         for id in 0..e.len() {
-            if let Some(c) = rules.category(t, ElementId::at(id), &frames_text(t.site(ElementId::at(id)))) {
+            let site = t.site(ElementId::at(id));
+            let text = by_site.entry(site).or_insert_with(|| SiteFrames::of(frames, site));
+            if let Some(c) = rules.category(t, ElementId::at(id), text) {
                 (of[id], decided[id]) = (c, true);
             }
         }
@@ -476,25 +491,12 @@ pub fn classify_model(
     layout: crate::layout::LayoutRef<'_>,
     rules: &dyn Rules,
 ) -> Vec<Category> {
-    use crate::model::{ActionIdx, NO_TIME};
-    let sites: Vec<u32> = (0..layout.elements.len())
-        .map(|id| crate::derive::sites::element_stack(snap, layout, ElementId::at(id)))
-        .collect();
-    let times: Vec<i64> = (0..layout.actions.len())
-        .map(|k| layout.action_event(ActionIdx::at(k)).get().map_or(NO_TIME, |e| snap.events.time_us[e.index()]))
-        .collect();
+    let sites = crate::derive::sites::element_stacks(snap, layout);
+    let times = crate::derive::timeline::model_action_times(snap, layout);
     let device = layout.device;
-    let spans: Vec<crate::derive::timeline::NamedSpan<'_>> = crate::derive::spans::spans(snap)
-        .into_iter()
-        .filter(|s| !device.is_host() && s.device == i64::from(device.0))
-        .map(|s| crate::derive::timeline::NamedSpan {
-            name: snap.str(s.name),
-            start_us: s.start_us,
-            end_us: s.end_us,
-            depth: s.depth,
-            actions: None,
-        })
-        .collect();
+    let all = crate::derive::spans::spans(snap);
+    let spans: Vec<crate::derive::timeline::NamedSpan<'_>> =
+        all.iter().filter(|s| s.on(device)).map(|s| s.named(snap)).collect();
     // The classifier never rebuilds a live stack: one checkpoint, the initial state.
     let every = (layout.actions.len() as u32).max(1).next_power_of_two();
     let cps = crate::layout::Checkpoints::build_every(layout, every);

@@ -21,7 +21,7 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use super::categories::{Category, Rules};
+use super::categories::{Category, Rules, SiteFrames};
 use crate::derive::timeline::TimelineRef;
 use crate::model::ElementId;
 
@@ -56,6 +56,8 @@ pub struct Rule {
 #[derive(Debug, Default)]
 pub struct UserRules {
     pub rules: Vec<Rule>,
+    /// Some rule matches annotations (then the spans open at each allocation are looked up).
+    needs_annotation: bool,
 }
 
 impl UserRules {
@@ -87,7 +89,8 @@ impl UserRules {
             }
             rules.push(rule);
         }
-        Ok(UserRules { rules })
+        let needs_annotation = rules.iter().any(|r| r.annotation.is_some());
+        Ok(UserRules { rules, needs_annotation })
     }
 }
 
@@ -96,9 +99,8 @@ impl Rules for UserRules {
         self.rules.is_empty()
     }
 
-    fn category(&self, t: &TimelineRef<'_>, id: ElementId, frames_text: &str) -> Option<Category> {
-        let needs_annotation = self.rules.iter().any(|r| r.annotation.is_some());
-        let open = match (needs_annotation, t.layout.element(id).start_opt()) {
+    fn category(&self, t: &TimelineRef<'_>, id: ElementId, site: &SiteFrames) -> Option<Category> {
+        let open = match (self.needs_annotation, t.layout.element(id).start_opt()) {
             (true, Some(k)) => t.open_at_action(k.0),
             _ => Vec::new(),
         };
@@ -106,13 +108,8 @@ impl Rules for UserRules {
         self.rules
             .iter()
             .find(|r| {
-                r.frame.as_ref().is_none_or(|re| frames_text.lines().any(|l| re.is_match(l)))
-                    && r.file.as_ref().is_none_or(|re| {
-                        frames_text.lines().any(|l| {
-                            let file = l.rsplit_once(' ').map_or("", |(_, f)| f);
-                            re.is_match(file.rsplit_once(':').map_or(file, |(f, _)| f))
-                        })
-                    })
+                r.frame.as_ref().is_none_or(|re| site.lines.iter().any(|l| re.is_match(l)))
+                    && r.file.as_ref().is_none_or(|re| site.files.iter().any(|f| re.is_match(f)))
                     && r.annotation.as_ref().is_none_or(|re| open.iter().any(|a| re.is_match(a)))
                     && r.metadata.as_ref().is_none_or(|re| re.is_match(attrs.metadata()))
             })

@@ -31,10 +31,9 @@ pub enum Matcher {
 }
 
 impl Query {
-    /// An address as typed: hex with or without `0x` (`7fb4d4800000`, `0x7FB4…`).
+    /// An address as typed ([`parse_addr`]).
     pub fn addr(text: &str) -> Result<Query, String> {
-        let t = text.trim().trim_start_matches("0x").trim_start_matches("0X").replace('_', "");
-        u64::from_str_radix(&t, 16).map(Query::Addr).map_err(|_| format!("{text:?} is not a hex address"))
+        parse_addr(text).map(Query::Addr)
     }
 
     /// Frame text as typed: `/…/` is a regular expression, anything else a substring (any case).
@@ -62,6 +61,12 @@ impl Query {
             Query::Frame(Matcher::Regex(r)) => format!("frame /{}/", r.as_str()),
         }
     }
+}
+
+/// An address as typed: hex with or without `0x` (`7fb4d4800000`, `0x7FB4…`).
+pub fn parse_addr(text: &str) -> Result<u64, String> {
+    let t = text.trim().trim_start_matches("0x").trim_start_matches("0X").replace('_', "");
+    u64::from_str_radix(&t, 16).map_err(|_| format!("{text:?} is not a hex address"))
 }
 
 /// A regex error's last line (`error: unclosed group`), trimmed: its others draw a caret.

@@ -186,13 +186,7 @@ pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
     for row in growing.iter().take(top.max(1)) {
         let _ = writeln!(out, "\nrank {} grows step after step: {}", row.rank, row.verdict);
         for s in row.retaining.iter().take(3) {
-            let _ = writeln!(
-                out,
-                "    {:>10} per step  ({} of the steps)  {}",
-                b(s.bytes_per_step),
-                s.steps,
-                super::groups::clip(&s.frame)
-            );
+            steps::render_retainer(out, s);
         }
     }
     let _ = writeln!(out, "\nspread: the highest peak is {:.2}× the median ({})", r.spread, b(r.median_peak_bytes));

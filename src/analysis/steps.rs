@@ -270,6 +270,17 @@ fn fit(y: &[f64]) -> (f64, Option<f64>) {
     (slope, r2)
 }
 
+/// One site that keeps memory, as a line of a text report.
+pub fn render_retainer(out: &mut String, s: &Retainer) {
+    let _ = writeln!(
+        out,
+        "    {:>10} per step  ({} of the steps)  {}",
+        units::bytes(s.bytes_per_step),
+        s.steps,
+        super::groups::clip(&s.frame)
+    );
+}
+
 /// The aligned text report of one device and family: at most `top` rows, then a count of the rest.
 pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
     let matching = r
@@ -356,13 +367,7 @@ pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
     if !r.retaining.is_empty() && r.verdict.steady_growth {
         let _ = writeln!(out, "  kept step after step by:");
         for s in &r.retaining {
-            let _ = writeln!(
-                out,
-                "    {:>10} per step  ({} of the steps)  {}",
-                units::bytes(s.bytes_per_step),
-                s.steps,
-                super::groups::clip(&s.frame)
-            );
+            render_retainer(out, s);
         }
     }
 }

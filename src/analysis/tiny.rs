@@ -1,11 +1,10 @@
 //! Hand-made timelines for the answers' unit tests: a few events with sites, times and spans.
 
-use crate::derive::sites::element_stack;
 use crate::derive::timeline::{NamedSpan, TimelineRef};
 use crate::ingest::builder::{Builder, TraceList};
 use crate::ingest::schema::FrameRow;
 use crate::layout::{Checkpoints, Layout};
-use crate::model::{Action, ActionIdx, Annotation, ElementId, EventRow, Snapshot, Stage};
+use crate::model::{Action, Annotation, EventRow, Snapshot, Stage};
 
 /// A snapshot of one device laid out, with everything a [`TimelineRef`] borrows.
 pub struct Tiny {
@@ -56,9 +55,8 @@ pub fn tiny(events: &[(&str, u64, u64, usize)], sites: &[&[(&str, &str, i64)]], 
     let layout = Layout::build(&snap, crate::model::DeviceId(0));
     let view = layout.view();
     let checkpoints = Checkpoints::build_every(view, 2);
-    let sites = (0..view.elements.len()).map(|id| element_stack(&snap, view, ElementId::at(id))).collect();
-    let times =
-        (0..layout.actions.len()).map(|k| snap.events.time_us[view.action_event(ActionIdx::at(k)).index()]).collect();
+    let sites = crate::derive::sites::element_stacks(&snap, view);
+    let times = crate::derive::timeline::model_action_times(&snap, view);
     let spans = spans.to_vec();
     Tiny { snap, layout, checkpoints, sites, times, spans }
 }

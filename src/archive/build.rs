@@ -7,12 +7,12 @@ use memviz_format::schema::{self as f, Chunk};
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::derive::timeline::{NamedSpan, TimelineRef};
+use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, CheckpointsRef, Layout};
 use crate::lod::{self, minimap};
-use crate::model::{Action, ActionIdx, BlockState, ElementId, Events, NO_TIME, NONE, Snapshot, Stage};
+use crate::model::{Action, ActionIdx, BlockState, Events, NO_TIME, NONE, Snapshot, Stage};
 
 // The texels lod writes are the texels FORMAT.md documents.
 const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
@@ -61,7 +61,7 @@ pub fn build_root(
         .iter()
         .zip(&from_events)
         .zip(&lods)
-        .map(|((l, fe), lod)| summary(&snap, l, fe, &lod.0.checkpoints))
+        .map(|((l, fe), lod)| summary(&snap, &spans, l, fe, &lod.0.checkpoints))
         .collect();
     let Snapshot {
         strings,
@@ -174,14 +174,12 @@ struct FromEvents {
 fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEvents {
     let device = l.device;
     let view = l.view();
-    let action_time_us = (0..l.actions.len())
-        .map(|k| view.action_event(ActionIdx::at(k)).get().map_or(NO_TIME, |e| snap.events.time_us[e.index()]))
-        .collect();
-    let stack = (0..view.elements.len()).map(|id| sites::element_stack(snap, view, ElementId::at(id))).collect();
+    let action_time_us = model_action_times(snap, view);
+    let stack = sites::element_stacks(snap, view);
     let reserved = reserved::timeline(snap, device);
     let spans = spans
         .iter()
-        .filter(|s| !device.is_host() && s.device == i64::from(device.0))
+        .filter(|s| s.on(device))
         .map(|s| f::Span { name: s.name, start_us: s.start_us, end_us: s.end_us.unwrap_or(i64::MIN), depth: s.depth })
         .collect();
     let reserved = f::Reserved {
@@ -195,24 +193,14 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEven
 }
 
 /// What `ranks` and the default steps read without a pass over the events (FORMAT.md: Summary).
-fn summary(snap: &Snapshot, l: &Layout, fe: &FromEvents, cps: &f::Checkpoints) -> f::Summary {
+fn summary(snap: &Snapshot, all: &[spans::Span], l: &Layout, fe: &FromEvents, cps: &f::Checkpoints) -> f::Summary {
     let trace = snap.trace(l.device);
     let trace_start_us = snap.events.time_us[trace.clone()]
         .iter()
         .copied()
         .find(|&t| t != NO_TIME)
         .or_else(|| fe.action_time_us.iter().copied().find(|&t| t != NO_TIME));
-    let spans: Vec<NamedSpan<'_>> = fe
-        .spans
-        .iter()
-        .map(|s| NamedSpan {
-            name: snap.str(s.name),
-            start_us: s.start_us,
-            end_us: (s.end_us != i64::MIN).then_some(s.end_us),
-            depth: s.depth,
-            actions: None,
-        })
-        .collect();
+    let spans: Vec<NamedSpan<'_>> = all.iter().filter(|s| s.on(l.device)).map(|s| s.named(snap)).collect();
     let t = TimelineRef {
         layout: l.view(),
         checkpoints: CheckpointsRef { every: cps.every, starts: &cps.starts, ids: &cps.ids },

@@ -112,12 +112,7 @@ pub fn viewer_options(args: &crate::cli::OpenArgs) -> anyhow::Result<crate::view
     };
     let pin = match (&args.pin, args.element) {
         (Some(a), _) => Some(crate::viewer::tabs::Pin::Addr(
-            crate::analysis::find::Query::addr(a)
-                .map(|q| match q {
-                    crate::analysis::find::Query::Addr(a) => a,
-                    crate::analysis::find::Query::Frame(_) => unreachable!("an address query"),
-                })
-                .map_err(|e| UsageError(format!("--pin: {e}")))?,
+            crate::analysis::find::parse_addr(a).map_err(|e| UsageError(format!("--pin: {e}")))?,
         )),
         (None, Some(id)) => Some(crate::viewer::tabs::Pin::Element(id)),
         (None, None) => None,

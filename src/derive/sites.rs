@@ -21,6 +21,11 @@ pub fn segment_stacks(snap: &Snapshot, segments: LayoutRef<'_>) -> Vec<StackId> 
         .collect()
 }
 
+/// The stack that explains each element of `layout` (the archive's `stack` column).
+pub fn element_stacks(snap: &Snapshot, layout: LayoutRef<'_>) -> Vec<StackId> {
+    (0..layout.elements.len()).map(|id| element_stack(snap, layout, ElementId::at(id))).collect()
+}
+
 /// The stack that explains element `id` of `layout`.
 pub fn element_stack(snap: &Snapshot, layout: LayoutRef<'_>, id: ElementId) -> StackId {
     let el = layout.element(id);

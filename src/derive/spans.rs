@@ -18,6 +18,24 @@ pub struct Span {
     pub depth: u32,
 }
 
+impl Span {
+    /// Whether the span belongs to `device`'s timeline (the host has none).
+    pub fn on(&self, device: crate::model::DeviceId) -> bool {
+        !device.is_host() && self.device == i64::from(device.0)
+    }
+
+    /// The span with its name, as the answers read it.
+    pub fn named<'a>(&self, snap: &'a Snapshot) -> super::timeline::NamedSpan<'a> {
+        super::timeline::NamedSpan {
+            name: snap.str(self.name),
+            start_us: self.start_us,
+            end_us: self.end_us,
+            depth: self.depth,
+            actions: None,
+        }
+    }
+}
+
 /// Pairs the snapshot's annotations into spans, sorted by start time (stable).
 pub fn spans(snap: &Snapshot) -> Vec<Span> {
     spans_where(snap, |_| true)

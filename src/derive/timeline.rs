@@ -19,6 +19,14 @@ impl ActionTimes for Vec<i64> {
     }
 }
 
+/// The time of the event behind each action of `l` (`NO_TIME`: none): the archive's
+/// `action_time_us`, from an in-memory model.
+pub fn model_action_times(snap: &crate::model::Snapshot, l: LayoutRef<'_>) -> Vec<i64> {
+    (0..l.actions.len())
+        .map(|k| l.action_event(ActionIdx::at(k)).get().map_or(NO_TIME, |e| snap.events.time_us[e.index()]))
+        .collect()
+}
+
 /// A `record_function` span with its name (a point when `end_us == Some(start_us)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NamedSpan<'a> {

@@ -156,11 +156,7 @@ impl ViewerApp {
             self.content = Content::Failed(format!("{}: {e}", session.archive.path.display()));
             return;
         }
-        session.spawn_decompress();
-        let mut t = Timeline::new(session, ctx);
-        t.max_entries = self.options.max_entries;
-        t.colour_by_category = self.options.by_category;
-        t.colour_by_site = !self.options.by_allocation;
+        let mut t = new_timeline(&self.options, session, ctx);
         if let Err(e) = apply_view(&mut t, &self.options) {
             self.content = Content::Failed(format!("{}: {e}", t.session.archive.path.display()));
             return;
@@ -289,19 +285,15 @@ impl ViewerApp {
                 let session = |i: usize| strip.curves[i].as_ref().map(|c| (Arc::clone(&c.session), c.device));
                 match pick {
                     super::ranks::Pick::Open(i) => {
+                        // The strip's loader checked the archive's ids before reading its row.
                         let (s, d) = session(i)?;
-                        if let Err(e) = s.archive.check_ids() {
-                            return Some(Content::Failed(e.to_string()));
-                        }
-                        s.spawn_decompress();
-                        let mut t = Timeline::new(s, &ctx);
+                        let mut t = new_timeline(&self.options, s, &ctx);
                         t.select_device(d);
-                        t.max_entries = self.options.max_entries;
                         Some(Content::Open(Box::new(t)))
                     }
                     super::ranks::Pick::Compare(i, j) => {
                         let (a, b) = (strip.curves[i].as_ref()?, strip.curves[j].as_ref()?);
-                        Some(Content::Compare(Box::new(super::compare::Compare::new(a, b, &ctx))))
+                        Some(Content::Compare(Box::new(super::compare::Compare::new(a, b, &self.options, &ctx))))
                     }
                 }
             }
@@ -329,6 +321,17 @@ impl ViewerApp {
             _ => None,
         }
     }
+}
+
+/// A timeline of an archive whose ids were checked, with the settings the options ask for (the
+/// checksum is checked, and the action times decompressed, in the background).
+pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
+    session.spawn_decompress();
+    let mut t = Timeline::new(session, ctx);
+    t.max_entries = options.max_entries;
+    t.colour_by_category = options.by_category;
+    t.colour_by_site = !options.by_allocation;
+    t
 }
 
 /// Applies the view options to a timeline just opened: the device, the instant, the x range and

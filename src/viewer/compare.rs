@@ -5,7 +5,7 @@
 
 use eframe::egui::{self, Rect, pos2};
 
-use super::app::{ViewerOptions, plot_ui};
+use super::app::{ViewerOptions, new_timeline, plot_ui};
 use super::ranks::{RankCurve, StepAxis};
 use super::timeline::Timeline;
 use super::view::View;
@@ -20,10 +20,9 @@ pub struct Compare {
 }
 
 impl Compare {
-    pub fn new(a: &RankCurve, b: &RankCurve, ctx: &egui::Context) -> Compare {
+    pub fn new(a: &RankCurve, b: &RankCurve, options: &ViewerOptions, ctx: &egui::Context) -> Compare {
         let open = |c: &RankCurve| {
-            c.session.spawn_decompress();
-            let mut t = Timeline::new(std::sync::Arc::clone(&c.session), ctx);
+            let mut t = new_timeline(options, std::sync::Arc::clone(&c.session), ctx);
             t.select_device(c.device);
             t
         };
