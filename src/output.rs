@@ -15,6 +15,7 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
         let file = File::create(&tmp)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
         fill(&mut w)?;
+        before_writing()?;
         let file = w.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -66,6 +67,20 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// What must hold before a result leaves the process (set once: the commands check the archive
+/// blocks they read, so that a corrupted archive is an error and never a wrong answer).
+static BEFORE_WRITING: std::sync::OnceLock<fn() -> anyhow::Result<()>> = std::sync::OnceLock::new();
+
+/// From now on, `check` runs before each result is written (to a file or standard output), and
+/// standard output is buffered until it passed.
+pub fn check_before_writing(check: fn() -> anyhow::Result<()>) {
+    let _ = BEFORE_WRITING.set(check);
+}
+
+fn before_writing() -> anyhow::Result<()> {
+    BEFORE_WRITING.get().map_or(Ok(()), |check| check())
+}
+
 thread_local! {
     /// While set, what would go to standard output goes here instead (`memviz mcp` returns a
     /// command's output as the tool's result; stdout is its transport).
@@ -87,7 +102,17 @@ pub fn write_to(path: Option<&Path>, fill: impl FnOnce(&mut dyn Write) -> anyhow
         None if CAPTURE.with(|c| c.borrow().is_some()) => {
             let mut buf = Vec::new();
             fill(&mut buf)?;
+            before_writing()?;
             CAPTURE.with(|c| c.borrow_mut().get_or_insert_with(Vec::new).extend_from_slice(&buf));
+            Ok(())
+        }
+        None if BEFORE_WRITING.get().is_some() => {
+            let mut buf = Vec::new();
+            fill(&mut buf)?;
+            before_writing()?;
+            let mut out = io::stdout().lock();
+            out.write_all(&buf)?;
+            out.flush()?;
             Ok(())
         }
         None => {

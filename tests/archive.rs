@@ -275,6 +275,59 @@ fn checkpoints_rebuild_any_action() {
     }
 }
 
+/// A long run's archive (100 MB-class structure in a few MB: the generator repeating gpt2_small's
+/// steps): `at --peak` reads, and checks, a few of its blocks; a corrupted block it does not read
+/// leaves its answer as it was, one it reads makes it the one-line error.
+#[test]
+fn answers_check_the_blocks_they_read_and_only_those() {
+    use memviz::analysis::{groups::GroupBy, live};
+    let dir = tempdir();
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let mut pickle = Vec::new();
+    crate::generator::gen_snapshot::write(&snap, 200 * snap.event_count() as u64, &mut pickle).unwrap();
+    let (snapshot, path) = (dir.path().join("long.pickle"), dir.path().join("long.memviz"));
+    std::fs::write(&snapshot, pickle).unwrap();
+    index(&snapshot, &path);
+    let good = memviz_ok(["at".as_ref(), "--peak".as_ref(), path.as_os_str()]);
+
+    // What the answer reads, in this process: the blocks checked after it.
+    let session = memviz::archive::Session::from_archive(Archive::open(&path).unwrap());
+    let d = memviz::model::DeviceIdx(0);
+    let data = memviz::archive::DeviceData::new(&session, d);
+    let t = data.timeline();
+    let report = live::at(&t, session.root(), t.layout.peak_k(), GroupBy::Stack);
+    let mut text = String::new();
+    live::render_text(&mut text, &report, 20);
+    session.archive.verify_read().unwrap();
+    let checked = session.archive.checked_blocks();
+    let read = checked.iter().filter(|&&c| c).count();
+    assert!(read > 0 && read * 4 < checked.len(), "{read} of {} blocks read", checked.len());
+
+    let corrupt = |block: usize| {
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[memviz_format::HEADER_LEN + block * memviz_format::BLOCK_LEN + 1000] ^= 0x20;
+        let bad = dir.path().join(format!("bad{block}.memviz"));
+        std::fs::write(&bad, bytes).unwrap();
+        bad
+    };
+    // The block farthest from any read: the kernel maps pages around each one read (up to a
+    // large folio of a file just written, 2 MiB), and another process maps its own.
+    let distance = |b: usize| (0..checked.len()).filter(|&c| checked[c]).map(|c| c.abs_diff(b)).min().unwrap();
+    let unread = (0..checked.len()).max_by_key(|&b| distance(b)).unwrap();
+    assert!(distance(unread) >= 40, "block {unread} is {} blocks from a read one", distance(unread));
+    let out = memviz(["at".as_ref(), "--peak".as_ref(), corrupt(unread).as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().skip(1).collect::<Vec<_>>(), {
+        String::from_utf8(good).unwrap().lines().skip(1).map(str::to_owned).collect::<Vec<_>>()
+    });
+    let bad = corrupt(checked.iter().position(|&c| c).unwrap());
+    let err = assert_bad_input(&memviz(["at".as_ref(), "--peak".as_ref(), bad.as_os_str()]), &bad);
+    assert!(err.contains("checksum mismatch in bytes") && err.contains("re-run `memviz index`"), "{err}");
+    // Reading everything finds it wherever it is.
+    let err = assert_bad_input(&memviz(["stats".as_ref(), corrupt(unread).as_os_str()]), &corrupt(unread));
+    assert!(err.contains("checksum mismatch"), "{err}");
+}
+
 /// One archive per FORMAT_VERSION is committed; every later build must still open each of them
 /// (older ones upgraded in memory) and answer exactly as the snapshot does.
 #[test]

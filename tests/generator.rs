@@ -5,7 +5,7 @@ use crate::support::*;
 
 #[allow(dead_code)]
 #[path = "../benches/gen_snapshot.rs"]
-mod gen_snapshot;
+pub mod gen_snapshot;
 
 use memviz::model::{DeviceId, Snapshot};
 

@@ -32,8 +32,7 @@ fn an_archive_with_ids_out_of_range_is_refused_before_it_is_read() {
     let n = root.devices[0].elements.addr.len() as u32;
     root.devices[0].checkpoints.ids[3] = n + 7;
     let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
-    let mut file = memviz_format::Header::new(&body, a.header().source).to_bytes().to_vec();
-    file.extend_from_slice(&body);
+    let file = memviz_format::seal(&body, a.header().source);
     let dir = tempdir();
     let bad = dir.path().join("bad.memviz");
     std::fs::write(&bad, file).unwrap();

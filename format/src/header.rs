@@ -4,13 +4,21 @@
 //! magic, version and layout flags say whether the rest is ours to read at all; the lengths and
 //! hashes catch truncation and corruption; the source stamp says whether a cached archive still
 //! matches the snapshot it was built from. All integers are little-endian.
+//!
+//! Since version 6 the archive is followed by its block table: the XXH64 of every
+//! [`BLOCK_LEN`]-byte block of the archive, so that a reader checks what it reads when it
+//! reads it instead of the whole file; the header's hash covers the table.
 
 use crate::hash::xxh64;
 
 /// PNG-style magic: a high byte, the name, and CR LF / EOF / LF to catch text-mode transfers.
 pub const MAGIC: [u8; 8] = *b"\x89MVZ\r\n\x1a\n";
 /// Bumped on every change to an archived type (validation proves memory safety, not schema).
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
+/// The first version with a block table (older ones hash the whole archive).
+pub const FIRST_BLOCKED_VERSION: u32 = 6;
+/// Bytes of the archive each block-table entry covers (the last block may be shorter).
+pub const BLOCK_LEN: usize = 64 * 1024;
 /// The oldest version this build still reads (older archives are upgraded in memory on open).
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Header size; a multiple of the archive's alignment (16), so the body stays aligned in a mmap.
@@ -44,7 +52,7 @@ pub struct Header {
     pub format_version: u32,
     pub layout_flags: u32,
     pub archive_len: u64,
-    /// XXH64 of the archive bytes (everything after the header).
+    /// XXH64 of the block table (since version 6), or of the archive bytes (versions 1 to 5).
     pub archive_hash: u64,
     pub source: SourceStamp,
 }
@@ -69,14 +77,42 @@ pub enum HeaderError {
     Layout { found: u32 },
 }
 
+/// The block table of `archive`: each block's XXH64 (seed 0), little-endian.
+pub fn block_table(archive: &[u8]) -> Vec<u8> {
+    archive.chunks(BLOCK_LEN).flat_map(|b| xxh64(b, 0).to_le_bytes()).collect()
+}
+
+/// A whole current-version file: header, `archive`, its block table.
+pub fn seal(archive: &[u8], source: SourceStamp) -> Vec<u8> {
+    let table = block_table(archive);
+    let header = Header::with_table(archive.len() as u64, &table, source);
+    let mut file = Vec::with_capacity(HEADER_LEN + archive.len() + table.len());
+    file.extend_from_slice(&header.to_bytes());
+    file.extend_from_slice(archive);
+    file.extend_from_slice(&table);
+    file
+}
+
 impl Header {
-    pub fn new(archive: &[u8], source: SourceStamp) -> Header {
-        Header::with_hash(archive.len() as u64, xxh64(archive, 0), source)
+    /// A current-version header for an archive of `archive_len` bytes whose block table
+    /// (computed while streaming it) is `table`.
+    pub fn with_table(archive_len: u64, table: &[u8], source: SourceStamp) -> Header {
+        let archive_hash = xxh64(table, 0);
+        Header { format_version: FORMAT_VERSION, layout_flags: LAYOUT_FLAGS, archive_len, archive_hash, source }
     }
 
-    /// A header for an archive whose length and XXH64 (seed 0) were computed while streaming it.
-    pub fn with_hash(archive_len: u64, archive_hash: u64, source: SourceStamp) -> Header {
-        Header { format_version: FORMAT_VERSION, layout_flags: LAYOUT_FLAGS, archive_len, archive_hash, source }
+    /// Blocks of the block table (0 before version 6).
+    pub fn blocks(&self) -> usize {
+        if self.format_version >= FIRST_BLOCKED_VERSION {
+            self.archive_len.div_ceil(BLOCK_LEN as u64) as usize
+        } else {
+            0
+        }
+    }
+
+    /// Bytes of the block table.
+    pub fn table_len(&self) -> u64 {
+        self.blocks() as u64 * 8
     }
 
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
@@ -123,7 +159,8 @@ impl Header {
         if header.layout_flags != LAYOUT_FLAGS {
             return Err(HeaderError::Layout { found: header.layout_flags });
         }
-        let want = HEADER_LEN as u64 + header.archive_len;
+        let want = (HEADER_LEN as u64).checked_add(header.archive_len).and_then(|n| n.checked_add(header.table_len()));
+        let want = want.ok_or(HeaderError::Corrupt)?;
         if (file.len() as u64) < want {
             return Err(HeaderError::Truncated { have: file.len() as u64, want });
         }
@@ -135,9 +172,25 @@ impl Header {
         &file[HEADER_LEN..HEADER_LEN + self.archive_len as usize]
     }
 
-    /// Checks the archive bytes against the stored hash (reads every byte).
-    pub fn verify(&self, archive: &[u8]) -> bool {
-        xxh64(archive, 0) == self.archive_hash
+    /// The block table of a whole file whose header parsed (empty before version 6).
+    pub fn table<'a>(&self, file: &'a [u8]) -> &'a [u8] {
+        let start = HEADER_LEN + self.archive_len as usize;
+        &file[start..start + self.table_len() as usize]
+    }
+
+    /// Checks the stored hash: of the block table since version 6 (then each block is checked
+    /// against the table when read: [`Header::verify_block`]), of every archive byte before.
+    pub fn verify(&self, file: &[u8]) -> bool {
+        if self.format_version >= FIRST_BLOCKED_VERSION {
+            xxh64(self.table(file), 0) == self.archive_hash
+        } else {
+            xxh64(self.archive(file), 0) == self.archive_hash
+        }
+    }
+
+    /// Checks block `i` (its bytes `bytes`) against a table that [`Header::verify`] accepted.
+    pub fn verify_block(table: &[u8], i: usize, bytes: &[u8]) -> bool {
+        table.get(i * 8..i * 8 + 8).is_some_and(|h| h == xxh64(bytes, 0).to_le_bytes())
     }
 }
 
@@ -147,17 +200,27 @@ mod tests {
 
     #[test]
     fn round_trip_and_rejections() {
-        let archive = vec![7u8; 100];
+        let archive: Vec<u8> = (0..BLOCK_LEN as u32 + 100).map(|i| (i % 251) as u8).collect();
         let stamp = SourceStamp { size: 5, mtime_ns: -3, fingerprint: 9 };
-        let h = Header::new(&archive, stamp);
-        let mut file = h.to_bytes().to_vec();
-        file.extend_from_slice(&archive);
-        let parsed = Header::parse(&file).unwrap();
-        assert_eq!(parsed, h);
-        assert!(parsed.verify(parsed.archive(&file)));
+        let file = seal(&archive, stamp);
+        let h = Header::parse(&file).unwrap();
+        assert_eq!((h.archive_len, h.blocks(), h.source), (archive.len() as u64, 2, stamp));
+        assert_eq!(file.len(), HEADER_LEN + archive.len() + 16);
+        assert!(h.verify(&file));
+        let table = h.table(&file);
+        assert!(Header::verify_block(table, 0, &archive[..BLOCK_LEN]));
+        assert!(Header::verify_block(table, 1, &archive[BLOCK_LEN..]));
+        assert!(!Header::verify_block(table, 1, &archive[BLOCK_LEN + 1..]));
+        assert!(!Header::verify_block(table, 2, &[]), "no block past the table");
 
         assert_eq!(Header::parse(&file[..50]), Err(HeaderError::Truncated { have: 50, want: 64 }));
-        assert_eq!(Header::parse(&file[..120]), Err(HeaderError::Truncated { have: 120, want: 164 }));
+        let whole = file.len() as u64;
+        assert_eq!(Header::parse(&file[..120]), Err(HeaderError::Truncated { have: 120, want: whole }));
+        assert_eq!(
+            Header::parse(&file[..file.len() - 1]),
+            Err(HeaderError::Truncated { have: whole - 1, want: whole }),
+            "the block table is part of the file"
+        );
         assert_eq!(Header::parse(b"hello world, this is not it"), Err(HeaderError::Magic));
         let mut bad = file.clone();
         bad[20] ^= 1;
@@ -174,6 +237,12 @@ mod tests {
         let mut flipped = file.clone();
         flipped[80] ^= 1;
         let p = Header::parse(&flipped).unwrap();
-        assert!(!p.verify(p.archive(&flipped)), "body corruption is caught by the hash");
+        assert!(p.verify(&flipped), "the table is intact");
+        assert!(!Header::verify_block(p.table(&flipped), 0, &p.archive(&flipped)[..BLOCK_LEN]), "the block is not");
+        let mut table_flipped = file.clone();
+        let n = table_flipped.len();
+        table_flipped[n - 1] ^= 1;
+        let p = Header::parse(&table_flipped).unwrap();
+        assert!(!p.verify(&table_flipped), "table corruption is caught by the header's hash");
     }
 }

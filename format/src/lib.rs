@@ -4,9 +4,9 @@
 //!
 //! ```text
 //!   0        64                                            64 + archive_len
-//!   ┌────────┬─────────────────────────────────────────────┐
-//!   │ header │ rkyv archive (root object at its very end)  │
-//!   └────────┴─────────────────────────────────────────────┘
+//!   ┌────────┬─────────────────────────────────────────────┬──────────────────────────┐
+//!   │ header │ rkyv archive (root object at its very end)  │ block table (version 6+) │
+//!   └────────┴─────────────────────────────────────────────┴──────────────────────────┘
 //! ```
 
 pub use rkyv;
@@ -21,7 +21,8 @@ pub mod v4;
 pub mod view;
 
 pub use header::{
-    FINGERPRINT_SPAN, FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, OLDEST_READABLE_VERSION, SourceStamp,
+    BLOCK_LEN, FINGERPRINT_SPAN, FIRST_BLOCKED_VERSION, FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC,
+    OLDEST_READABLE_VERSION, SourceStamp, block_table, seal,
 };
 
 /// Texels per tile row (columns of the timeline).

@@ -15,9 +15,7 @@ use memviz::analysis::{categories, live, range, steps};
 use memviz::archive::{Archive, DeviceData, Plane, Session, restore};
 
 fuzz_target!(|body: &[u8]| {
-    let header = memviz_format::Header::new(body, memviz_format::SourceStamp::default());
-    let mut file = header.to_bytes().to_vec();
-    file.extend_from_slice(body);
+    let file = memviz_format::seal(body, memviz_format::SourceStamp::default());
     let Ok(archive) = Archive::from_memory(&file, Path::new("fuzz.memviz")) else { return };
     if archive.verify().is_err() {
         return;

@@ -313,9 +313,7 @@ mod tests {
         let n = root.devices[0].elements.addr.len() as u32;
         root.devices[0].actions[10] = n + 5;
         let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
-        let header = memviz_format::Header::new(&body, a.header().source);
-        let mut file = header.to_bytes().to_vec();
-        file.extend_from_slice(&body);
+        let file = memviz_format::seal(&body, a.header().source);
         let bad = Archive::from_memory(&file, std::path::Path::new("bad.memviz")).unwrap();
         let err = bad.verify().unwrap_err().to_string();
         assert!(err.contains("device 0: actions: id") && err.contains("out of range"), "{err}");

@@ -10,6 +10,7 @@ pub mod consistency;
 pub mod events;
 pub mod folder;
 pub mod open;
+pub mod pages;
 pub mod pipeline;
 pub mod restore;
 pub mod series;

@@ -1,5 +1,11 @@
 //! Opening an archive: mmap, header checks, one bytecheck validation, then zero-copy access.
 //!
+//! A version-6 archive's bytes are checked block by block against its block table (whose own
+//! hash the header holds) as they are read: a command checks, before it prints, every block
+//! it read ([`Archive::verify_read`]: the blocks with a page mapped into this process), and the
+//! viewer checks every block on a background thread with file reads, which map nothing.
+//! Older archives have one hash over the whole body.
+//!
 //! Archives of an older format version (down to `OLDEST_READABLE_VERSION`) keep opening: their
 //! root is validated with that version's frozen types, converted to the current schema and
 //! re-serialized in memory once (what the old version lacks reads as empty); the mapped file
@@ -14,9 +20,11 @@ use memviz_format::rkyv;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use memmap2::Mmap;
 use memviz_format::schema::{ArchivedRoot, Root};
-use memviz_format::{FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1, v2, v3, v4};
+use memviz_format::{BLOCK_LEN, FIRST_BLOCKED_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1, v2, v3, v4};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
@@ -59,9 +67,13 @@ impl std::ops::Deref for Bytes {
 /// A mapped, validated archive.
 pub struct Archive {
     map: Bytes,
+    /// The file mapped, for checking blocks without mapping them (`None` in memory).
+    file: Option<File>,
     /// The root of an older-version archive, upgraded to the current schema.
     upgraded: Option<rkyv::util::AlignedVec>,
     header: Header,
+    /// One bit per block of the block table: checked (always empty before version 6).
+    checked: Box<[AtomicU64]>,
     pub path: PathBuf,
 }
 
@@ -92,7 +104,16 @@ impl Archive {
         if file.metadata()?.len() == 0 {
             return Err(HeaderError::Magic.into());
         }
-        Archive::from_bytes(Bytes::Mapped(map(&file)?), path)
+        let map = map(&file)?;
+        #[cfg(unix)]
+        {
+            // Answers read a few scattered pages: reading ahead would fault in (and then check)
+            // whole neighbourhoods of the file they never look at.
+            let _ = map.advise(memmap2::Advice::Random);
+        }
+        let mut a = Archive::from_bytes(Bytes::Mapped(map), path)?;
+        a.file = Some(file);
+        Ok(a)
     }
 
     /// An archive held in memory (`file` = header + body), validated like a file.
@@ -108,8 +129,12 @@ impl Archive {
         if body.as_ptr().align_offset(16) != 0 {
             return Err(ArchiveError::Corrupt("misaligned archive".into()));
         }
+        if header.format_version >= FIRST_BLOCKED_VERSION && !header.verify(&map) {
+            return Err(ArchiveError::Corrupt("checksum mismatch in the block table".into()));
+        }
+        // Version 6 changed only the container (the block table): its body is version 5's.
         let upgraded = match header.format_version {
-            FORMAT_VERSION => {
+            5.. => {
                 validate::<ArchivedRoot>(body)?;
                 None
             }
@@ -140,7 +165,13 @@ impl Archive {
                 Some(bytes)
             }
         };
-        Ok(Archive { map, upgraded, header, path: path.to_owned() })
+        let checked = (0..header.blocks().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        Ok(Archive { map, file: None, upgraded, header, checked, path: path.to_owned() })
+    }
+
+    /// True when the archive has a block table, so what is read can be checked as it is read.
+    pub fn checks_blocks(&self) -> bool {
+        self.header.format_version >= FIRST_BLOCKED_VERSION
     }
 
     /// The format version the file was written in (older ones lack newer sections).
@@ -163,13 +194,74 @@ impl Archive {
         self.check_ids()
     }
 
-    /// The checksum alone (the viewer checks the ids before its first frame, this after).
+    /// The checksum alone, of every byte (every block not checked yet), read through the
+    /// mapping.
     pub fn verify_checksum(&self) -> Result<(), ArchiveError> {
-        if self.header.verify(self.header.archive(&self.map)) {
-            Ok(())
-        } else {
-            Err(ArchiveError::Corrupt("checksum mismatch".into()))
+        if self.header.format_version < FIRST_BLOCKED_VERSION {
+            return match self.header.verify(&self.map) {
+                true => Ok(()),
+                false => Err(ArchiveError::Corrupt("checksum mismatch".into())),
+            };
         }
+        self.check_blocks(0..self.header.blocks(), false)
+    }
+
+    /// [`Self::verify_checksum`] with file reads instead of the mapping, so that the pages it
+    /// reads are never mapped into this process (the viewer's background check holds none).
+    pub fn verify_checksum_unmapped(&self) -> Result<(), ArchiveError> {
+        match self.header.format_version < FIRST_BLOCKED_VERSION || self.file.is_none() {
+            true => self.verify_checksum(),
+            false => self.check_blocks(0..self.header.blocks(), true),
+        }
+    }
+
+    /// Checks every block this process has read (a page of it is mapped here) and not checked
+    /// yet: what a command calls before it answers, so a corrupted archive is an error, never a
+    /// wrong answer, while what it did not read is never read. Where the pages mapped cannot be
+    /// told (not Linux, no `/proc`), every block; before version 6, the whole body.
+    pub fn verify_read(&self) -> Result<(), ArchiveError> {
+        if self.header.format_version < FIRST_BLOCKED_VERSION || !matches!(self.map, Bytes::Mapped(_)) {
+            return self.verify_checksum();
+        }
+        match super::pages::mapped_blocks(self.header.archive(&self.map), BLOCK_LEN) {
+            Some(blocks) => self.check_blocks(blocks.into_iter(), false),
+            None => self.verify_checksum(),
+        }
+    }
+
+    /// Which blocks of the block table have been checked so far (empty before version 6).
+    pub fn checked_blocks(&self) -> Vec<bool> {
+        (0..self.header.blocks()).map(|i| self.checked[i / 64].load(Ordering::Relaxed) >> (i % 64) & 1 == 1).collect()
+    }
+
+    /// Checks the blocks in `blocks` that are not checked yet against the block table.
+    fn check_blocks(&self, blocks: impl Iterator<Item = usize>, with_reads: bool) -> Result<(), ArchiveError> {
+        let table = self.header.table(&self.map);
+        let body = self.header.archive(&self.map);
+        let mut buf = Vec::new();
+        for i in blocks {
+            let (word, bit) = (&self.checked[i / 64], 1u64 << (i % 64));
+            if word.load(Ordering::Relaxed) & bit != 0 {
+                continue;
+            }
+            let range = i * BLOCK_LEN..((i + 1) * BLOCK_LEN).min(body.len());
+            let bytes = match (&self.file, with_reads) {
+                (Some(file), true) => {
+                    buf.resize(range.len(), 0);
+                    read_at(file, &mut buf, (HEADER_LEN + range.start) as u64)?;
+                    &buf[..]
+                }
+                _ => &body[range.clone()],
+            };
+            if !Header::verify_block(table, i, bytes) {
+                return Err(ArchiveError::Corrupt(format!(
+                    "checksum mismatch in bytes {}..{}",
+                    range.start, range.end
+                )));
+            }
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Every id in range ([`super::consistency`]): reading in place cannot panic after this.
@@ -196,6 +288,23 @@ impl Archive {
         // neither the mapping nor the vector changes for our lifetime.
         unsafe { rkyv::access_unchecked::<ArchivedRoot>(body) }
     }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match std::os::windows::fs::FileExt::seek_read(file, &mut buf[done..], offset + done as u64)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => done += n,
+        }
+    }
+    Ok(())
 }
 
 /// Checks the rkyv structure of `body` as `T` (every pointer in bounds, every string UTF-8).

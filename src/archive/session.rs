@@ -181,7 +181,7 @@ impl Session {
         let spawned = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
             // Opening validated the structure and the viewer checked the ids; the checksum reads
             // every byte, so it runs here, after the first frame.
-            if s.archive.verify_checksum().is_err() {
+            if s.archive.verify_checksum_unmapped().is_err() {
                 s.corrupt.store(true, std::sync::atomic::Ordering::Relaxed);
                 return;
             }

@@ -1,5 +1,6 @@
-//! Writing an archive atomically: header placeholder, the rkyv archive streamed to a temp file,
-//! then the real header (with the archive's length and hash), fsync, rename.
+//! Writing an archive atomically: header placeholder, the rkyv archive streamed to a temp file
+//! (each block hashed on its way), its block table, then the real header (with the archive's
+//! length and the table's hash), fsync, rename.
 
 use memviz_format::rkyv;
 use std::fs::{self, File};
@@ -9,7 +10,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use memviz_format::hash::Xxh64;
 use memviz_format::schema::Root;
-use memviz_format::{FINGERPRINT_SPAN, HEADER_LEN, Header, SourceStamp};
+use memviz_format::{BLOCK_LEN, FINGERPRINT_SPAN, HEADER_LEN, Header, SourceStamp};
 
 use crate::output::temp_path;
 
@@ -31,13 +32,15 @@ fn write_to(root: &Root, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64>
     let file = File::options().write(true).create(true).truncate(true).open(tmp)?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     w.write_all(&[0u8; HEADER_LEN])?;
-    let hashing = Hashing { inner: w, hash: Xxh64::new(0), len: 0 };
+    let hashing = Hashing { inner: w, block: Xxh64::new(0), table: Vec::new(), len: 0 };
     let hashing =
         rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(root, rkyv::ser::writer::IoWriter::new(hashing))
             .map_err(|e| anyhow::anyhow!("serializing the archive: {e}"))?
             .into_inner();
-    let header = Header::with_hash(hashing.len, hashing.hash.finish(), source);
-    let mut file = hashing.inner.into_inner().map_err(|e| e.into_error())?;
+    let (mut w, table, len) = hashing.finish();
+    w.write_all(&table)?;
+    let header = Header::with_table(len, &table, source);
+    let mut file = w.into_inner().map_err(|e| e.into_error())?;
     let len = file.stream_position()?;
     file.seek(SeekFrom::Start(0))?;
     file.write_all(&header.to_bytes())?;
@@ -45,18 +48,42 @@ fn write_to(root: &Root, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64>
     Ok(len)
 }
 
-/// Hashes and counts the archive bytes on their way to the file, so nothing is read back.
+/// Hashes each block of the archive bytes on their way to the file and counts them, so nothing
+/// is read back.
 struct Hashing<W> {
     inner: W,
-    hash: Xxh64,
+    /// The hash of the block being written.
+    block: Xxh64,
+    /// The block table so far.
+    table: Vec<u8>,
     len: u64,
+}
+
+impl<W> Hashing<W> {
+    /// The writer, the block table and the archive's length.
+    fn finish(mut self) -> (W, Vec<u8>, u64) {
+        if !self.len.is_multiple_of(BLOCK_LEN as u64) {
+            self.table.extend_from_slice(&self.block.finish().to_le_bytes());
+        }
+        (self.inner, self.table, self.len)
+    }
 }
 
 impl<W: Write> Write for Hashing<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
-        self.len += n as u64;
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let room = BLOCK_LEN - (self.len % BLOCK_LEN as u64) as usize;
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            self.block.update(now);
+            self.len += now.len() as u64;
+            if now.len() == room {
+                self.table.extend_from_slice(&self.block.finish().to_le_bytes());
+                self.block = Xxh64::new(0);
+            }
+            rest = later;
+        }
         Ok(n)
     }
 

@@ -43,7 +43,13 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Ses
     }
     let context = || path.display().to_string();
     let opened = if archive::is_archive(path) {
-        Session::from_archive(Archive::open_verified(path).with_context(context)?)
+        // Read in place and checked as read (`reading`): only an archive without a block table
+        // (format 5 and older) is checked in full first.
+        let a = Archive::open(path).with_context(context)?;
+        if !a.checks_blocks() {
+            a.verify().with_context(context)?;
+        }
+        Session::from_archive(a)
     } else {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = std::cell::OnceCell::new();
@@ -55,6 +61,7 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Ses
         opened?
     };
     let session = std::sync::Arc::new(opened);
+    super::reading::opened(&session);
     keep_session(path, &session);
     Ok(session)
 }

@@ -141,10 +141,7 @@ impl ViewerApp {
     /// Opens an archive now (fast: mmap + validation).
     pub fn open_archive(&mut self, path: &Path, ctx: &egui::Context) {
         self.source.get_or_insert_with(|| path.to_owned());
-        match Session::open(path) {
-            Ok(s) => self.open_session(s, ctx),
-            Err(e) => self.content = Content::Failed(format!("{}: {e}", path.display())),
-        }
+        self.show_checked(open_checked(path), ctx);
     }
 
     /// Shows an opened archive, once its ids are known to be in range: everything after reads it
@@ -152,16 +149,31 @@ impl ViewerApp {
     /// error line, not a panic (10.7 ms on scale_2m7's archive, 35 ms on a 9M-event one; the
     /// checksum follows in the background).
     pub fn open_session(&mut self, session: Arc<Session>, ctx: &egui::Context) {
-        if let Err(e) = session.archive.check_ids() {
-            self.content = Content::Failed(format!("{}: {e}", session.archive.path.display()));
-            return;
-        }
+        let checked = checked(session);
+        self.show_checked(checked, ctx);
+    }
+
+    /// Shows what [`checked`] gave (opening an archive while the window starts: `memviz open`).
+    pub fn show_checked(&mut self, checked: Result<Arc<Session>, String>, ctx: &egui::Context) {
+        let session = match checked {
+            Ok(s) => s,
+            Err(e) => {
+                self.content = Content::Failed(e);
+                return;
+            }
+        };
         let mut t = new_timeline(&self.options, session, ctx);
         if let Err(e) = apply_view(&mut t, &self.options) {
             self.content = Content::Failed(format!("{}: {e}", t.session.archive.path.display()));
             return;
         }
         self.content = Content::Open(Box::new(t));
+    }
+
+    /// Opens an archive checked on another thread ([`open_checked`]) while the window started.
+    pub fn open_prepared(&mut self, path: &Path, checked: Result<Arc<Session>, String>, ctx: &egui::Context) {
+        self.source = Some(path.to_owned());
+        self.show_checked(checked, ctx);
     }
 
     /// Opens any file: an archive directly, a snapshot by indexing it (cached) on a worker
@@ -325,6 +337,19 @@ impl ViewerApp {
 
 /// A timeline of an archive whose ids were checked, with the settings the options ask for (the
 /// checksum is checked, and the action times decompressed, in the background).
+/// The session once its ids are known to be in range, or the one error line.
+pub fn checked(session: Arc<Session>) -> Result<Arc<Session>, String> {
+    match session.archive.check_ids() {
+        Ok(()) => Ok(session),
+        Err(e) => Err(format!("{}: {e}", session.archive.path.display())),
+    }
+}
+
+/// Opens and checks the archive at `path` (any thread: `memviz open` starts it beside the window).
+pub fn open_checked(path: &Path) -> Result<Arc<Session>, String> {
+    Session::open(path).map_err(|e| format!("{}: {e}", path.display())).and_then(checked)
+}
+
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
     session.spawn_decompress();
     let mut t = Timeline::new(session, ctx);

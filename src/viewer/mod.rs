@@ -85,6 +85,15 @@ pub fn open(args: &OpenArgs) -> anyhow::Result<()> {
 fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     let mut app = ViewerApp::new(args.options.clone());
     let ctx = egui::Context::default();
+    // Creating the GPU device is the slowest step of start-up (the driver's): it runs while the
+    // archive is opened and its ids checked, and the first frame's UI (layout, fonts, the colour
+    // table, the coarsest tile) is worked out.
+    let (w, h) = args.size;
+    let gpu_ctx = ctx.clone();
+    let gpu_init = std::thread::Builder::new()
+        .name("memviz-gpu-init".into())
+        .spawn(move || Offscreen::new(w, h, gpu_ctx))
+        .context("starting the GPU thread")?;
     if let Some(files) = &args.job {
         app.open_job(files.clone(), &ctx);
     } else if crate::archive::is_archive(&args.path) {
@@ -97,14 +106,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         anyhow::bail!("{e}");
     }
     let open_ms = ms_since_start();
-    // Creating the GPU device is the slowest step of start-up (the driver's); the first frame's
-    // UI (layout, fonts, the colour table, the coarsest tile) runs meanwhile.
-    let (w, h) = args.size;
-    let gpu_ctx = ctx.clone();
-    let gpu_init = std::thread::Builder::new()
-        .name("memviz-gpu-init".into())
-        .spawn(move || Offscreen::new(w, h, gpu_ctx))
-        .context("starting the GPU thread")?;
+    stage("opened");
     let first_ui = offscreen::run_ui(&ctx, &mut app, (w, h), 1.0 / 60.0, Vec::new());
     stage("first frame's ui");
     let mut gpu = gpu_init.join().map_err(|_| anyhow::anyhow!("the GPU thread panicked"))??;
@@ -122,6 +124,14 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         stage("frame");
     }
     let first_frame_ms = ms_since_start();
+    // No window to say it in: the checksum of every block, before anything is written.
+    if let Some(t) = app.timeline() {
+        let a = &t.session.archive;
+        a.verify_checksum().map_err(|e| anyhow::anyhow!("{}: {e}", a.path.display()))?;
+    }
+    if let Some(e) = app.failure() {
+        anyhow::bail!("{e}");
+    }
     let mut report = serde_json::json!({
         "open_ms": round(open_ms),
         "first_frame_ms": round(first_frame_ms),
@@ -190,6 +200,11 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
     };
     let (path, job, opts, exit_after) =
         (args.path.clone(), args.job.clone(), args.options.clone(), args.exit_after_frames);
+    // The archive is opened and its ids checked while the window and the GPU device are made.
+    let prepared = (job.is_none() && crate::archive::is_archive(&path)).then(|| {
+        let path = path.clone();
+        std::thread::Builder::new().name("memviz-open".into()).spawn(move || app::open_checked(&path))
+    });
     eframe::run_native(
         &title,
         options,
@@ -201,9 +216,13 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
                 false,
             ));
             let mut app = ViewerApp::new(opts);
-            match job {
-                Some(files) => app.open_job(files, &cc.egui_ctx),
-                None => app.open_any(&path, &cc.egui_ctx),
+            match (job, prepared) {
+                (Some(files), _) => app.open_job(files, &cc.egui_ctx),
+                (None, Some(Ok(opening))) => {
+                    let checked = opening.join().unwrap_or_else(|_| Err("the opening thread panicked".into()));
+                    app.open_prepared(&path, checked, &cc.egui_ctx);
+                }
+                (None, _) => app.open_any(&path, &cc.egui_ctx),
             }
             Ok(Box::new(WindowApp { app, exit_after }))
         }),

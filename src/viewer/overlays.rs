@@ -115,10 +115,14 @@ impl Timeline {
         // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the
         // lane solid; labels are placed without overlaps below.
         let mut last_marker = f32::NEG_INFINITY;
-        for (i, span) in spans.iter().enumerate() {
+        for span in &spans {
             let (start, end, depth) = (span.start_us, span.end_us, span.depth);
             let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
-            if x1 < v.x0 || x0 > v.x1 {
+            // Spans are in start order: none after this one starts inside the view.
+            if x0 > v.x1 {
+                break;
+            }
+            if x1 < v.x0 {
                 continue;
             }
             let (sx0, sx1) =
@@ -136,17 +140,18 @@ impl Timeline {
                 }
                 last_marker = sx0;
             }
-            let text = span.name.to_owned();
-            let width = painter.layout_no_wrap(text.clone(), font.clone(), theme::ANNOTATION).size().x;
-            labels.push((sx0 + 2.0, width, (sx1 - sx0) as u32 / (depth + 1), text, i));
+            labels.push((sx0 + 2.0, (sx1 - sx0) as u32 / (depth + 1), span.name));
         }
-        let shown = axis::place_labels(&labels.iter().map(|l| (l.0, l.1, l.2)).collect::<Vec<_>>(), 6.0);
+        let places: Vec<(f32, u32)> = labels.iter().map(|l| (l.0, l.1)).collect();
+        let shown = axis::place_labels_lazily(&places, 6.0, |i| {
+            painter.layout_no_wrap(labels[i].2.to_owned(), font.clone(), theme::ANNOTATION).size().x
+        });
         for (l, show) in labels.iter().zip(shown) {
             if show {
                 painter.text(
                     pos2(l.0, lane.center().y),
                     egui::Align2::LEFT_CENTER,
-                    &l.3,
+                    l.2,
                     font.clone(),
                     theme::ANNOTATION,
                 );
@@ -154,7 +159,7 @@ impl Timeline {
         }
         let response = ui.interact(lane, ui.scope_id().with("annotation-lane"), Sense::hover());
         if let Some(p) = response.hover_pos() {
-            let near: Vec<&str> = labels.iter().filter(|l| (l.0 - p.x).abs() < 40.0).map(|l| l.3.as_str()).collect();
+            let near: Vec<&str> = labels.iter().filter(|l| (l.0 - p.x).abs() < 40.0).map(|l| l.2).collect();
             if !near.is_empty() {
                 response.on_hover_text(near.join("\n"));
             }

@@ -59,8 +59,8 @@ pub struct Timeline {
     pub drag_end: Option<Pos2>,
     pub worker: Worker,
     pub textures: Textures,
-    /// Shape candidates of the device (`h=… i=… v=…`), inferred once.
-    candidates: Option<(DeviceIdx, Option<String>)>,
+    /// Shape candidates of the device (`h=… i=… v=…`), inferred once in the background.
+    candidates: Option<Pending<Option<String>>>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
     keep: Option<Cached<(DeviceIdx, usize), super::worker::Mask>>,
@@ -453,24 +453,13 @@ impl Timeline {
         });
     }
 
-    /// `h=… i=… v=…` guessed from the device's most frequent allocation sizes (no `--model`).
+    /// `h=… i=… v=…` guessed from the device's most frequent allocation sizes (no `--model`),
+    /// worked out on a named thread (a pass over every element): `None` until then.
     pub fn shape_candidates(&mut self) -> Option<&str> {
-        if self.candidates.as_ref().is_none_or(|(d, _)| *d != self.device) {
-            let e = self.stacked().layout.elements;
-            let sites = self.stacked().sites;
-            let allocations: Vec<(u64, u32)> = (0..e.len())
-                .filter(|&i| e.origin[i] == 0)
-                .map(|i| (e.size[i], sites.get(i).copied().unwrap_or(crate::model::NONE)))
-                .collect();
-            let c = crate::analysis::shapes::infer_allocations(self.session.root(), &allocations);
-            let parts: Vec<String> = [("h", c.h), ("i", c.i), ("v", c.v)]
-                .iter()
-                .filter_map(|(n, v)| v.map(|v| format!("{n}={v}")))
-                .collect();
-            let text = (!parts.is_empty()).then(|| format!("shape candidates: {}", parts.join(" ")));
-            self.candidates = Some((self.device, text));
+        if self.candidates.as_ref().is_none_or(|p| p.device != self.device) {
+            self.candidates = Some(Pending::start("shapes", &self.session, self.device, shape_candidates));
         }
-        self.candidates.as_ref().and_then(|(_, t)| t.as_deref())
+        self.candidates.as_ref().and_then(Pending::get).and_then(Option::as_deref)
     }
 
     /// The mask of elements drawn individually under `--max-entries`, computed once per N.
@@ -541,6 +530,20 @@ impl AsRef<[u32]> for SitesRef {
 
 /// Device `d`'s timeline of `plane` in `session` (its elements' when the archive lacks it): for
 /// code that holds its own handle on the session while it changes the timeline's state.
+/// The shape candidates line of device `d`'s allocations (`None`: nothing guessed).
+fn shape_candidates(session: &Session, d: DeviceIdx) -> Option<String> {
+    let stacked = session.elements(d);
+    let e = stacked.layout.elements;
+    let allocations: Vec<(u64, u32)> = (0..e.len())
+        .filter(|&i| e.origin[i] == 0)
+        .map(|i| (e.size[i], stacked.sites.get(i).copied().unwrap_or(crate::model::NONE)))
+        .collect();
+    let c = crate::analysis::shapes::infer_allocations(session.root(), &allocations);
+    let parts: Vec<String> =
+        [("h", c.h), ("i", c.i), ("v", c.v)].iter().filter_map(|(n, v)| v.map(|v| format!("{n}={v}"))).collect();
+    (!parts.is_empty()).then(|| format!("shape candidates: {}", parts.join(" ")))
+}
+
 pub fn stacked_in(session: &Session, d: DeviceIdx, plane: Plane) -> StackedRef<'_> {
     session.stacked(d, plane).unwrap_or_else(|| session.elements(d))
 }
