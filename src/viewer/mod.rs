@@ -41,7 +41,7 @@ pub mod view;
 pub mod worker;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -196,6 +196,7 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
             .with_inner_size([args.size.0 as f32, args.size.1 as f32])
             .with_drag_and_drop(true),
         renderer: eframe::Renderer::Wgpu,
+        wgpu_options: wgpu_options(),
         ..Default::default()
     };
     let (path, job, opts, exit_after) =
@@ -235,6 +236,19 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
             anyhow::anyhow!("{}: cannot open a window: {}", args.path.display(), text.lines().next().unwrap_or(""))
         }
     })
+}
+
+/// eframe's wgpu set-up with the limits the timeline needs ([`gpu::required_limits`]).
+fn wgpu_options() -> eframe::egui_wgpu::WgpuConfiguration {
+    use eframe::egui_wgpu::{WgpuConfiguration, WgpuSetup, WgpuSetupCreateNew, wgpu};
+    let mut setup = WgpuSetupCreateNew::without_display_handle();
+    let egui_default = Arc::clone(&setup.device_descriptor);
+    setup.device_descriptor = Arc::new(move |adapter: &wgpu::Adapter| {
+        let mut d = egui_default(adapter);
+        d.required_limits = gpu::required_limits(adapter, d.required_limits.clone());
+        d
+    });
+    WgpuConfiguration { wgpu_setup: WgpuSetup::CreateNew(setup), ..Default::default() }
 }
 
 struct WindowApp {

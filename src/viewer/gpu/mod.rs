@@ -241,6 +241,25 @@ impl TimelineResources {
     }
 }
 
+/// Elements whose site one storage binding holds on `device` (the adapter's limit, asked for by
+/// [`required_limits`]: 42 M elements of a 10 GB snapshot need 168 MB).
+fn site_capacity(device: &wgpu::Device) -> usize {
+    let limits = device.limits();
+    (u64::from(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size) / 4) as usize
+}
+
+/// The device limits the viewer asks for: wgpu's defaults (WebGL2's on GL), with the largest
+/// storage buffers the adapter allows, for the element → site table of a long run.
+pub fn required_limits(adapter: &wgpu::Adapter, base: wgpu::Limits) -> wgpu::Limits {
+    let have = adapter.limits();
+    wgpu::Limits {
+        max_storage_buffer_binding_size: have.max_storage_buffer_binding_size.max(base.max_storage_buffer_binding_size),
+        max_buffer_size: have.max_buffer_size.max(base.max_buffer_size),
+        ..base
+    }
+    .using_resolution(have)
+}
+
 impl ViewResources {
     /// Binds the paint's site table (element → stack, straight from the archive, or another key),
     /// palette and search marks, when they changed (identified by device, mode and the marks'
@@ -252,6 +271,7 @@ impl ViewResources {
         if self.colours_for == Some(which) {
             return;
         }
+        let sites = &sites[..sites.len().min(site_capacity(device))];
         let buffer = |label, data: &[u32]| {
             let bytes: &[u8] = if data.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(data) };
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -310,7 +330,9 @@ impl ViewResources {
 
     /// Records this frame's quads (in NDC of `clip`, the callback rectangle).
     fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, clip: egui::Rect, paint: &TimelinePaint) {
-        queue.write_buffer(&self.globals, 0, bytemuck::bytes_of(&paint.globals));
+        // Elements past what one binding holds are drawn grey (see `site_capacity`).
+        let globals = Globals { n_sites: paint.globals.n_sites.min(site_capacity(device) as u32), ..paint.globals };
+        queue.write_buffer(&self.globals, 0, bytemuck::bytes_of(&globals));
         let ndc_x = |x: f32| (x - clip.left()) / clip.width() * 2.0 - 1.0;
         let ndc_y = |y: f32| 1.0 - (y - clip.top()) / clip.height() * 2.0;
         let mut instances = Vec::with_capacity(paint.quads.len());
