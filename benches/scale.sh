@@ -34,8 +34,8 @@ for snap in "$@"; do
   cold=$(ms "$m" at --peak "$out")
   read -r _ cold_kb < <(evict "$out" "$m"; timed "$m" at --peak "$out")
   printf '%s: %.0f MB pickle; index %.2f s, %.0f MB/s, peak RSS %.0f MB; archive %.0f MB; open_ms %s, first_frame_ms %s; at --peak warm %s ms, cold %s ms (%.0f MB RSS)\n' \
-    "$(basename "$snap")" "$(bc -l <<< "$bytes / 1e6")" "$secs" "$(bc -l <<< "$bytes / 1e6 / $secs")" \
-    "$(bc -l <<< "$kb / 1024")" "$(bc -l <<< "$abytes / 1e6")" "$open_ms" "$first_ms" "$warm" "$cold" \
+    "$(basename "$snap")" "$(bc -l <<< "$bytes / 1000000")" "$secs" "$(bc -l <<< "$bytes / 1000000 / $secs")" \
+    "$(bc -l <<< "$kb / 1024")" "$(bc -l <<< "$abytes / 1000000")" "$open_ms" "$first_ms" "$warm" "$cold" \
     "$(bc -l <<< "$cold_kb / 1024")"
   if [ "${PICKLE_LOAD:-0}" = 1 ]; then
     read -r psecs pkb < <(timed python3 -c "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))" "$snap")

@@ -328,6 +328,39 @@ fn answers_check_the_blocks_they_read_and_only_those() {
     assert!(err.contains("checksum mismatch"), "{err}");
 }
 
+/// A file memviz did not write: valid rkyv, valid checksums, but every checkpoint names an element
+/// that does not exist. Answers read it in place without checking every id first; one that trips
+/// over it (`at --peak` replays from a checkpoint) is the one-line error, never a panic
+/// (`commands::reading`).
+#[test]
+fn an_archive_with_ids_out_of_range_is_one_line_for_every_answer() {
+    use memviz_format::rkyv;
+    let bytes = std::fs::read(data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION))).unwrap();
+    let a = Archive::from_memory(&bytes, Path::new("g.memviz")).unwrap();
+    let mut root: memviz_format::schema::Root = rkyv::deserialize::<_, rkyv::rancor::Error>(a.root()).unwrap();
+    let n = root.devices[0].elements.addr.len() as u32;
+    root.devices[0].checkpoints.ids.iter_mut().for_each(|id| *id = n + 7);
+    let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
+    let dir = tempdir();
+    let bad = dir.path().join("hostile.memviz");
+    std::fs::write(&bad, memviz_format::seal(&body, a.header().source)).unwrap();
+    let file = bad.to_str().unwrap();
+    for args in [
+        &["at", "--peak", file][..],
+        &["at", "--action", "100", "--json", file],
+        &["range", file, "0..200"],
+        &["diff", file, file],
+    ] {
+        let argv: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        let out = memviz(&argv);
+        // An answer that never reads a checkpoint is right: what it read is what memviz wrote.
+        if args[..2] == ["at", "--peak"] || !out.status.success() {
+            let err = assert_bad_input(&out, &bad);
+            assert!(err.contains("checkpoint elements") && err.contains("out of range"), "{args:?}: {err}");
+        }
+    }
+}
+
 /// One archive per FORMAT_VERSION is committed; every later build must still open each of them
 /// (older ones upgraded in memory) and answer exactly as the snapshot does.
 #[test]

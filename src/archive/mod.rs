@@ -9,6 +9,7 @@ pub mod chunks;
 pub mod consistency;
 pub mod events;
 pub mod folder;
+pub mod guard;
 pub mod open;
 pub mod pages;
 pub mod pipeline;

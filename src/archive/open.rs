@@ -179,6 +179,15 @@ impl Archive {
         self.header.format_version
     }
 
+    /// The same file mapped again, for a pass over it whose pages go when it is dropped (the
+    /// viewer's background id check); `None` for an archive in memory.
+    pub fn remap(&self) -> Option<Result<Archive, ArchiveError>> {
+        let file = self.file.as_ref()?;
+        let opened =
+            map(file).map_err(ArchiveError::from).and_then(|m| Archive::from_bytes(Bytes::Mapped(m), &self.path));
+        Some(opened)
+    }
+
     /// [`Self::open`], then [`Self::verify`].
     pub fn open_verified(path: &Path) -> Result<Archive, ArchiveError> {
         let a = Archive::open(path)?;

@@ -22,6 +22,9 @@ pub struct Session {
     pub archive: Archive,
     /// Set by the background checksum when the archive's bytes do not match its header.
     pub corrupt: std::sync::atomic::AtomicBool,
+    /// The background check of every id ([`Self::spawn_checks`]): the one line when one is out of
+    /// range (a file memviz did not write).
+    pub ids: OnceLock<Result<(), String>>,
     /// Per device: `time_us` of each action, once decompressed.
     action_times: Vec<OnceLock<Vec<i64>>>,
     /// Per device and chunk of `action_time_us`: the chunk's times, once decompressed, for
@@ -57,6 +60,7 @@ impl Session {
         Session {
             archive,
             corrupt: std::sync::atomic::AtomicBool::new(false),
+            ids: OnceLock::new(),
             action_times: (0..n).map(|_| OnceLock::new()).collect(),
             time_chunks,
             chunk_starts,
@@ -109,7 +113,7 @@ impl Session {
         restore::str_at(self.root(), id)
     }
 
-    /// Time of each action (decompressed on first use; `spawn_decompress` does it early).
+    /// Time of each action (decompressed on first use; `spawn_checks` does it early).
     pub fn action_times(&self, d: DeviceIdx) -> &[i64] {
         self.action_times[d.index()].get_or_init(|| {
             let mut out = Vec::new();
@@ -175,12 +179,28 @@ impl Session {
         from_events.or_else(|| (0..self.layout(d).actions.len()).find_map(|k| self.action_time(d, ActionIdx::at(k))))
     }
 
-    /// On a named background thread: checks the checksum, then decompresses every device's action times.
-    pub fn spawn_decompress(self: &Arc<Self>) {
+    /// On a named background thread: checks every id (on a mapping of its own, whose pages go
+    /// with it), then the checksum (with file reads, which map nothing), then decompresses every
+    /// device's action times. Until the ids are checked, panics are deferred
+    /// ([`super::guard`]): the viewer catches one, waits for [`Self::ids`] and shows the error.
+    pub fn spawn_checks(self: &Arc<Self>) {
         let s = Arc::clone(self);
+        let deferring = super::guard::Deferring::new();
         let spawned = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
-            // Opening validated the structure and the viewer checked the ids; the checksum reads
-            // every byte, so it runs here, after the first frame.
+            let ids = match s.archive.remap() {
+                Some(Ok(own)) => own.check_ids(),
+                Some(Err(e)) => Err(e),
+                None => s.archive.check_ids(),
+            };
+            let ids = ids.map_err(|e| format!("{}: {e}", s.archive.path.display()));
+            match &ids {
+                Ok(()) => super::guard::print_deferred(),
+                Err(_) => drop(super::guard::take_deferred()),
+            }
+            let _ = s.ids.set(ids);
+            drop(deferring);
+            // Opening validated the structure; the checksum reads every byte, so it runs here,
+            // after the first frame.
             if s.archive.verify_checksum_unmapped().is_err() {
                 s.corrupt.store(true, std::sync::atomic::Ordering::Relaxed);
                 return;
@@ -190,7 +210,8 @@ impl Session {
             }
         });
         if let Err(e) = spawned {
-            eprintln!("warning: could not start the checksum thread ({e}): the archive's checksum is not checked");
+            eprintln!("warning: could not start the checking thread ({e}): checking the archive here");
+            let _ = self.ids.set(self.archive.check_ids().map_err(|e| format!("{}: {e}", self.archive.path.display())));
         }
     }
 

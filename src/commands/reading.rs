@@ -13,29 +13,24 @@
 //!   panic was memviz's own bug and goes on as one.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
 
-use crate::archive::Session;
+use crate::archive::{Session, guard};
 
-/// Archives opened by the commands of this process, to check before writing.
-static OPENED: Mutex<Vec<Weak<Session>>> = Mutex::new(Vec::new());
-/// Commands running under [`guarded`]: while any does, panic messages wait in `DEFERRED`.
-static GUARDS: AtomicUsize = AtomicUsize::new(0);
-static DEFERRED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Archives opened by the command running, to check before writing: held until it ends, so that
+/// they can still be checked after a panic unwound the command's own references.
+static OPENED: Mutex<Vec<Arc<Session>>> = Mutex::new(Vec::new());
 
 /// Registers an archive a command reads in place: what it read is checked before any output.
 pub fn opened(session: &Arc<Session>) {
-    let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
-    opened.retain(|w| w.strong_count() > 0);
-    opened.push(Arc::downgrade(session));
+    OPENED.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::clone(session));
     crate::output::check_before_writing(check_what_was_read);
 }
 
 fn sessions() -> Vec<Arc<Session>> {
-    OPENED.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect()
+    OPENED.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
 /// Every block read so far of every archive opened, against its block table.
@@ -57,31 +52,26 @@ fn check_in_full() -> Option<anyhow::Error> {
 /// Runs a command: an error or a panic that comes from a corrupted archive becomes the one-line
 /// error that says so (see the module docs).
 pub fn guarded<T>(command: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if GUARDS.load(Ordering::SeqCst) > 0 {
-                DEFERRED.lock().unwrap_or_else(PoisonError::into_inner).push(info.to_string());
-            } else {
-                default(info);
-            }
-        }));
-    });
-    GUARDS.fetch_add(1, Ordering::SeqCst);
+    let deferring = guard::Deferring::new();
     let result = std::panic::catch_unwind(AssertUnwindSafe(command));
-    GUARDS.fetch_sub(1, Ordering::SeqCst);
-    let deferred = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner));
+    drop(deferring);
+    let answer = judge(result);
+    OPENED.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    answer
+}
+
+fn judge<T>(result: std::thread::Result<anyhow::Result<T>>) -> anyhow::Result<T> {
     match result {
         Ok(Ok(answer)) => Ok(answer),
         // An error read from corrupted bytes would be wrong: say what is wrong instead.
         Ok(Err(e)) => Err(check_what_was_read().err().unwrap_or(e)),
         Err(panic) => match check_in_full() {
-            Some(corrupt) => Err(corrupt),
+            Some(corrupt) => {
+                guard::take_deferred();
+                Err(corrupt)
+            }
             None => {
-                for message in deferred {
-                    eprintln!("{message}");
-                }
+                guard::print_deferred();
                 std::panic::resume_unwind(panic)
             }
         },

@@ -13,6 +13,43 @@ pub struct MinMax {
 pub const FINEST_BUCKET: u64 = 64;
 const FACTOR: usize = 4;
 
+/// The lowest of `totals[a..b]`, from min levels (`(actions per bucket, mins)`, finest first)
+/// for the whole buckets inside and the totals themselves at the edges: O(√(b − a)), so a
+/// column of a 10 GB trace's overview never reads its millions of totals.
+pub fn range_min(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
+    extreme(totals, levels, a, b, |v| v.min())
+}
+
+/// The highest of `totals[a..b]`, from max levels, like [`range_min`].
+pub fn range_max(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
+    extreme(totals, levels, a, b, |v| v.max())
+}
+
+fn extreme(
+    totals: &[u64],
+    levels: &[(u64, &[u64])],
+    a: usize,
+    b: usize,
+    pick: fn(&mut dyn Iterator<Item = u64>) -> Option<u64>,
+) -> Option<u64> {
+    let b = b.min(totals.len());
+    if a >= b {
+        return None;
+    }
+    let span = (b - a) as f64;
+    // The level whose buckets cost about as much as the edges they leave: ~√span actions each.
+    let level = levels.iter().rfind(|(apb, _)| (*apb as f64) * (*apb as f64) <= span);
+    let Some(&(apb, buckets)) = level else { return pick(&mut totals[a..b].iter().copied()) };
+    let apb = apb as usize;
+    let (first, last) = (a.div_ceil(apb), b / apb);
+    if first >= last {
+        return pick(&mut totals[a..b].iter().copied());
+    }
+    let inner = pick(&mut buckets.get(first..last.min(buckets.len())).unwrap_or(&[]).iter().copied());
+    let edges = pick(&mut totals[a..first * apb].iter().chain(&totals[(last * apb).min(b)..b]).copied());
+    pick(&mut inner.into_iter().chain(edges))
+}
+
 /// Levels from [`FINEST_BUCKET`] actions per bucket up to a single bucket.
 pub fn build(totals: &[u64]) -> Vec<MinMax> {
     let mut acc = Accumulator::new(totals.len());
@@ -68,6 +105,20 @@ impl Accumulator {
 
 #[cfg(test)]
 mod tests {
+    use super::{range_max, range_min};
+
+    #[test]
+    fn range_extremes_are_those_of_the_totals() {
+        let totals: Vec<u64> = (0..1000u64).map(|k| 500 + (k * 7919) % 301).collect();
+        let mins: Vec<u64> = totals.chunks(64).map(|c| *c.iter().min().unwrap()).collect();
+        let maxs: Vec<u64> = totals.chunks(64).map(|c| *c.iter().max().unwrap()).collect();
+        for (a, b) in [(0, 1000), (3, 700), (64, 128), (100, 101), (990, 1000), (65, 4000), (10, 10)] {
+            let t = &totals[a.min(1000)..b.min(1000)];
+            assert_eq!(range_min(&totals, &[(64, &mins)], a, b), t.iter().copied().min(), "{a}..{b}");
+            assert_eq!(range_max(&totals, &[(64, &maxs)], a, b), t.iter().copied().max(), "{a}..{b}");
+        }
+    }
+
     #[test]
     fn levels_cover_all_actions() {
         let totals: Vec<u64> = (0..1000).map(|i| (i * 7919) % 1013).collect();

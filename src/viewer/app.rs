@@ -144,16 +144,14 @@ impl ViewerApp {
         self.show_checked(open_checked(path), ctx);
     }
 
-    /// Shows an opened archive, once its ids are known to be in range: everything after reads it
-    /// in place, and a colleague's file with a valid checksum but ids out of range must be one
-    /// error line, not a panic (10.7 ms on scale_2m7's archive, 35 ms on a 9M-event one; the
-    /// checksum follows in the background).
+    /// Shows an opened archive. Its ids are checked in the background (35 ms on a 9M-event
+    /// archive, 0.47 s at 10 GB), then its checksum: a colleague's file with an id out of range
+    /// is one error line, never a panic ([`Self::ui`] catches one and waits for the check).
     pub fn open_session(&mut self, session: Arc<Session>, ctx: &egui::Context) {
-        let checked = checked(session);
-        self.show_checked(checked, ctx);
+        self.show_checked(Ok(session), ctx);
     }
 
-    /// Shows what [`checked`] gave (opening an archive while the window starts: `memviz open`).
+    /// Shows an opened archive, or the line that says why it did not open.
     pub fn show_checked(&mut self, checked: Result<Arc<Session>, String>, ctx: &egui::Context) {
         let session = match checked {
             Ok(s) => s,
@@ -170,7 +168,7 @@ impl ViewerApp {
         self.content = Content::Open(Box::new(t));
     }
 
-    /// Opens an archive checked on another thread ([`open_checked`]) while the window started.
+    /// Opens an archive opened on another thread ([`open_checked`]) while the window started.
     pub fn open_prepared(&mut self, path: &Path, checked: Result<Arc<Session>, String>, ctx: &egui::Context) {
         self.source = Some(path.to_owned());
         self.show_checked(checked, ctx);
@@ -214,7 +212,39 @@ impl ViewerApp {
     }
 
     /// One frame of the whole UI.
+    /// One frame. A panic while the archive's ids are not checked yet waits for the check: an
+    /// archive with an id out of range shows its one line instead (see `archive::guard`).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        self.refresh_status();
+        let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.frame_ui(ui))) else {
+            return;
+        };
+        if let Some(t) = self.timeline()
+            && let Err(e) = t.session.ids.wait()
+        {
+            self.content = Content::Failed(e.clone());
+            return;
+        }
+        std::panic::resume_unwind(panic)
+    }
+
+    /// Turns what the background checks found into the one line shown instead of the timeline.
+    pub fn refresh_status(&mut self) {
+        let Content::Open(t) = &self.content else { return };
+        let failed = match t.session.ids.get() {
+            Some(Err(e)) => Some(e.clone()),
+            _ if t.session.corrupt.load(std::sync::atomic::Ordering::Relaxed) => Some(format!(
+                "{}: the archive is corrupted (checksum mismatch); re-run `memviz index` on the snapshot",
+                t.session.archive.path.display()
+            )),
+            _ => None,
+        };
+        if let Some(e) = failed {
+            self.content = Content::Failed(e);
+        }
+    }
+
+    fn frame_ui(&mut self, ui: &mut egui::Ui) {
         self.frames += 1;
         let ctx = ui.ctx().clone();
         let dropped: Vec<PathBuf> = ctx.input(|i| i.raw.dropped_files.iter().map(|f| f.path().to_owned()).collect());
@@ -228,14 +258,6 @@ impl ViewerApp {
                 Ok(session) => self.open_session(session, &ctx),
                 Err(e) => self.content = Content::Failed(e),
             }
-        }
-        if let Content::Open(t) = &self.content
-            && t.session.corrupt.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            let path = t.session.archive.path.display().to_string();
-            self.content = Content::Failed(format!(
-                "{path}: the archive is corrupted (checksum mismatch); re-run `memviz index` on the snapshot"
-            ));
         }
         if matches!(self.content, Content::Ranks | Content::Compare(_)) || self.ranks.is_some() {
             if let Some(next) = self.job_ui(ui) {
@@ -337,21 +359,13 @@ impl ViewerApp {
 
 /// A timeline of an archive whose ids were checked, with the settings the options ask for (the
 /// checksum is checked, and the action times decompressed, in the background).
-/// The session once its ids are known to be in range, or the one error line.
-pub fn checked(session: Arc<Session>) -> Result<Arc<Session>, String> {
-    match session.archive.check_ids() {
-        Ok(()) => Ok(session),
-        Err(e) => Err(format!("{}: {e}", session.archive.path.display())),
-    }
-}
-
-/// Opens and checks the archive at `path` (any thread: `memviz open` starts it beside the window).
+/// Opens the archive at `path` (any thread: `memviz open` starts it beside the window).
 pub fn open_checked(path: &Path) -> Result<Arc<Session>, String> {
-    Session::open(path).map_err(|e| format!("{}: {e}", path.display())).and_then(checked)
+    Session::open(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
-    session.spawn_decompress();
+    session.spawn_checks();
     let mut t = Timeline::new(session, ctx);
     t.max_entries = options.max_entries;
     t.colour_by_category = options.by_category;

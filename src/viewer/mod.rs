@@ -124,9 +124,11 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         stage("frame");
     }
     let first_frame_ms = ms_since_start();
-    // No window to say it in: the checksum of every block, before anything is written.
+    // No window to say it in: every id and the checksum of every block, before anything is
+    // written.
     if let Some(t) = app.timeline() {
         let a = &t.session.archive;
+        t.session.ids.wait().clone().map_err(anyhow::Error::msg)?;
         a.verify_checksum().map_err(|e| anyhow::anyhow!("{}: {e}", a.path.display()))?;
     }
     if let Some(e) = app.failure() {

@@ -86,6 +86,8 @@ impl Timeline {
             action_columns(self.view.x0, self.view.x1, columns).collect()
         };
         let col_w = rect.width() / columns as f32;
+        let levels = self.session.minimap(self.device);
+        let maxs: Vec<(u64, &[u64])> = levels.iter().map(|&(apb, _, max)| (apb, max)).collect();
         let mut line = Vec::with_capacity(ranges.len() * 2);
         let painter = painter.with_clip_rect(rect);
         for (c, &(a, b)) in ranges.iter().enumerate() {
@@ -96,7 +98,7 @@ impl Timeline {
                 }
                 continue;
             };
-            let allocated = l.totals.get(a..b).and_then(|t| t.iter().max().copied()).unwrap_or(0);
+            let allocated = crate::lod::minimap::range_max(l.totals, &maxs, a, b).unwrap_or(0);
             let (x0, x1) = (rect.left() + c as f32 * col_w, rect.left() + (c + 1) as f32 * col_w);
             let (y_r, y_a) = (
                 self.view.screen_from_bytes(rect, reserved as f64),
