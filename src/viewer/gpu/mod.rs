@@ -245,7 +245,7 @@ impl TimelineResources {
 /// [`required_limits`]: 42 M elements of a 10 GB snapshot need 168 MB).
 fn site_capacity(device: &wgpu::Device) -> usize {
     let limits = device.limits();
-    (u64::from(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size) / 4) as usize
+    (limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 4) as usize
 }
 
 /// The device limits the viewer asks for: wgpu's defaults (WebGL2's on GL), with the largest
