@@ -129,7 +129,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     if let Some(t) = app.timeline() {
         let a = &t.session.archive;
         t.session.ids.wait().clone().map_err(anyhow::Error::msg)?;
-        a.verify_checksum().map_err(|e| anyhow::anyhow!("{}: {e}", a.path.display()))?;
+        a.verify_checksum_unmapped().map_err(|e| anyhow::anyhow!("{}: {e}", a.path.display()))?;
     }
     if let Some(e) = app.failure() {
         anyhow::bail!("{e}");

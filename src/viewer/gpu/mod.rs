@@ -82,6 +82,8 @@ struct ViewResources {
     /// Which (device, colour mode) the bound site and colour tables belong to, and which
     /// generation of the search's marks.
     colours_for: Option<((u32, u32), u64)>,
+    /// The key table the textures' keys were made from.
+    keys_for: Option<(u32, u32)>,
     textures: HashMap<TexKey, GpuTexture>,
     instances: Option<wgpu::Buffer>,
     draws: Vec<TexKey>,
@@ -90,6 +92,18 @@ struct ViewResources {
 
 struct GpuTexture {
     bind: wgpu::BindGroup,
+    ids: wgpu::TextureView,
+    /// The ids, to make the keys again when the key table changes.
+    texels: Arc<Vec<u32>>,
+    size: wgpu::Extent3d,
+}
+
+/// The key of a texel that shows no element (empty, the summarized band, or an id past the table).
+const NO_ELEMENT_KEY: u32 = u32::MAX - 1;
+
+/// Each texel's colour key: its element's entry in `table`.
+fn texel_keys(texels: &[u32], table: &[u32]) -> Vec<u32> {
+    texels.iter().map(|&id| table.get(id as usize).copied().unwrap_or(NO_ELEMENT_KEY)).collect()
 }
 
 #[repr(C)]
@@ -119,23 +133,25 @@ impl TimelineResources {
                     },
                     count: None,
                 },
-                storage_entry(1),
                 storage_entry(2),
                 storage_entry(3),
             ],
         });
+        let texture_entry = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::FRAGMENT,
+            ty: wgpu::BindingType::Texture {
+                sample_type: wgpu::TextureSampleType::Uint,
+                view_dimension: wgpu::TextureViewDimension::D2,
+                multisampled: false,
+            },
+            count: None,
+        };
+        // A texture's element ids and each texel's colour key (its element's site, category or
+        // segment key), made when it is uploaded: no table over every element is ever uploaded.
         let texture_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("memviz ids"),
-            entries: &[wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::FRAGMENT,
-                ty: wgpu::BindingType::Texture {
-                    sample_type: wgpu::TextureSampleType::Uint,
-                    view_dimension: wgpu::TextureViewDimension::D2,
-                    multisampled: false,
-                },
-                count: None,
-            }],
+            entries: &[texture_entry(0), texture_entry(1)],
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("memviz timeline"),
@@ -209,6 +225,7 @@ impl TimelineResources {
             }),
             globals_group: None,
             colours_for: None,
+            keys_for: None,
             textures: HashMap::new(),
             instances: None,
             draws: Vec::new(),
@@ -226,8 +243,13 @@ impl TimelineResources {
         for k in &paint.evict {
             v.textures.remove(k);
         }
+        let table: &[u32] = (*paint.sites).as_ref();
+        if v.keys_for != Some(paint.colours_for) {
+            v.rekey(device, queue, &texture_layout, table);
+            v.keys_for = Some(paint.colours_for);
+        }
         for t in &paint.uploads {
-            v.upload(device, queue, &texture_layout, t);
+            v.upload(device, queue, &texture_layout, t, table);
         }
         v.prepare(device, queue, paint.clip, paint);
         self.uploads += paint.uploads.len() as u64;
@@ -241,15 +263,56 @@ impl TimelineResources {
     }
 }
 
-/// Elements whose site one storage binding holds on `device` (the adapter's limit, asked for by
-/// [`required_limits`]: 42 M elements of a 10 GB snapshot need 168 MB).
-fn site_capacity(device: &wgpu::Device) -> usize {
-    let limits = device.limits();
-    (limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) / 4) as usize
+/// An `R32Uint` texture holding `texels`.
+fn u32_texture(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    label: &str,
+    size: wgpu::Extent3d,
+    texels: &[u32],
+) -> wgpu::TextureView {
+    let texture = device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size,
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::R32Uint,
+        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    });
+    queue.write_texture(
+        wgpu::TexelCopyTextureInfo {
+            texture: &texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
+        bytemuck::cast_slice(texels),
+        wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(4 * size.width), rows_per_image: None },
+        size,
+    );
+    texture.create_view(&wgpu::TextureViewDescriptor::default())
+}
+
+fn texture_group(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    ids: &wgpu::TextureView,
+    keys: &wgpu::TextureView,
+) -> wgpu::BindGroup {
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("memviz ids"),
+        layout,
+        entries: &[
+            wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(ids) },
+            wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::TextureView(keys) },
+        ],
+    })
 }
 
 /// The device limits the viewer asks for: wgpu's defaults (WebGL2's on GL), with the largest
-/// storage buffers the adapter allows, for the element → site table of a long run.
+/// storage buffers the adapter allows (the search marks hold a bit per element).
 pub fn required_limits(adapter: &wgpu::Adapter, base: wgpu::Limits) -> wgpu::Limits {
     let have = adapter.limits();
     wgpu::Limits {
@@ -261,17 +324,14 @@ pub fn required_limits(adapter: &wgpu::Adapter, base: wgpu::Limits) -> wgpu::Lim
 }
 
 impl ViewResources {
-    /// Binds the paint's site table (element → stack, straight from the archive, or another key),
-    /// palette and search marks, when they changed (identified by device, mode and the marks'
-    /// generation).
+    /// Binds the paint's palette and search marks, when they changed (identified by device,
+    /// mode and the marks' generation).
     fn set_colours(&mut self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, paint: &TimelinePaint) {
         let which = (paint.colours_for, paint.marks.0);
-        let (sites, colours, marks): (&[u32], &[u32], &[u32]) =
-            ((*paint.sites).as_ref(), &paint.colours, &paint.marks.1);
+        let (colours, marks): (&[u32], &[u32]) = (&paint.colours, &paint.marks.1);
         if self.colours_for == Some(which) {
             return;
         }
-        let sites = &sites[..sites.len().min(site_capacity(device))];
         let buffer = |label, data: &[u32]| {
             let bytes: &[u8] = if data.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(data) };
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -280,14 +340,12 @@ impl ViewResources {
                 usage: wgpu::BufferUsages::STORAGE,
             })
         };
-        let (sites, colours, marks) =
-            (buffer("memviz sites", sites), buffer("memviz colours", colours), buffer("memviz marks", marks));
+        let (colours, marks) = (buffer("memviz colours", colours), buffer("memviz marks", marks));
         self.globals_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("memviz globals"),
             layout,
             entries: &[
                 wgpu::BindGroupEntry { binding: 0, resource: self.globals.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: sites.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 2, resource: colours.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 3, resource: marks.as_entire_binding() },
             ],
@@ -295,44 +353,33 @@ impl ViewResources {
         self.colours_for = Some(which);
     }
 
-    /// Uploads a texture (replacing one with the same key).
-    fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, layout: &wgpu::BindGroupLayout, data: &TexData) {
+    /// Uploads a texture (replacing one with the same key) and the colour keys of its texels.
+    fn upload(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        layout: &wgpu::BindGroupLayout,
+        data: &TexData,
+        table: &[u32],
+    ) {
         let size = wgpu::Extent3d { width: data.width, height: data.height, depth_or_array_layers: 1 };
-        let texture = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("memviz ids"),
-            size,
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::R32Uint,
-            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-            view_formats: &[],
-        });
-        queue.write_texture(
-            wgpu::TexelCopyTextureInfo {
-                texture: &texture,
-                mip_level: 0,
-                origin: wgpu::Origin3d::ZERO,
-                aspect: wgpu::TextureAspect::All,
-            },
-            bytemuck::cast_slice(&data.texels),
-            wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(4 * data.width), rows_per_image: None },
-            size,
-        );
-        let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("memviz ids"),
-            layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&view) }],
-        });
-        self.textures.insert(data.key, GpuTexture { bind });
+        let ids = u32_texture(device, queue, "memviz ids", size, &data.texels);
+        let keys = u32_texture(device, queue, "memviz keys", size, &texel_keys(&data.texels, table));
+        let bind = texture_group(device, layout, &ids, &keys);
+        self.textures.insert(data.key, GpuTexture { bind, ids, texels: Arc::clone(&data.texels), size });
+    }
+
+    /// Makes every texture's keys again from `table` (the colouring changed).
+    fn rekey(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, layout: &wgpu::BindGroupLayout, table: &[u32]) {
+        for t in self.textures.values_mut() {
+            let keys = u32_texture(device, queue, "memviz keys", t.size, &texel_keys(&t.texels, table));
+            t.bind = texture_group(device, layout, &t.ids, &keys);
+        }
     }
 
     /// Records this frame's quads (in NDC of `clip`, the callback rectangle).
     fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, clip: egui::Rect, paint: &TimelinePaint) {
-        // Elements past what one binding holds are drawn grey (see `site_capacity`).
-        let globals = Globals { n_sites: paint.globals.n_sites.min(site_capacity(device) as u32), ..paint.globals };
-        queue.write_buffer(&self.globals, 0, bytemuck::bytes_of(&globals));
+        queue.write_buffer(&self.globals, 0, bytemuck::bytes_of(&paint.globals));
         let ndc_x = |x: f32| (x - clip.left()) / clip.width() * 2.0 - 1.0;
         let ndc_y = |y: f32| 1.0 - (y - clip.top()) / clip.height() * 2.0;
         let mut instances = Vec::with_capacity(paint.quads.len());
@@ -387,8 +434,11 @@ pub struct TimelinePaint {
     /// Which view on screen (`Timeline::slot`): its resources are its own.
     pub slot: u32,
     pub evict: Vec<TexKey>,
-    /// (device, colour mode) of `sites` and `colours`, to upload them only when they change.
+    /// (device, colour mode) of `sites` and `colours`, to make keys and upload the palette only
+    /// when they change.
     pub colours_for: (u32, u32),
+    /// Each element's colour key (site, category or segment key), read in place: the keys of
+    /// each texture's texels are made from it when the texture is uploaded.
     pub sites: Arc<dyn AsRef<[u32]> + Send + Sync>,
     pub colours: Arc<Vec<u32>>,
     /// The search's marks (one bit per element) and their generation (0: no search).

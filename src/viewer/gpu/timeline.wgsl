@@ -4,14 +4,18 @@
 const EMPTY: u32 = 0xffffffffu;
 const AGGREGATED: u32 = 0xfffffffeu;
 const NONE: u32 = 0xffffffffu;
+// The key of a texel that shows no element (the summarized band, or an id past the table).
+const NO_ELEMENT_KEY: u32 = 0xfffffffeu;
 
 struct Globals {
     hovered: u32,
     pinned: u32,
     // Whether the outline pass is needed at all (something is hovered or pinned).
     outlines: u32,
-    // 0: colour by allocation site (the element's stack), 1: by allocation (its id).
+    // 0: colour by the texel's key (the element's site, category or segment key), 1: by
+    // allocation (its id).
     mode: u32,
+    // Elements (unused: the keys come with each texture).
     n_sites: u32,
     n_colours: u32,
     // 1 while a search is on: matches keep their colour, everything else is dimmed.
@@ -20,13 +24,13 @@ struct Globals {
 };
 
 @group(0) @binding(0) var<uniform> g: Globals;
-// Element id → allocation site (stack id), read in place from the archive.
-@group(0) @binding(1) var<storage, read> sites: array<u32>;
-// RGBA8 palette: one colour per site, or a fixed palette hashed by element id.
+// RGBA8 palette: one colour per key, or a fixed palette hashed by element id.
 @group(0) @binding(2) var<storage, read> colours: array<u32>;
 // The search's matches: bit `id` set for a matching element (empty without a search).
 @group(0) @binding(3) var<storage, read> marks: array<u32>;
 @group(1) @binding(0) var ids: texture_2d<u32>;
+// Each texel's colour key, made from the element → key table when the texture was uploaded.
+@group(1) @binding(1) var keys: texture_2d<u32>;
 
 struct Quad {
     // NDC of the quad: x0, y0 (bottom), x1, y1 (top).
@@ -49,13 +53,20 @@ fn vs(@builtin(vertex_index) vi: u32, q: Quad) -> VsOut {
     return out;
 }
 
-fn id_at(uv: vec2<f32>) -> u32 {
+fn inside(uv: vec2<f32>) -> bool {
+    return uv.x >= 0.0 && uv.y >= 0.0 && uv.x < 1.0 && uv.y < 1.0;
+}
+
+fn texel(uv: vec2<f32>) -> vec2<i32> {
     let dims = vec2<i32>(textureDimensions(ids));
-    if (uv.x < 0.0 || uv.y < 0.0 || uv.x >= 1.0 || uv.y >= 1.0) {
+    return clamp(vec2<i32>(floor(uv * vec2<f32>(dims))), vec2<i32>(0), dims - vec2<i32>(1));
+}
+
+fn id_at(uv: vec2<f32>) -> u32 {
+    if (!inside(uv)) {
         return EMPTY;
     }
-    let t = clamp(vec2<i32>(floor(uv * vec2<f32>(dims))), vec2<i32>(0), dims - vec2<i32>(1));
-    return textureLoad(ids, t, 0).r;
+    return textureLoad(ids, texel(uv), 0).r;
 }
 
 fn mix32(x: u32) -> u32 {
@@ -65,13 +76,13 @@ fn mix32(x: u32) -> u32 {
     return h ^ (h >> 13u);
 }
 
-fn colour(id: u32) -> vec3<f32> {
+fn colour(id: u32, uv: vec2<f32>) -> vec3<f32> {
     var key = mix32(id) % max(g.n_colours, 1u);
     if (g.mode == 0u) {
-        if (id >= g.n_sites) {
+        key = textureLoad(keys, texel(uv), 0).r;
+        if (key == NO_ELEMENT_KEY) {
             return vec3<f32>(0.45, 0.45, 0.5);
         }
-        key = sites[id];
     }
     if (key >= g.n_colours) {
         return vec3<f32>(0.5, 0.5, 0.55);
@@ -93,7 +104,7 @@ fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
     if (id == EMPTY) {
         discard;
     }
-    var c = colour(id);
+    var c = colour(id, in.uv);
     if (g.search != 0u) {
         let w = id >> 5u;
         let hit = id < AGGREGATED && w < arrayLength(&marks) && ((marks[w] >> (id & 31u)) & 1u) == 1u;
