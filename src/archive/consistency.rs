@@ -13,6 +13,12 @@ use crate::model::NONE;
 
 /// `Err(what is wrong)` for the first inconsistency found.
 pub fn check(r: &ArchivedRoot) -> Result<(), String> {
+    check_releasing(r, &|| {})
+}
+
+/// [`check`], calling `release` after each pass over a large part (the viewer drops the pages
+/// read so far there, so that checking a 10 GB archive never holds all of it).
+pub fn check_releasing(r: &ArchivedRoot, release: &dyn Fn()) -> Result<(), String> {
     let strings = r.strings.len();
     let frames = r.frames.name.len();
     let f = &r.frames;
@@ -74,8 +80,10 @@ pub fn check(r: &ArchivedRoot) -> Result<(), String> {
     for b in r.blocks.iter() {
         id_or_none("a block's stack", b.stack.to_native(), stacks)?;
     }
+    release();
     for d in r.devices.iter() {
-        device(d, events, blocks, stacks, strings).map_err(|e| format!("device {}: {e}", d.device.to_native()))?;
+        let tables = Tables { events, blocks, stacks, strings };
+        device(d, tables, release).map_err(|e| format!("device {}: {e}", d.device.to_native()))?;
     }
     Ok(())
 }
@@ -100,8 +108,8 @@ struct Stacked<'a> {
     tiles: &'a [ArchivedTileLevel],
 }
 
-fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strings: usize) -> Result<(), String> {
-    let tables = Tables { events, blocks, stacks, strings };
+fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), String> {
+    let (stacks, strings) = (tables.stacks, tables.strings);
     let actions = u32s(&d.actions);
     stacked(
         &Stacked {
@@ -114,6 +122,7 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
             tiles: &d.tiles,
         },
         tables,
+        release,
     )?;
     let t = &d.segment_timeline;
     // A segment timeline written by memviz always has checkpoints; an upgraded archive has none.
@@ -127,7 +136,7 @@ fn device(d: &ArchivedDevice, events: usize, blocks: usize, stacks: usize, strin
             checkpoints: &t.checkpoints,
             tiles: &t.tiles,
         };
-        stacked(&timeline, tables).map_err(|e| format!("segment timeline: {e}"))?;
+        stacked(&timeline, tables, release).map_err(|e| format!("segment timeline: {e}"))?;
     }
     allocator(&d.allocator, actions.len())?;
     for s in d.spans.iter() {
@@ -162,7 +171,7 @@ fn summary_ids(s: &ArchivedSummary, spans: usize, actions: usize, events: usize,
     Ok(())
 }
 
-fn stacked(t: &Stacked<'_>, tables: Tables) -> Result<(), String> {
+fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), String> {
     let e = t.elements;
     let n = e.addr.len();
     same_len(
@@ -189,6 +198,7 @@ fn stacked(t: &Stacked<'_>, tables: Tables) -> Result<(), String> {
         if col.iter().any(|&k| k != NONE && k as usize >= actions.len()) {
             return Err(format!("an element's {what} action is out of range"));
         }
+        release();
     }
     for (what, col, len) in [
         ("alloc event", u32s(&e.alloc_event), tables.events),
@@ -199,6 +209,7 @@ fn stacked(t: &Stacked<'_>, tables: Tables) -> Result<(), String> {
         if col.iter().any(|&i| i != NONE && i as usize >= len) {
             return Err(format!("an element's {what} is out of range"));
         }
+        release();
     }
     // The replay removes an element by binary search over slots and pushes one per start.
     for (k, &id) in actions.iter().enumerate() {
@@ -207,6 +218,7 @@ fn stacked(t: &Stacked<'_>, tables: Tables) -> Result<(), String> {
             return Err(format!("action {k} neither starts nor ends element {id}"));
         }
     }
+    release();
     ids_in("initial elements", t.initial, n)?;
     let initial: u64 = t.initial.iter().map(|&i| u64s(&e.size)[i as usize]).sum();
     if initial != t.initial_total {
@@ -226,6 +238,7 @@ fn stacked(t: &Stacked<'_>, tables: Tables) -> Result<(), String> {
         return Err("a checkpoint runs past its ids".into());
     }
     ids_in("checkpoint elements", ids, n)?;
+    release();
     for level in t.tiles {
         let (columns, samples) = (level.columns.to_native() as usize, u32s(&level.sample));
         if samples.len() != columns {

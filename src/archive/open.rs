@@ -278,6 +278,22 @@ impl Archive {
         super::consistency::check(self.root()).map_err(ArchiveError::Corrupt)
     }
 
+    /// [`Self::check_ids`], dropping the pages read from this process after each large pass, so
+    /// the check holds at most about one column of the file (the viewer's background check, on
+    /// a mapping of its own: [`Self::remap`]).
+    pub fn check_ids_releasing(&self) -> Result<(), ArchiveError> {
+        let release = || {
+            #[cfg(unix)]
+            if let Bytes::Mapped(m) = &self.map {
+                // SAFETY: the mapping is private and read-only, so dropping its pages loses
+                // nothing: a later read faults the file's bytes back in. Nothing borrowed from
+                // it is invalidated (the addresses stay mapped).
+                let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+            }
+        };
+        super::consistency::check_releasing(self.root(), &release).map_err(ArchiveError::Corrupt)
+    }
+
     pub fn header(&self) -> &Header {
         &self.header
     }

@@ -25,6 +25,8 @@ pub struct Session {
     /// The background check of every id ([`Self::spawn_checks`]): the one line when one is out of
     /// range (a file memviz did not write).
     pub ids: OnceLock<Result<(), String>>,
+    /// Set once the viewer drew its first frame: the background checks start then.
+    drawn: (std::sync::Mutex<bool>, std::sync::Condvar),
     /// Per device: `time_us` of each action, once decompressed.
     action_times: Vec<OnceLock<Vec<i64>>>,
     /// Per device and chunk of `action_time_us`: the chunk's times, once decompressed, for
@@ -61,6 +63,7 @@ impl Session {
             archive,
             corrupt: std::sync::atomic::AtomicBool::new(false),
             ids: OnceLock::new(),
+            drawn: Default::default(),
             action_times: (0..n).map(|_| OnceLock::new()).collect(),
             time_chunks,
             chunk_starts,
@@ -179,7 +182,24 @@ impl Session {
         from_events.or_else(|| (0..self.layout(d).actions.len()).find_map(|k| self.action_time(d, ActionIdx::at(k))))
     }
 
-    /// On a named background thread: checks every id (on a mapping of its own, whose pages go
+    /// The viewer drew its first frame (or needs the checks now): the background checks start.
+    pub fn first_frame_drawn(&self) {
+        let (drawn, ready) = &self.drawn;
+        let mut d = drawn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*d {
+            *d = true;
+            ready.notify_all();
+        }
+    }
+
+    fn wait_for_first_frame(&self, at_most: std::time::Duration) {
+        let (drawn, ready) = &self.drawn;
+        let d = drawn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = ready.wait_timeout_while(d, at_most, |d| !*d);
+    }
+
+    /// On a named background thread, once the first frame is drawn (or after a second):
+    /// checks every id (on a mapping of its own, whose pages go
     /// with it), then the checksum (with file reads, which map nothing), then decompresses every
     /// device's action times. Until the ids are checked, panics are deferred
     /// ([`super::guard`]): the viewer catches one, waits for [`Self::ids`] and shows the error.
@@ -187,8 +207,10 @@ impl Session {
         let s = Arc::clone(self);
         let deferring = super::guard::Deferring::new();
         let spawned = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
+            // The first frame comes first: on two cores a check beside it would halve its share.
+            s.wait_for_first_frame(std::time::Duration::from_secs(1));
             let ids = match s.archive.remap() {
-                Some(Ok(own)) => own.check_ids(),
+                Some(Ok(own)) => own.check_ids_releasing(),
                 Some(Err(e)) => Err(e),
                 None => s.archive.check_ids(),
             };

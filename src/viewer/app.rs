@@ -120,7 +120,11 @@ impl ViewerApp {
     /// The strip's or a comparison's work in flight (for screenshots and tests to wait on).
     pub fn busy(&self) -> bool {
         let timeline_busy = |t: &Timeline| {
-            t.worker.busy() || t.textures.pending() > 0 || (t.colour_by_category && t.categories_ready().is_none())
+            t.worker.busy()
+                || t.textures.pending() > 0
+                || (t.colour_by_category && t.categories_ready().is_none())
+                || t.shapes_pending()
+                || t.raster_pending
         };
         match &self.content {
             Content::Open(t) => self.draws_timeline() && timeline_busy(t),
@@ -217,13 +221,20 @@ impl ViewerApp {
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         self.refresh_status();
         let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.frame_ui(ui))) else {
+            // The second frame's UI runs once the first was drawn.
+            if self.frames >= 2
+                && let Some(t) = self.timeline()
+            {
+                t.session.first_frame_drawn();
+            }
             return;
         };
-        if let Some(t) = self.timeline()
-            && let Err(e) = t.session.ids.wait()
-        {
-            self.content = Content::Failed(e.clone());
-            return;
+        if let Some(t) = self.timeline() {
+            t.session.first_frame_drawn();
+            if let Err(e) = t.session.ids.wait() {
+                self.content = Content::Failed(e.clone());
+                return;
+            }
         }
         std::panic::resume_unwind(panic)
     }

@@ -71,6 +71,8 @@ impl Timeline {
         if need_raster {
             self.want_raster(rect, pixels_per_point, width_px);
         }
+        self.raster_pending = need_raster
+            && !self.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point));
         if let Some((spec, key)) = self.raster
             && spec.device == self.device
             && spec.plane == self.plane

@@ -81,6 +81,8 @@ pub struct Timeline {
     generation: u64,
     /// Screen rectangle of the plot last frame (points) and pixels per point.
     pub plot_rect: Rect,
+    /// The view needs an exact raster that has not arrived yet (a screenshot waits for it).
+    pub raster_pending: bool,
     pub pixels_per_point: f32,
     /// The floor per pixel column for the view it was computed for (`viewer::floor`).
     pub floor_cache: Option<Cached<super::floor::FloorKey, Vec<Option<u64>>>>,
@@ -125,6 +127,7 @@ impl Timeline {
             wanted: None,
             generation: 0,
             plot_rect: Rect::NOTHING,
+            raster_pending: false,
             pixels_per_point: 1.0,
             floor_cache: None,
             search: Default::default(),
@@ -462,6 +465,12 @@ impl Timeline {
         self.candidates.as_ref().and_then(Pending::get).and_then(Option::as_deref)
     }
 
+    /// True while the shape candidates asked for are still being worked out (they change the
+    /// top bar: a screenshot waits for them).
+    pub fn shapes_pending(&self) -> bool {
+        self.candidates.as_ref().is_some_and(|p| p.get().is_none())
+    }
+
     /// The mask of elements drawn individually under `--max-entries`, computed once per N.
     fn keep_mask(&mut self) -> Option<Arc<super::worker::Mask>> {
         if self.pools_view {
@@ -530,15 +539,21 @@ impl AsRef<[u32]> for SitesRef {
 
 /// Device `d`'s timeline of `plane` in `session` (its elements' when the archive lacks it): for
 /// code that holds its own handle on the session while it changes the timeline's state.
+/// Elements the shape candidates are guessed from, at most: the first ones (a run's first steps
+/// allocate every shape it has), so a 10 GB archive's guess reads 50 MB of it, not 550.
+const SHAPE_ELEMENTS: usize = 4 << 20;
+
 /// The shape candidates line of device `d`'s allocations (`None`: nothing guessed).
 fn shape_candidates(session: &Session, d: DeviceIdx) -> Option<String> {
+    use crate::analysis::shapes;
     let stacked = session.elements(d);
     let e = stacked.layout.elements;
-    let allocations: Vec<(u64, u32)> = (0..e.len())
-        .filter(|&i| e.origin[i] == 0)
-        .map(|i| (e.size[i], stacked.sites.get(i).copied().unwrap_or(crate::model::NONE)))
-        .collect();
-    let c = crate::analysis::shapes::infer_allocations(session.root(), &allocations);
+    let allocations = || (0..e.len().min(SHAPE_ELEMENTS)).filter(|&i| e.origin[i] == 0);
+    let site = |i: usize| stacked.sites.get(i).copied().unwrap_or(crate::model::NONE);
+    if shapes::is_convnet(session.root(), allocations().map(site)) {
+        return None;
+    }
+    let c = shapes::infer(allocations().map(|i| e.size[i]));
     let parts: Vec<String> =
         [("h", c.h), ("i", c.i), ("v", c.v)].iter().filter_map(|(n, v)| v.map(|v| format!("{n}={v}"))).collect();
     (!parts.is_empty()).then(|| format!("shape candidates: {}", parts.join(" ")))
