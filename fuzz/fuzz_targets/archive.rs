@@ -4,7 +4,8 @@
 //! segments), answer `at`, `range` and `steps` (from the summary, and for a pattern), classify every
 //! element's category, rebuild the allocator's state at a few events and before
 //! each OOM, read its series, work out the private pools, restore the whole model.
-//! Inconsistent ids must be an error, never a panic.
+//! Inconsistent ids must be an error, never a panic. The bytes are also read as a whole file (its
+//! own header and block table).
 #![no_main]
 
 use std::path::Path;
@@ -15,6 +16,11 @@ use memviz::analysis::{categories, live, range, steps};
 use memviz::archive::{Archive, DeviceData, Plane, Session, restore};
 
 fuzz_target!(|body: &[u8]| {
+    // The bytes as a whole file too: the header, the block table and each block's check.
+    if let Ok(whole) = Archive::from_memory(body, Path::new("whole.memviz")) {
+        let _ = whole.verify_read();
+        let _ = whole.verify_checksum();
+    }
     let file = memviz_format::seal(body, memviz_format::SourceStamp::default());
     let Ok(archive) = Archive::from_memory(&file, Path::new("fuzz.memviz")) else { return };
     if archive.verify().is_err() {

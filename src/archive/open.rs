@@ -180,9 +180,10 @@ impl Archive {
     }
 
     /// The same file mapped again, for a pass over it whose pages go when it is dropped (the
-    /// viewer's background id check); `None` for an archive in memory.
+    /// viewer's background id check); `None` for an archive in memory or upgraded from an older
+    /// format (mapping it again would upgrade it again: check that one in place).
     pub fn remap(&self) -> Option<Result<Archive, ArchiveError>> {
-        let file = self.file.as_ref()?;
+        let file = self.file.as_ref().filter(|_| self.upgraded.is_none())?;
         let opened =
             map(file).map_err(ArchiveError::from).and_then(|m| Archive::from_bytes(Bytes::Mapped(m), &self.path));
         Some(opened)

@@ -39,6 +39,7 @@ pub struct PeakGrew {
 /// on a terminal while one is built).
 pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Session>> {
     if let Some(kept) = kept_session(path) {
+        super::reading::opened(&kept);
         return Ok(kept);
     }
     let context = || path.display().to_string();
