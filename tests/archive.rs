@@ -275,6 +275,36 @@ fn checkpoints_rebuild_any_action() {
     }
 }
 
+/// `memviz index` compresses the event table while it reads (a worker takes each 64K rows the
+/// decoder completes) and frees the raw columns before the allocator's pass, which reads the
+/// chunks back; the cache path compresses after reading. Both write the same bytes, on every
+/// fixture and on a generated run long enough to stream many chunks.
+#[test]
+fn streamed_and_in_memory_indexing_write_the_same_bytes() {
+    let dir = tempdir();
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let mut long = Vec::new();
+    crate::generator::gen_snapshot::write(&snap, 60 * snap.event_count() as u64, &mut long).unwrap();
+    std::fs::write(dir.path().join("long.pickle"), long).unwrap();
+    let copy = |path: &Path| {
+        let to = dir.path().join(path.file_name().unwrap());
+        std::fs::copy(path, &to).unwrap();
+        to
+    };
+    let mut inputs: Vec<std::path::PathBuf> = fixtures().iter().map(|(_, path, _)| copy(path)).collect();
+    inputs.push(dir.path().join("long.pickle"));
+    for snapshot in inputs {
+        let streamed = dir.path().join("streamed.memviz");
+        index(&snapshot, &streamed);
+        // A command on the snapshot writes its cache beside it, compressed after reading.
+        let cache = dir.path().join("no-user-cache");
+        memviz_cached(&cache, ["stats".as_ref(), snapshot.as_os_str()]);
+        let beside = memviz::archive::default_path(&snapshot);
+        let (a, b) = (std::fs::read(&streamed).unwrap(), std::fs::read(&beside).unwrap());
+        assert!(a.len() > 1000 && a == b, "{}: the two paths differ", snapshot.display());
+    }
+}
+
 /// A long run's archive (100 MB-class structure in a few MB: the generator repeating gpt2_small's
 /// steps): `at --peak` reads, and checks, a few of its blocks; a corrupted block it does not read
 /// leaves its answer as it was, one it reads makes it the one-line error.

@@ -359,10 +359,15 @@ const BLOCK_WORDS: usize = 4;
 
 impl<'s> Undo<'s> {
     pub fn at_dump(snap: &'s Snapshot, device: DeviceId) -> Undo<'s> {
+        Undo::at_dump_over(snap, &snap.events, device)
+    }
+
+    /// [`Self::at_dump`], undoing `events` (the snapshot's columns, or the same compressed).
+    pub fn at_dump_over(snap: &Snapshot, events: &'s dyn EventColumns, device: DeviceId) -> Undo<'s> {
         let trace = snap.trace(device);
         let state = State::at_dump(snap, device);
         let figures = Figures::of(&state, false);
-        Undo { events: &snap.events, first: trace.start, n: trace.len(), undone: 0, figures, state }
+        Undo { events, first: trace.start, n: trace.len(), undone: 0, figures, state }
     }
 
     /// A state saved by [`Replay::save`] after `undone` steps (a checkpoint; malformed words
@@ -444,8 +449,10 @@ fn words(st: &State) -> u64 {
 /// allocator's figures (the largest free block tracked) right after each action, last action
 /// first. `action_event(k)` is the absolute event of action `k` (ascending in `k`; `NONE` for
 /// the one synthetic action of a trace without actions, which gets the dump's figures).
+#[allow(clippy::too_many_arguments)]
 pub fn pass(
     snap: &Snapshot,
+    events: &dyn EventColumns,
     device: DeviceId,
     actions: usize,
     action_event: impl Fn(usize) -> u32,
@@ -453,7 +460,7 @@ pub fn pass(
     at_action: impl FnMut(usize, &Figures),
     keep: impl FnMut(&[u64]),
 ) {
-    let mut undo = Undo::at_dump(snap, device);
+    let mut undo = Undo::at_dump_over(snap, events, device);
     undo.figures = Figures::of(&undo.state, true);
     let n = undo.n;
     let mut replay = WithFigures { undo, k: actions, action_event, at_action };
@@ -507,12 +514,12 @@ impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> Replay for WithFigures<'_, 
 /// The summed size of the states after every event, in words, estimated from the event kinds
 /// alone (a block or a segment appears or goes per event; merges are not followed), to size the
 /// checkpoints before the pass that saves them.
-pub fn estimate_words(snap: &Snapshot, device: DeviceId) -> u64 {
+pub fn estimate_words(snap: &Snapshot, events: &dyn EventColumns, device: DeviceId) -> u64 {
     let st = State::at_dump(snap, device);
     let (mut segs, mut blocks) = (st.segments.len() as i64, st.blocks.len() as i64);
     let mut total = words(&st);
     for e in snap.trace(device).rev() {
-        match snap.events.action[e] {
+        match events.action(e) {
             Action::Alloc => blocks -= 1,
             Action::FreeCompleted | Action::Free => blocks += 1,
             Action::SegmentAlloc => segs -= 1,
@@ -537,7 +544,7 @@ mod tests {
 
     /// The allocator's state every K events from the dump backwards, K sized as `index` sizes it.
     fn checkpoints(snap: &Snapshot, device: DeviceId) -> Checkpoints<u64> {
-        let every = every_for(estimate_words(snap, device));
+        let every = every_for(estimate_words(snap, &snap.events, device));
         Checkpoints::record(Undo::at_dump(snap, device), snap.trace(device).len(), every)
     }
 

@@ -3,10 +3,11 @@
 
 use rayon::prelude::*;
 
-use memviz_format::schema::{self as f, Chunk};
+use memviz_format::schema as f;
 use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
+use super::columns::{Columns, CompressedEvents};
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
 use crate::ingest::SourceInfo;
@@ -31,30 +32,34 @@ pub enum BuildStage {
 
 /// Builds the root. Consumes the model and layouts so their columns move in without copies.
 ///
-/// The allocator's backward pass is one long sequential walk per device: it runs on one worker
-/// while the others lay out checkpoints and tiles and compress the event table (by reference: the
-/// pass reads the raw events meanwhile), so a 2-core machine stays busy. The raw event columns
-/// are freed when both are done.
+/// Everything that needs the raw event columns (the layouts, given; spans, action times,
+/// element sites, reserved memory, the segment timeline, the summary's first time and OOM
+/// events) is derived first; then the raw large columns are freed (the event table is
+/// compressed already: `columns`, or here), and the allocator's backward pass — one long
+/// sequential walk per device, reading the compressed chunks — runs on one worker while the
+/// others lay out checkpoints and tiles, so a 2-core machine stays busy.
 pub fn build_root(
-    snap: Snapshot,
+    mut snap: Snapshot,
     source: &SourceInfo,
     name: &str,
     layouts: Vec<Layout>,
+    columns: Option<Columns>,
     stage: &dyn Fn(BuildStage),
 ) -> f::Root {
     let spans = spans::spans(&snap);
     let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
+    let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
+    let event_count = snap.events.len();
+    snap.events.drop_rows();
     stage(BuildStage::Derive);
-    let (allocators, (lods, columns)) = rayon::join(
-        || layouts.iter().map(|l| super::series::allocator_section(&snap, &l.view())).collect::<Vec<_>>(),
+    let (allocators, lods) = rayon::join(
         || {
-            rayon::join(
-                || {
-                    let lods = layouts.par_iter().zip(&from_events);
-                    lods.map(|(l, fe)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()))).collect::<Vec<_>>()
-                },
-                || compress_columns(&snap.events),
-            )
+            let events = CompressedEvents::new(&columns, &snap.events);
+            layouts.iter().map(|l| super::series::allocator_section(&snap, &events, &l.view())).collect::<Vec<_>>()
+        },
+        || {
+            let lods = layouts.par_iter().zip(&from_events);
+            lods.map(|(l, fe)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()))).collect::<Vec<_>>()
         },
     );
     let summaries: Vec<f::Summary> = layouts
@@ -78,7 +83,7 @@ pub fn build_root(
         host_trace,
         tolerated,
     } = snap;
-    let events = event_table(events, columns);
+    let events = event_table(event_count, events, columns);
     let parts = layouts.into_iter().zip(from_events).zip(allocators).zip(lods).zip(summaries);
     let devices: Vec<f::Device> = parts.map(|((((l, fe), a), lod), s)| device(l, fe, a, lod, s)).collect();
     f::Root {
@@ -163,6 +168,10 @@ pub fn build_root(
 
 /// What a device's archive needs from the raw events and annotations.
 struct FromEvents {
+    /// `time_us` of the device's first event with a time.
+    first_event_time: Option<i64>,
+    /// Index within the device's trace of every `oom` event.
+    oom_events: Vec<u32>,
     spans: Vec<f::Span>,
     reserved: f::Reserved,
     action_time_us: Vec<i64>,
@@ -189,17 +198,24 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEven
     };
     let segments = Layout::segments(snap, device);
     let segment_stacks = sites::segment_stacks(snap, segments.view());
-    FromEvents { spans, reserved, action_time_us, stack, segments: (segments, segment_stacks) }
+    let trace = snap.trace(device);
+    let first_event_time = snap.events.time_us[trace.clone()].iter().copied().find(|&t| t != NO_TIME);
+    let oom_events =
+        trace.clone().filter(|&e| snap.events.action[e] == Action::Oom).map(|e| (e - trace.start) as u32).collect();
+    FromEvents {
+        first_event_time,
+        oom_events,
+        spans,
+        reserved,
+        action_time_us,
+        stack,
+        segments: (segments, segment_stacks),
+    }
 }
 
 /// What `ranks` and the default steps read without a pass over the events (FORMAT.md: Summary).
 fn summary(snap: &Snapshot, all: &[spans::Span], l: &Layout, fe: &FromEvents, cps: &f::Checkpoints) -> f::Summary {
-    let trace = snap.trace(l.device);
-    let trace_start_us = snap.events.time_us[trace.clone()]
-        .iter()
-        .copied()
-        .find(|&t| t != NO_TIME)
-        .or_else(|| fe.action_time_us.iter().copied().find(|&t| t != NO_TIME));
+    let trace_start_us = fe.first_event_time.or_else(|| fe.action_time_us.iter().copied().find(|&t| t != NO_TIME));
     let spans: Vec<NamedSpan<'_>> = all.iter().filter(|s| s.on(l.device)).map(|s| s.named(snap)).collect();
     let t = TimelineRef {
         layout: l.view(),
@@ -237,11 +253,7 @@ fn summary(snap: &Snapshot, all: &[spans::Span], l: &Layout, fe: &FromEvents, cp
     });
     f::Summary {
         trace_start_us: trace_start_us.unwrap_or(NO_TIME),
-        oom_events: trace
-            .clone()
-            .filter(|&e| snap.events.action[e] == Action::Oom)
-            .map(|e| (e - trace.start) as u32)
-            .collect(),
+        oom_events: fe.oom_events.clone(),
         reserved_peak: fe.reserved.bytes.iter().copied().chain([fe.reserved.initial]).max().unwrap_or(0),
         span_actions: spans.iter().map(|s| t.span_actions(s)).collect(),
         steps,
@@ -255,7 +267,7 @@ fn device(
     lods: (Lod, Lod),
     summary: f::Summary,
 ) -> f::Device {
-    let FromEvents { spans, reserved, action_time_us, stack, segments } = from_events;
+    let FromEvents { spans, reserved, action_time_us, stack, segments, .. } = from_events;
     let minimap = minimap::build(&l.totals);
     let device = l.device.0;
     let t = stacked(l, stack, lods.0);
@@ -357,38 +369,11 @@ fn stacked(l: Layout, stack: Vec<u32>, lod: Lod) -> Stacked {
     }
 }
 
-/// The event table's large columns, compressed in chunks in parallel.
-struct Columns {
-    action: Vec<Chunk>,
-    addr: Vec<Chunk>,
-    size: Vec<Chunk>,
-    time_us: Vec<Chunk>,
-    stack: Vec<Chunk>,
-}
-
-fn compress_columns(ev: &Events) -> Columns {
-    fn column<T: chunks::Scalar + Send + Sync>(v: &[T]) -> Vec<Chunk> {
-        v.par_chunks(CHUNK_ROWS).map(chunks::encode).collect()
-    }
-    let codes: Vec<Chunk> = ev
-        .action
-        .par_chunks(CHUNK_ROWS)
-        .map(|c| chunks::encode(&c.iter().map(|&a| a as u8).collect::<Vec<_>>()))
-        .collect();
-    Columns {
-        action: codes,
-        addr: column(&ev.addr),
-        size: column(&ev.size),
-        time_us: ev.time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
-        stack: column(&ev.stack),
-    }
-}
-
 /// The event table: the compressed columns and the run-length and sparse columns moved in (the
 /// raw columns are dropped).
-fn event_table(ev: Events, c: Columns) -> f::EventTable {
+fn event_table(len: usize, ev: Events, c: Columns) -> f::EventTable {
     f::EventTable {
-        len: ev.len() as u32,
+        len: len as u32,
         chunk_rows: CHUNK_ROWS as u32,
         action: c.action,
         addr: c.addr,

@@ -100,6 +100,16 @@ pub fn decode<T: Scalar>(chunk: &rkyv::Archived<Chunk>) -> Result<Vec<T>, ChunkE
     Ok(raw.chunks_exact(T::BYTES).map(T::get).collect())
 }
 
+/// Decodes one chunk of values still in memory (one being built).
+pub fn decode_owned<T: Scalar>(chunk: &Chunk) -> Result<Vec<T>, ChunkError> {
+    let rows = chunk.rows as usize;
+    let raw = zstd::bulk::decompress(&chunk.data, rows * T::BYTES).map_err(|e| ChunkError(e.to_string()))?;
+    if raw.len() != rows * T::BYTES {
+        return Err(ChunkError(format!("{} bytes, expected {}", raw.len(), rows * T::BYTES)));
+    }
+    Ok(raw.chunks_exact(T::BYTES).map(T::get).collect())
+}
+
 /// Decodes a chunk written by [`encode_deltas`].
 pub fn decode_deltas(chunk: &rkyv::Archived<Chunk>) -> Result<Vec<i64>, ChunkError> {
     let mut acc = 0i64;

@@ -6,6 +6,7 @@ pub mod attrs;
 pub mod build;
 pub mod cache;
 pub mod chunks;
+pub mod columns;
 pub mod consistency;
 pub mod events;
 pub mod folder;

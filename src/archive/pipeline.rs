@@ -10,6 +10,8 @@ use memviz_format::SourceStamp;
 
 use super::build::BuildStage;
 use super::cache::{PendingCache, file_name, lay_out};
+use super::chunks::CHUNK_ROWS;
+use super::columns::{Columns, Streamed};
 use crate::ingest;
 use crate::layout::Layout;
 use crate::model::Snapshot;
@@ -39,21 +41,32 @@ pub fn build_archive(
     message: &(dyn Fn(&'static str) + Sync),
 ) -> anyhow::Result<IndexSummary> {
     let started = Instant::now();
-    let (model, source) =
-        ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
+    // The event table is compressed while the decoder reads (it uses one core of two).
+    let streamed = Streamed::start();
+    let (streamed, read) = match streamed {
+        Some((s, observe)) => {
+            let _observing = ingest::observe_rows(CHUNK_ROWS, observe);
+            (Some(s), ingest::read_path_progress(snapshot, progress))
+        }
+        None => (None, ingest::read_path_progress(snapshot, progress)),
+    };
+    let (model, source) = read.with_context(|| snapshot.display().to_string())?;
+    let columns = streamed.map(|s| s.finish(&model.events));
     timing("read", started);
     message("laying out");
     let layouts = lay_out(&model);
     timing("layout", started);
     let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
-    write_archive(&pending, model, layouts, message, started)
+    write_archive(&pending, model, layouts, columns, message, started)
 }
 
-/// Builds and writes the archive of a snapshot already read.
+/// Builds and writes the archive of a snapshot already read (`columns`: its event table already
+/// compressed, else it is compressed here).
 pub fn write_archive(
     pending: &PendingCache,
     snapshot: Snapshot,
     layouts: Vec<Layout>,
+    columns: Option<Columns>,
     message: &(dyn Fn(&'static str) + Sync),
     started: Instant,
 ) -> anyhow::Result<IndexSummary> {
@@ -70,7 +83,7 @@ pub fn write_archive(
     // per thread: on a 16-core host peak RSS grew from 171 to 200 MB on the 195 MB benchmark.
     // Four workers keep index at ~1× the pickle at the same speed (the decoder is sequential).
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_INDEX_THREADS);
-    let build = || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, &stage);
+    let build = || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, columns, &stage);
     let root =
         match rayon::ThreadPoolBuilder::new().num_threads(workers).thread_name(|i| format!("memviz-index-{i}")).build()
         {

@@ -8,23 +8,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use memviz_format::schema::{self as f, Chunk};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::allocator::{self, Figures};
+use crate::allocator::{self, EventColumns, Figures};
 use crate::layout::LayoutRef;
 use crate::lod::minimap::{self, MinMax};
 use crate::model::{ActionIdx, Snapshot};
 
-/// The section of `l`'s device.
-pub fn allocator_section(snap: &Snapshot, l: &LayoutRef<'_>) -> f::AllocatorSection {
+/// The section of `l`'s device, undoing `events` (the snapshot's, or its compressed chunks).
+pub fn allocator_section(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>) -> f::AllocatorSection {
     let device = l.device;
     let n = l.actions.len();
     let mut series: [SeriesBuilder; 7] = std::array::from_fn(|_| SeriesBuilder::new(n));
     let mut pools = PoolsBuilder::default();
     // One pass: the series and the saved states (each compressed as it is made: the raw words
     // are never all held), K sized from an estimate of the states' summed size.
-    let every = allocator::every_for(allocator::estimate_words(snap, device));
+    let every = allocator::every_for(allocator::estimate_words(snap, events, device));
     let mut states = Vec::new();
     allocator::pass(
         snap,
+        events,
         device,
         n,
         |k| l.action_event(ActionIdx::at(k)).0,

@@ -186,7 +186,7 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// cannot be written costs the next run time, not this run its answer: warn and go on.
 fn save_cache(loaded: Loaded) {
     let Some(pending) = loaded.pending_cache else { return };
-    if let Err(e) = write_archive(&pending, loaded.snapshot, loaded.layouts, &|_| {}, Instant::now()) {
+    if let Err(e) = write_archive(&pending, loaded.snapshot, loaded.layouts, None, &|_| {}, Instant::now()) {
         eprintln!("warning: could not cache the archive: {e:#}");
     }
 }

@@ -18,12 +18,58 @@ pub enum TraceList {
     Ids(Vec<u32>),
 }
 
+/// Gets the events read so far and the rows just completed, every [`observe_rows`] rows.
+pub type RowObserver = Box<dyn FnMut(&crate::model::Events, std::ops::Range<usize>)>;
+
+thread_local! {
+    /// The observer the next reader on this thread takes ([`observe_rows`]).
+    static PENDING: std::cell::RefCell<Option<(usize, RowObserver)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Makes the next read on this thread hand `observer` every `rows` events as they are pushed
+/// (the archive pipeline compresses them meanwhile); the guard takes it back if no reader did.
+pub fn observe_rows(rows: usize, observer: RowObserver) -> ObserveGuard {
+    PENDING.with(|p| *p.borrow_mut() = Some((rows.max(1), observer)));
+    ObserveGuard(())
+}
+
+pub struct ObserveGuard(());
+
+impl Drop for ObserveGuard {
+    fn drop(&mut self) {
+        PENDING.with(|p| p.borrow_mut().take());
+    }
+}
+
+/// A reader's row observer: who to tell, and when next.
+struct Observer {
+    every: usize,
+    next: usize,
+    observe: Option<RowObserver>,
+}
+
+impl Default for Observer {
+    fn default() -> Self {
+        match PENDING.with(|p| p.borrow_mut().take()) {
+            Some((every, observe)) => Observer { every, next: every, observe: Some(observe) },
+            None => Observer { every: usize::MAX, next: usize::MAX, observe: None },
+        }
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer").field("every", &self.every).finish()
+    }
+}
+
 /// Collects a snapshot while a reader walks its input.
 #[derive(Debug, Default)]
 pub struct Builder {
     pub snap: Snapshot,
     frames: FrameInterner,
     unknown: HashMap<(&'static str, StrId), u64>,
+    rows: Observer,
 }
 
 impl Builder {
@@ -95,7 +141,15 @@ impl Builder {
     }
 
     pub fn push_event(&mut self, row: &EventRow) -> u32 {
-        self.snap.events.push(row)
+        let id = self.snap.events.push(row);
+        if id as usize + 1 == self.rows.next {
+            let end = self.rows.next;
+            self.rows.next = end.saturating_add(self.rows.every);
+            if let Some(observe) = self.rows.observe.as_mut() {
+                observe(&self.snap.events, end - self.rows.every..end);
+            }
+        }
+        id
     }
 
     pub fn event_count(&self) -> usize {

@@ -11,6 +11,8 @@ pub mod json;
 pub mod pickle;
 pub mod schema;
 
+pub use builder::{RowObserver, observe_rows};
+
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};

@@ -169,6 +169,16 @@ impl Events {
         self.action.is_empty()
     }
 
+    /// Frees the per-event columns (action, addr, size, time, stack) once the event table holds
+    /// them compressed; the run-length and sparse columns stay. `len` is 0 after this.
+    pub fn drop_rows(&mut self) {
+        self.action = Vec::new();
+        self.addr = Vec::new();
+        self.size = Vec::new();
+        self.time_us = Vec::new();
+        self.stack = Vec::new();
+    }
+
     pub fn push(&mut self, row: &EventRow) -> u32 {
         let id = self.action.len() as u32;
         self.action.push(row.action);

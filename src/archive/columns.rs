@@ -1,0 +1,180 @@
+//! The event table's large columns (action, addr, size, time, stack), compressed a chunk of
+//! rows at a time: while the decoder reads (a worker compresses each chunk it completes, on the
+//! core the decoder leaves idle), or all at once in parallel. Once compressed, the raw columns go
+//! (the allocator's backward pass reads the chunks back through [`CompressedEvents`]), so indexing
+//! holds them only until the layout and what is derived from the events are done.
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::mpsc::{Receiver, sync_channel};
+
+use rayon::prelude::*;
+
+use memviz_format::schema::Chunk;
+
+use super::chunks::{self, CHUNK_ROWS, Scalar};
+use crate::allocator::EventColumns;
+use crate::model::{Action, Events};
+
+/// One chunk of rows of the large columns, copied out of the events being read.
+pub struct RawRows {
+    action: Vec<u8>,
+    addr: Vec<u64>,
+    size: Vec<u64>,
+    time_us: Vec<i64>,
+    stack: Vec<u32>,
+}
+
+impl RawRows {
+    pub fn of(ev: &Events, rows: Range<usize>) -> RawRows {
+        RawRows {
+            action: ev.action[rows.clone()].iter().map(|&a| a as u8).collect(),
+            addr: ev.addr[rows.clone()].to_vec(),
+            size: ev.size[rows.clone()].to_vec(),
+            time_us: ev.time_us[rows.clone()].to_vec(),
+            stack: ev.stack[rows].to_vec(),
+        }
+    }
+
+    fn compress(&self) -> [Chunk; 5] {
+        [
+            chunks::encode(&self.action),
+            chunks::encode(&self.addr),
+            chunks::encode(&self.size),
+            chunks::encode_deltas(&self.time_us),
+            chunks::encode(&self.stack),
+        ]
+    }
+}
+
+/// The compressed columns, `CHUNK_ROWS` rows a chunk (the last one shorter).
+#[derive(Default)]
+pub struct Columns {
+    pub action: Vec<Chunk>,
+    pub addr: Vec<Chunk>,
+    pub size: Vec<Chunk>,
+    pub time_us: Vec<Chunk>,
+    pub stack: Vec<Chunk>,
+    rows: usize,
+}
+
+impl Columns {
+    /// Every row of `ev`, its chunks compressed in parallel.
+    pub fn compress(ev: &Events) -> Columns {
+        Columns::default().complete(ev)
+    }
+
+    fn push(&mut self, rows: usize, [action, addr, size, time_us, stack]: [Chunk; 5]) {
+        self.action.push(action);
+        self.addr.push(addr);
+        self.size.push(size);
+        self.time_us.push(time_us);
+        self.stack.push(stack);
+        self.rows += rows;
+    }
+
+    /// The rows of `ev` past those already compressed (a multiple of `CHUNK_ROWS`), in parallel.
+    pub fn complete(mut self, ev: &Events) -> Columns {
+        debug_assert!(self.rows.is_multiple_of(CHUNK_ROWS));
+        let starts: Vec<usize> = (self.rows..ev.len()).step_by(CHUNK_ROWS).collect();
+        let done: Vec<(usize, [Chunk; 5])> = starts
+            .par_iter()
+            .map(|&a| {
+                let b = (a + CHUNK_ROWS).min(ev.len());
+                (b - a, RawRows::of(ev, a..b).compress())
+            })
+            .collect();
+        for (rows, chunks) in done {
+            self.push(rows, chunks);
+        }
+        self
+    }
+}
+
+/// Compresses, on a named worker, every full chunk of rows the decoder completes: what the
+/// reader's row observer sends ([`crate::ingest::observe_rows`]).
+pub struct Streamed {
+    worker: std::thread::JoinHandle<Columns>,
+}
+
+impl Streamed {
+    /// The worker and the observer to give the reader; `None` when no thread can be started
+    /// (everything is compressed after reading then).
+    pub fn start() -> Option<(Streamed, crate::ingest::RowObserver)> {
+        // A few chunks in flight (2 MB each): the decoder waits rather than holding more.
+        let (tx, rx) = sync_channel::<RawRows>(4);
+        let worker = std::thread::Builder::new().name("memviz-compress".into()).spawn(move || collect(&rx)).ok()?;
+        let observe: crate::ingest::RowObserver = Box::new(move |ev: &Events, rows: Range<usize>| {
+            let _ = tx.send(RawRows::of(ev, rows));
+        });
+        Some((Streamed { worker }, observe))
+    }
+
+    /// Once the reader is done (its observer dropped): the chunks compressed so far, completed
+    /// with the rows the reader added after the last full chunk.
+    pub fn finish(self, ev: &Events) -> Columns {
+        match self.worker.join() {
+            Ok(columns) if columns.rows <= ev.len() => columns.complete(ev),
+            _ => Columns::compress(ev),
+        }
+    }
+}
+
+fn collect(rx: &Receiver<RawRows>) -> Columns {
+    let mut columns = Columns::default();
+    for rows in rx {
+        columns.push(rows.action.len(), rows.compress());
+    }
+    columns
+}
+
+/// The large columns read back from their chunks, each keeping its last decoded chunk (a
+/// backward pass decodes each chunk once); the run-length and sparse columns from the events.
+pub struct CompressedEvents<'a> {
+    columns: &'a Columns,
+    events: &'a Events,
+    action: RefCell<Option<(usize, Vec<u8>)>>,
+    addr: RefCell<Option<(usize, Vec<u64>)>>,
+    size: RefCell<Option<(usize, Vec<u64>)>>,
+}
+
+impl<'a> CompressedEvents<'a> {
+    pub fn new(columns: &'a Columns, events: &'a Events) -> Self {
+        CompressedEvents {
+            columns,
+            events,
+            action: RefCell::default(),
+            addr: RefCell::default(),
+            size: RefCell::default(),
+        }
+    }
+}
+
+/// Value `e` of a column, decoding its chunk when it is not the one kept.
+fn value<T: Scalar>(chunks: &[Chunk], kept: &RefCell<Option<(usize, Vec<T>)>>, e: usize) -> T {
+    let (c, i) = (e / CHUNK_ROWS, e % CHUNK_ROWS);
+    let mut kept = kept.borrow_mut();
+    if kept.as_ref().is_none_or(|(have, _)| *have != c) {
+        let values = chunks.get(c).and_then(|ch| chunks::decode_owned::<T>(ch).ok()).unwrap_or_default();
+        *kept = Some((c, values));
+    }
+    kept.as_ref().and_then(|(_, v)| v.get(i).copied()).unwrap_or_default()
+}
+
+impl EventColumns for CompressedEvents<'_> {
+    fn action(&self, e: usize) -> Action {
+        Action::from_code(value(&self.columns.action, &self.action, e))
+    }
+    fn addr(&self, e: usize) -> u64 {
+        value(&self.columns.addr, &self.addr, e)
+    }
+    fn size(&self, e: usize) -> u64 {
+        value(&self.columns.size, &self.size, e)
+    }
+    fn stream(&self, e: usize) -> u64 {
+        EventColumns::stream(self.events, e)
+    }
+    fn pool(&self, e: usize) -> Option<(i64, i64)> {
+        EventColumns::pool(self.events, e)
+    }
+}
