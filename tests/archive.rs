@@ -275,6 +275,17 @@ fn checkpoints_rebuild_any_action() {
     }
 }
 
+/// `dir/long.pickle`: a run `copies` times as long as gpt2_small's recording (the generator
+/// repeating its steady steps).
+fn long_run(dir: &Path, copies: u64) -> std::path::PathBuf {
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let mut pickle = Vec::new();
+    crate::generator::gen_snapshot::write(&snap, copies * snap.event_count() as u64, &mut pickle).unwrap();
+    let path = dir.join("long.pickle");
+    std::fs::write(&path, pickle).unwrap();
+    path
+}
+
 /// `memviz index` compresses the event table while it reads (a worker takes each 64K rows the
 /// decoder completes) and frees the raw columns before the allocator's pass, which reads the
 /// chunks back; the cache path compresses after reading. Both write the same bytes, on every
@@ -282,17 +293,14 @@ fn checkpoints_rebuild_any_action() {
 #[test]
 fn streamed_and_in_memory_indexing_write_the_same_bytes() {
     let dir = tempdir();
-    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let mut long = Vec::new();
-    crate::generator::gen_snapshot::write(&snap, 60 * snap.event_count() as u64, &mut long).unwrap();
-    std::fs::write(dir.path().join("long.pickle"), long).unwrap();
+    let long = long_run(dir.path(), 60);
     let copy = |path: &Path| {
         let to = dir.path().join(path.file_name().unwrap());
         std::fs::copy(path, &to).unwrap();
         to
     };
     let mut inputs: Vec<std::path::PathBuf> = fixtures().iter().map(|(_, path, _)| copy(path)).collect();
-    inputs.push(dir.path().join("long.pickle"));
+    inputs.push(long);
     for snapshot in inputs {
         let streamed = dir.path().join("streamed.memviz");
         index(&snapshot, &streamed);
@@ -312,11 +320,7 @@ fn streamed_and_in_memory_indexing_write_the_same_bytes() {
 fn answers_check_the_blocks_they_read_and_only_those() {
     use memviz::analysis::{groups::GroupBy, live};
     let dir = tempdir();
-    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let mut pickle = Vec::new();
-    crate::generator::gen_snapshot::write(&snap, 200 * snap.event_count() as u64, &mut pickle).unwrap();
-    let (snapshot, path) = (dir.path().join("long.pickle"), dir.path().join("long.memviz"));
-    std::fs::write(&snapshot, pickle).unwrap();
+    let (snapshot, path) = (long_run(dir.path(), 200), dir.path().join("long.memviz"));
     index(&snapshot, &path);
     let good = memviz_ok(["at".as_ref(), "--peak".as_ref(), path.as_os_str()]);
 
