@@ -85,29 +85,59 @@ pub fn decompressed_on_this_thread() -> u64 {
 }
 
 pub fn decompress(chunk: &rkyv::Archived<Chunk>, width: usize) -> Result<Vec<u8>, ChunkError> {
+    decompress_rows(chunk.data.as_slice(), chunk.rows.to_native() as usize, width)
+}
+
+/// `rows` values of `width` bytes from a chunk's compressed `data` (an archived or a built one).
+fn decompress_rows(data: &[u8], rows: usize, width: usize) -> Result<Vec<u8>, ChunkError> {
     DECOMPRESSED.with(|n| n.set(n.get() + 1));
-    let rows = chunk.rows.to_native() as usize;
-    let raw = zstd::bulk::decompress(chunk.data.as_slice(), rows * width).map_err(|e| ChunkError(e.to_string()))?;
+    let raw = zstd::bulk::decompress(data, rows * width).map_err(|e| ChunkError(e.to_string()))?;
     if raw.len() != rows * width {
         return Err(ChunkError(format!("{} bytes, expected {}", raw.len(), rows * width)));
     }
     Ok(raw)
 }
 
+fn values<T: Scalar>(raw: &[u8]) -> Vec<T> {
+    raw.chunks_exact(T::BYTES).map(T::get).collect()
+}
+
 /// Decodes one chunk of values.
 pub fn decode<T: Scalar>(chunk: &rkyv::Archived<Chunk>) -> Result<Vec<T>, ChunkError> {
-    let raw = decompress(chunk, T::BYTES)?;
-    Ok(raw.chunks_exact(T::BYTES).map(T::get).collect())
+    Ok(values(&decompress(chunk, T::BYTES)?))
 }
 
 /// Decodes one chunk of values still in memory (one being built).
 pub fn decode_owned<T: Scalar>(chunk: &Chunk) -> Result<Vec<T>, ChunkError> {
-    let rows = chunk.rows as usize;
-    let raw = zstd::bulk::decompress(&chunk.data, rows * T::BYTES).map_err(|e| ChunkError(e.to_string()))?;
-    if raw.len() != rows * T::BYTES {
-        return Err(ChunkError(format!("{} bytes, expected {}", raw.len(), rows * T::BYTES)));
+    Ok(values(&decompress_rows(&chunk.data, chunk.rows as usize, T::BYTES)?))
+}
+
+/// One column read value by value, keeping its last decoded chunk: a walk through the rows in
+/// order (either way) decodes each chunk once. `C` is an archived chunk or one being built.
+pub struct Cursor<'s, C, T> {
+    chunks: &'s [C],
+    rows: usize,
+    decode: fn(&C) -> Result<Vec<T>, ChunkError>,
+    last: std::cell::RefCell<Option<(usize, Vec<T>)>>,
+}
+
+impl<'s, C, T: Copy + Default> Cursor<'s, C, T> {
+    /// `chunks` of `rows` rows each, decoded by `decode`.
+    pub fn new(chunks: &'s [C], rows: usize, decode: fn(&C) -> Result<Vec<T>, ChunkError>) -> Self {
+        Cursor { chunks, rows: rows.max(1), decode, last: std::cell::RefCell::new(None) }
     }
-    Ok(raw.chunks_exact(T::BYTES).map(T::get).collect())
+
+    /// The value at row `e` (the default when its chunk does not decode: the checks that
+    /// opened the archive say so already).
+    pub fn get(&self, e: usize) -> T {
+        let (c, i) = (e / self.rows, e % self.rows);
+        let mut last = self.last.borrow_mut();
+        if last.as_ref().is_none_or(|(have, _)| *have != c) {
+            let values = self.chunks.get(c).and_then(|ch| (self.decode)(ch).ok()).unwrap_or_default();
+            *last = Some((c, values));
+        }
+        last.as_ref().and_then(|(_, v)| v.get(i).copied()).unwrap_or_default()
+    }
 }
 
 /// Decodes a chunk written by [`encode_deltas`].

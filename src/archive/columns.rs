@@ -4,7 +4,6 @@
 //! (the allocator's backward pass reads the chunks back through [`CompressedEvents`]), so indexing
 //! holds them only until the layout and what is derived from the events are done.
 
-use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, sync_channel};
 
@@ -12,7 +11,7 @@ use rayon::prelude::*;
 
 use memviz_format::schema::Chunk;
 
-use super::chunks::{self, CHUNK_ROWS, Scalar};
+use super::chunks::{self, CHUNK_ROWS, Cursor};
 use crate::allocator::EventColumns;
 use crate::model::{Action, Events};
 
@@ -131,45 +130,32 @@ fn collect(rx: &Receiver<RawRows>) -> Columns {
 /// The large columns read back from their chunks, each keeping its last decoded chunk (a
 /// backward pass decodes each chunk once); the run-length and sparse columns from the events.
 pub struct CompressedEvents<'a> {
-    columns: &'a Columns,
     events: &'a Events,
-    action: RefCell<Option<(usize, Vec<u8>)>>,
-    addr: RefCell<Option<(usize, Vec<u64>)>>,
-    size: RefCell<Option<(usize, Vec<u64>)>>,
+    action: Cursor<'a, Chunk, u8>,
+    addr: Cursor<'a, Chunk, u64>,
+    size: Cursor<'a, Chunk, u64>,
 }
 
 impl<'a> CompressedEvents<'a> {
     pub fn new(columns: &'a Columns, events: &'a Events) -> Self {
         CompressedEvents {
-            columns,
             events,
-            action: RefCell::default(),
-            addr: RefCell::default(),
-            size: RefCell::default(),
+            action: Cursor::new(&columns.action, CHUNK_ROWS, chunks::decode_owned),
+            addr: Cursor::new(&columns.addr, CHUNK_ROWS, chunks::decode_owned),
+            size: Cursor::new(&columns.size, CHUNK_ROWS, chunks::decode_owned),
         }
     }
 }
 
-/// Value `e` of a column, decoding its chunk when it is not the one kept.
-fn value<T: Scalar>(chunks: &[Chunk], kept: &RefCell<Option<(usize, Vec<T>)>>, e: usize) -> T {
-    let (c, i) = (e / CHUNK_ROWS, e % CHUNK_ROWS);
-    let mut kept = kept.borrow_mut();
-    if kept.as_ref().is_none_or(|(have, _)| *have != c) {
-        let values = chunks.get(c).and_then(|ch| chunks::decode_owned::<T>(ch).ok()).unwrap_or_default();
-        *kept = Some((c, values));
-    }
-    kept.as_ref().and_then(|(_, v)| v.get(i).copied()).unwrap_or_default()
-}
-
 impl EventColumns for CompressedEvents<'_> {
     fn action(&self, e: usize) -> Action {
-        Action::from_code(value(&self.columns.action, &self.action, e))
+        Action::from_code(self.action.get(e))
     }
     fn addr(&self, e: usize) -> u64 {
-        value(&self.columns.addr, &self.addr, e)
+        self.addr.get(e)
     }
     fn size(&self, e: usize) -> u64 {
-        value(&self.columns.size, &self.size, e)
+        self.size.get(e)
     }
     fn stream(&self, e: usize) -> u64 {
         EventColumns::stream(self.events, e)

@@ -2,50 +2,14 @@
 //! through fewer than K events, so it touches one or two chunks of each column; the last chunk
 //! of each is kept decoded.
 
-use std::cell::RefCell;
-
-use memviz_format::rkyv::vec::ArchivedVec;
 use memviz_format::schema::{ArchivedChunk, ArchivedRoot};
 
 use super::attrs::{run, sparse};
-use super::chunks::{self, Scalar};
+use super::chunks::{self, Cursor};
 use crate::allocator::EventColumns;
 use crate::model::{Action, EventIdx};
 
-/// One column with its last decoded chunk.
-struct Column<'s, T> {
-    chunks: &'s ArchivedVec<ArchivedChunk>,
-    rows: usize,
-    decode: fn(&ArchivedChunk) -> Result<Vec<T>, chunks::ChunkError>,
-    last: RefCell<Option<(usize, Vec<T>)>>,
-}
-
-impl<'s, T: Scalar> Column<'s, T> {
-    fn new(chunks: &'s ArchivedVec<ArchivedChunk>, rows: usize) -> Self {
-        Column { chunks, rows: rows.max(1), decode: chunks::decode::<T>, last: RefCell::new(None) }
-    }
-}
-
-impl<'s> Column<'s, i64> {
-    /// A delta-coded column (`time_us`).
-    fn deltas(chunks: &'s ArchivedVec<ArchivedChunk>, rows: usize) -> Self {
-        Column { chunks, rows: rows.max(1), decode: chunks::decode_deltas, last: RefCell::new(None) }
-    }
-}
-
-impl<T: Copy + Default> Column<'_, T> {
-    /// The value at event `e` (the default when its chunk does not decode: the verify that
-    /// opened the archive says so already).
-    fn get(&self, e: usize) -> T {
-        let (c, i) = (e / self.rows, e % self.rows);
-        let mut last = self.last.borrow_mut();
-        if last.as_ref().is_none_or(|(have, _)| *have != c) {
-            let values = self.chunks.get(c).and_then(|ch| (self.decode)(ch).ok()).unwrap_or_default();
-            *last = Some((c, values));
-        }
-        last.as_ref().and_then(|(_, v)| v.get(i).copied()).unwrap_or_default()
-    }
-}
+type Column<'s, T> = Cursor<'s, ArchivedChunk, T>;
 
 pub struct ArchiveEvents<'s> {
     root: &'s ArchivedRoot,
@@ -62,11 +26,11 @@ impl<'s> ArchiveEvents<'s> {
         let t = &root.events;
         ArchiveEvents {
             root,
-            action: Column::new(&t.action, rows),
-            addr: Column::new(&t.addr, rows),
-            size: Column::new(&t.size, rows),
-            stack: Column::new(&t.stack, rows),
-            time_us: Column::deltas(&t.time_us, rows),
+            action: Cursor::new(&t.action, rows, chunks::decode),
+            addr: Cursor::new(&t.addr, rows, chunks::decode),
+            size: Cursor::new(&t.size, rows, chunks::decode),
+            stack: Cursor::new(&t.stack, rows, chunks::decode),
+            time_us: Cursor::new(&t.time_us, rows, chunks::decode_deltas),
         }
     }
 
