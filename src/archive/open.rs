@@ -100,15 +100,25 @@ impl Archive {
     /// Maps and validates the archive: header, version, length and the rkyv structure (every
     /// pointer in bounds, every string UTF-8). Does not read the bulk data: see [`Self::verify`].
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
+        Archive::open_with(path, false)
+    }
+
+    /// [`Self::open`] for an answer, which reads a few scattered pages: the kernel is told not to
+    /// read ahead (from the validation on), which would fault in, and then check, whole
+    /// neighbourhoods it never looks at. Not for what reads everything (`stats`, `export`, the
+    /// viewer's tiles).
+    pub fn open_scattered(path: &Path) -> Result<Archive, ArchiveError> {
+        Archive::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, scattered: bool) -> Result<Archive, ArchiveError> {
         let file = File::open(path)?;
         if file.metadata()?.len() == 0 {
             return Err(HeaderError::Magic.into());
         }
         let map = map(&file)?;
         #[cfg(unix)]
-        {
-            // Answers read a few scattered pages: reading ahead would fault in (and then check)
-            // whole neighbourhoods of the file they never look at.
+        if scattered {
             let _ = map.advise(memmap2::Advice::Random);
         }
         let mut a = Archive::from_bytes(Bytes::Mapped(map), path)?;

@@ -46,7 +46,7 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Ses
     let opened = if archive::is_archive(path) {
         // Read in place and checked as read (`reading`): only an archive without a block table
         // (format 5 and older) is checked in full first.
-        let a = Archive::open(path).with_context(context)?;
+        let a = Archive::open_scattered(path).with_context(context)?;
         if !a.checks_blocks() {
             a.verify().with_context(context)?;
         }
