@@ -145,19 +145,19 @@ impl ViewerApp {
     /// Opens an archive now (fast: mmap + validation).
     pub fn open_archive(&mut self, path: &Path, ctx: &egui::Context) {
         self.source.get_or_insert_with(|| path.to_owned());
-        self.show_checked(open_checked(path), ctx);
+        self.show_opened(open_file(path), ctx);
     }
 
     /// Shows an opened archive. Its ids are checked in the background (35 ms on a 9M-event
     /// archive, 0.47 s at 10 GB), then its checksum: a colleague's file with an id out of range
     /// is one error line, never a panic ([`Self::ui`] catches one and waits for the check).
     pub fn open_session(&mut self, session: Arc<Session>, ctx: &egui::Context) {
-        self.show_checked(Ok(session), ctx);
+        self.show_opened(Ok(session), ctx);
     }
 
     /// Shows an opened archive, or the line that says why it did not open.
-    pub fn show_checked(&mut self, checked: Result<Arc<Session>, String>, ctx: &egui::Context) {
-        let session = match checked {
+    pub fn show_opened(&mut self, opened: Result<Arc<Session>, String>, ctx: &egui::Context) {
+        let session = match opened {
             Ok(s) => s,
             Err(e) => {
                 self.content = Content::Failed(e);
@@ -172,10 +172,10 @@ impl ViewerApp {
         self.content = Content::Open(Box::new(t));
     }
 
-    /// Opens an archive opened on another thread ([`open_checked`]) while the window started.
-    pub fn open_prepared(&mut self, path: &Path, checked: Result<Arc<Session>, String>, ctx: &egui::Context) {
+    /// Opens an archive opened on another thread ([`open_file`]) while the window started.
+    pub fn open_prepared(&mut self, path: &Path, opened: Result<Arc<Session>, String>, ctx: &egui::Context) {
         self.source = Some(path.to_owned());
-        self.show_checked(checked, ctx);
+        self.show_opened(opened, ctx);
     }
 
     /// Opens any file: an archive directly, a snapshot by indexing it (cached) on a worker
@@ -368,13 +368,13 @@ impl ViewerApp {
     }
 }
 
-/// A timeline of an archive whose ids were checked, with the settings the options ask for (the
-/// checksum is checked, and the action times decompressed, in the background).
 /// Opens the archive at `path` (any thread: `memviz open` starts it beside the window).
-pub fn open_checked(path: &Path) -> Result<Arc<Session>, String> {
+pub fn open_file(path: &Path) -> Result<Arc<Session>, String> {
     Session::open(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// A timeline of an opened archive with the settings the options ask for (its ids and checksum
+/// are checked, and the action times decompressed, in the background: `Session::spawn_checks`).
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
     session.spawn_checks();
     let mut t = Timeline::new(session, ctx);

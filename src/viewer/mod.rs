@@ -86,8 +86,8 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     let mut app = ViewerApp::new(args.options.clone());
     let ctx = egui::Context::default();
     // Creating the GPU device is the slowest step of start-up (the driver's): it runs while the
-    // archive is opened and its ids checked, and the first frame's UI (layout, fonts, the colour
-    // table, the coarsest tile) is worked out.
+    // archive is opened and the first frame's UI (layout, fonts, the palette, the coarsest tile)
+    // is worked out.
     let (w, h) = args.size;
     let gpu_ctx = ctx.clone();
     let gpu_init = std::thread::Builder::new()
@@ -203,10 +203,10 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
     };
     let (path, job, opts, exit_after) =
         (args.path.clone(), args.job.clone(), args.options.clone(), args.exit_after_frames);
-    // The archive is opened and its ids checked while the window and the GPU device are made.
+    // The archive is opened while the window and the GPU device are made.
     let prepared = (job.is_none() && crate::archive::is_archive(&path)).then(|| {
         let path = path.clone();
-        std::thread::Builder::new().name("memviz-open".into()).spawn(move || app::open_checked(&path))
+        std::thread::Builder::new().name("memviz-open".into()).spawn(move || app::open_file(&path))
     });
     eframe::run_native(
         &title,
@@ -222,8 +222,8 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
             match (job, prepared) {
                 (Some(files), _) => app.open_job(files, &cc.egui_ctx),
                 (None, Some(Ok(opening))) => {
-                    let checked = opening.join().unwrap_or_else(|_| Err("the opening thread panicked".into()));
-                    app.open_prepared(&path, checked, &cc.egui_ctx);
+                    let opened = opening.join().unwrap_or_else(|_| Err("the opening thread panicked".into()));
+                    app.open_prepared(&path, opened, &cc.egui_ctx);
                 }
                 (None, _) => app.open_any(&path, &cc.egui_ctx),
             }
