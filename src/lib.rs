@@ -18,4 +18,5 @@ pub mod layout;
 pub mod lod;
 pub mod model;
 pub mod output;
+pub mod spill;
 pub mod viewer;

@@ -6,9 +6,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Large allocations of a build can spill to a temp file beside its output (`memviz::spill`).
+#[global_allocator]
+static ALLOCATOR: memviz::spill::Spilling = memviz::spill::Spilling;
+
 fn main() -> ExitCode {
     memviz::viewer::mark_process_start();
     tune_allocator();
+    memviz::spill::install();
     let cli = memviz::cli::Cli::parse_from(memviz::cli::with_open_default(std::env::args_os()));
     match memviz::commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -313,6 +313,42 @@ fn streamed_and_in_memory_indexing_write_the_same_bytes() {
     }
 }
 
+/// Past its memory budget, indexing spills what grows with the input to a temp file beside the
+/// output and drops those pages from the process as it goes (`spill.rs`); the archive is the same.
+/// A budget of 1 MiB makes every large allocation spill, on every fixture and on a long run.
+#[test]
+fn an_index_under_a_tiny_memory_budget_writes_the_same_bytes() {
+    let dir = tempdir();
+    let mut inputs: Vec<std::path::PathBuf> = fixtures().iter().map(|(_, path, _)| path.clone()).collect();
+    inputs.push(long_run(dir.path(), 60));
+    for snapshot in inputs {
+        let (normal, small) = (dir.path().join("normal.memviz"), dir.path().join("small.memviz"));
+        index(&snapshot, &normal);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"))
+            .args(["index".as_ref(), snapshot.as_os_str(), "-o".as_ref(), small.as_os_str()])
+            .env("MEMVIZ_MEMORY_BUDGET", "1M")
+            .env("MEMVIZ_TIMINGS", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let (a, b) = (std::fs::read(&normal).unwrap(), std::fs::read(&small).unwrap());
+        assert!(a.len() > 1000 && a == b, "{}: the budget changed the archive", snapshot.display());
+        if snapshot.ends_with("long.pickle") {
+            // "… spilled 12.3 MB, pages dropped 40 times)" on the last stage's line.
+            let last = stderr.lines().rfind(|l| l.starts_with("timing: write")).unwrap();
+            let figure = |after: &str| -> f64 {
+                let rest = &last[last.find(after).unwrap() + after.len()..];
+                rest.split_whitespace().next().unwrap().parse().unwrap()
+            };
+            assert!(figure("spilled ") > 1.0 && figure("dropped ") >= 1.0, "nothing spilled: {last}");
+        }
+        // Nothing is left beside the output.
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(!left.iter().any(|n| n.to_string_lossy().contains("spill")), "{left:?}");
+    }
+}
+
 /// A long run's archive (100 MB-class structure in a few MB: the generator repeating gpt2_small's
 /// steps): `at --peak` reads, and checks, a few of its blocks; a corrupted block it does not read
 /// leaves its answer as it was, one it reads makes it the one-line error.

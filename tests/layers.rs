@@ -9,7 +9,7 @@ use crate::support::repo;
 
 /// Lowest first. A module may use any module of an earlier row.
 const LAYERS: [&[&str]; 8] = [
-    &["model", "output"],
+    &["model", "output", "spill"],
     &["ingest", "layout"],
     &["lod", "derive", "allocator"],
     &["archive"],

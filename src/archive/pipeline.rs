@@ -41,6 +41,9 @@ pub fn build_archive(
     message: &(dyn Fn(&'static str) + Sync),
 ) -> anyhow::Result<IndexSummary> {
     let started = Instant::now();
+    // Past the memory budget, what grows with the input spills to a temp file beside the output.
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let _spilling = crate::spill::activate(dir);
     // The event table is compressed while the decoder reads (it uses one core of two).
     let streamed = Streamed::start();
     let (streamed, read) = match streamed {
@@ -110,11 +113,14 @@ fn timing(stage: &str, started: Instant) {
     if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let field = |k: &str| status.lines().find(|l| l.starts_with(k)).map_or("", |l| l[k.len()..].trim()).to_owned();
+        let spill = crate::spill::stats();
         eprintln!(
-            "timing: {stage} done at {:.3} s (RSS {}, peak {})",
+            "timing: {stage} done at {:.3} s (RSS {}, peak {}; spilled {:.1} MB, pages dropped {} times)",
             started.elapsed().as_secs_f64(),
             field("VmRSS:"),
-            field("VmHWM:")
+            field("VmHWM:"),
+            spill.spilled_bytes as f64 / (1 << 20) as f64,
+            spill.releases
         );
     }
 }

@@ -1,0 +1,482 @@
+//! Spilling: while an archive is built, the process's large allocations can live in a sparse
+//! temp file next to the output instead of anonymous memory, so `memviz index` stays within a
+//! memory budget at any input size.
+//!
+//! The binary installs [`Spilling`] as its global allocator. Outside a build it is the system
+//! allocator. While a build runs ([`activate`]), a watcher thread reads the process's resident
+//! size every few milliseconds; once it passes ¾ of the budget, every allocation of at least
+//! [`MIN_SPILL`] bytes (the columns, the layout, the archive's root: everything that grows with
+//! the input) is placed in one shared mapping of an unlinked, sparse temp file, and each time the
+//! resident size passes ⅞ of the budget the watcher drops that mapping's pages from the process
+//! (`MADV_DONTNEED`). For a shared file mapping that loses nothing: the pages stay in the page
+//! cache (dirty ones are written back by the kernel) and the next access maps them again, so the
+//! passes over the columns page through them and the kernel can reclaim them under pressure. The
+//! data is the same bytes wherever it lives, so archives are byte-identical with or without it.
+//!
+//! Each spilled allocation takes a fresh range of the file (a power of two of pages, so a `Vec`
+//! that doubles grows in place every other time); its blocks are reserved with `fallocate` when
+//! it is made, so a full disk is the system allocator's turn rather than a `SIGBUS`, and freed
+//! with a punched hole, which returns its pages and its disk at once. Ranges are never reused:
+//! the file is a terabyte of address space, sparse.
+//!
+//! `MEMVIZ_MEMORY_BUDGET` (bytes, or with `K` / `M` / `G`) sets the budget; the default is
+//! [`DEFAULT_BUDGET`]. Tests set a tiny one to make a small build spill all the time.
+//!
+//! The only `unsafe` outside `archive/open.rs` and `main.rs`: the allocator, its mapping and the
+//! syscalls (Linux only; elsewhere [`Spilling`] is the system allocator and nothing spills).
+
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+
+/// Allocations this large or larger spill while spilling.
+pub const MIN_SPILL: usize = 1 << 20;
+/// The resident size a build aims to stay under.
+pub const DEFAULT_BUDGET: u64 = 1 << 30;
+
+/// The global allocator of the binary.
+pub struct Spilling;
+
+/// What spilling did since the process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpillStats {
+    /// Bytes of allocations placed in the spill file.
+    pub spilled_bytes: u64,
+    /// Times the spill file's pages were dropped from the process.
+    pub releases: u64,
+}
+
+/// Keeps spilling on while it lives (builds may overlap: a folder's ranks are indexed a few at a
+/// time; spilling stops when the last one ends).
+pub struct Active {
+    on: bool,
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        if self.on {
+            imp::deactivate();
+        }
+    }
+}
+
+/// Turns spilling on for a build whose output goes into `dir`. Does nothing when the binary's
+/// allocator is not [`Spilling`] (the library's tests), or where the spill file cannot be made.
+pub fn activate(dir: &Path) -> Active {
+    Active { on: imp::activate(dir, budget()) }
+}
+
+/// What spilling did so far.
+pub fn stats() -> SpillStats {
+    imp::stats()
+}
+
+/// Called by the binary that installs [`Spilling`], before anything is built.
+pub fn install() {
+    imp::install();
+}
+
+fn budget() -> u64 {
+    std::env::var("MEMVIZ_MEMORY_BUDGET").ok().and_then(|v| parse_bytes(&v)).unwrap_or(DEFAULT_BUDGET)
+}
+
+/// `123`, `64K`, `512M`, `2G` (powers of 1024).
+fn parse_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&text[..i], c.to_ascii_uppercase()),
+        _ => (text, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return None,
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+// SAFETY (all four): each call is either the system allocator's with the caller's arguments, or
+// the spill file's (`imp`), which hands out page-aligned ranges of a mapping that is never
+// unmapped, to one owner each, only for layouts whose alignment a page satisfies.
+unsafe impl GlobalAlloc for Spilling {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = imp::alloc(layout) {
+            return p;
+        }
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // Fresh ranges of the spill file read as zeros.
+        if let Some(p) = imp::alloc(layout) {
+            return p;
+        }
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if !imp::dealloc(ptr, layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        unsafe { imp::realloc(ptr, layout, new_size) }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::io::Read as _;
+    use std::os::fd::IntoRawFd as _;
+    use std::path::Path;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+    use std::time::Duration;
+
+    use super::{MIN_SPILL, SpillStats};
+
+    /// Address space (and sparse file length) of the spill mapping.
+    const RESERVE: u64 = 1 << 40;
+    /// How often the watcher reads the resident size.
+    const WATCH: Duration = Duration::from_millis(5);
+
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    /// Whether large allocations go to the file now.
+    static SPILLING: AtomicBool = AtomicBool::new(false);
+    /// The mapping's first byte (0: none yet) and the file.
+    static BASE: AtomicUsize = AtomicUsize::new(0);
+    static FD: AtomicI32 = AtomicI32::new(-1);
+    static PAGE: AtomicUsize = AtomicUsize::new(4096);
+    /// The next free offset of the file.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static SPILLED: AtomicU64 = AtomicU64::new(0);
+    static RELEASES: AtomicU64 = AtomicU64::new(0);
+    /// Builds running; the watcher runs while this is above zero.
+    static BUILDS: Mutex<(usize, Option<std::thread::JoinHandle<()>>)> = Mutex::new((0, None));
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    pub fn install() {
+        INSTALLED.store(true, Relaxed);
+    }
+
+    pub fn stats() -> SpillStats {
+        SpillStats { spilled_bytes: SPILLED.load(Relaxed), releases: RELEASES.load(Relaxed) }
+    }
+
+    pub fn activate(dir: &Path, budget: u64) -> bool {
+        if !INSTALLED.load(Relaxed) {
+            return false;
+        }
+        let mut builds = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+        if BASE.load(Relaxed) == 0 && !map_file(dir) {
+            return false;
+        }
+        builds.0 += 1;
+        if builds.0 == 1 {
+            STOP.store(false, Relaxed);
+            let watcher = std::thread::Builder::new().name("memviz-spill".into()).spawn(move || watch(budget));
+            builds.1 = watcher.ok();
+        }
+        true
+    }
+
+    pub fn deactivate() {
+        let mut builds = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+        builds.0 -= 1;
+        if builds.0 == 0 {
+            STOP.store(true, Relaxed);
+            if let Some(w) = builds.1.take() {
+                let _ = w.join();
+            }
+            SPILLING.store(false, Relaxed);
+        }
+    }
+
+    /// Makes the spill file in `dir` (unlinked at once, so nothing is left behind even when the
+    /// process is killed) and maps it.
+    fn map_file(dir: &Path) -> bool {
+        let name = format!(".memviz-spill-{}", std::process::id());
+        let path = dir.join(name);
+        let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path) else {
+            return false;
+        };
+        let _ = std::fs::remove_file(&path);
+        if file.set_len(RESERVE).is_err() {
+            return false;
+        }
+        let fd = file.into_raw_fd();
+        // SAFETY: a fresh shared mapping of our own file; nothing else maps it, and it is never
+        // unmapped (allocations in it may outlive any build).
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                RESERVE as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_NORESERVE,
+                fd,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            // SAFETY: our own descriptor, used by nothing else.
+            unsafe { libc::close(fd) };
+            return false;
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if page > 0 {
+            PAGE.store(page as usize, Relaxed);
+        }
+        FD.store(fd, Relaxed);
+        BASE.store(base as usize, Relaxed);
+        true
+    }
+
+    /// Reads the resident size; starts spilling at ¾ of the budget and drops the spill pages
+    /// from the process whenever it passes ⅞.
+    fn watch(budget: u64) {
+        let start = budget / 4 * 3;
+        let release = budget / 8 * 7;
+        while !STOP.load(Relaxed) {
+            let rss = resident().unwrap_or(0);
+            if rss > start {
+                SPILLING.store(true, Relaxed);
+            }
+            if rss > release {
+                release_pages();
+            }
+            std::thread::sleep(WATCH);
+        }
+    }
+
+    fn release_pages() {
+        let base = BASE.load(Relaxed);
+        let used = NEXT.load(Relaxed).min(RESERVE) as usize;
+        if base == 0 || used == 0 {
+            return;
+        }
+        // SAFETY: the range is inside our shared file mapping; for a shared mapping DONTNEED only
+        // unmaps the pages (their contents stay in the file's page cache and come back on the
+        // next access), so no allocation in it loses a byte.
+        unsafe { libc::madvise(base as *mut libc::c_void, used, libc::MADV_DONTNEED) };
+        RELEASES.fetch_add(1, Relaxed);
+    }
+
+    /// Resident bytes of the process (`/proc/self/statm`, second field, in pages).
+    fn resident() -> Option<u64> {
+        let mut buf = [0u8; 128];
+        let n = std::fs::File::open("/proc/self/statm").ok()?.read(&mut buf).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+        Some(pages * PAGE.load(Relaxed) as u64)
+    }
+
+    fn round_up(n: usize) -> usize {
+        let page = PAGE.load(Relaxed);
+        n.div_ceil(page) * page
+    }
+
+    /// The range a spilled allocation of `size` bytes holds: a power of two of pages.
+    fn capacity(size: usize) -> usize {
+        round_up(size).next_power_of_two()
+    }
+
+    fn owns(ptr: *mut u8) -> Option<u64> {
+        let base = BASE.load(Relaxed);
+        let p = ptr as usize;
+        (base != 0 && p >= base && ((p - base) as u64) < RESERVE).then(|| (p - base) as u64)
+    }
+
+    fn wants(layout: Layout) -> bool {
+        layout.size() >= MIN_SPILL && layout.align() <= PAGE.load(Relaxed) && SPILLING.load(Relaxed)
+    }
+
+    /// Reserves the file's blocks for `[offset, offset + len)`.
+    fn reserve(offset: u64, len: usize) -> bool {
+        // SAFETY: fallocate on our own descriptor; it touches no memory of ours.
+        unsafe { libc::fallocate(FD.load(Relaxed), 0, offset as libc::off_t, len as libc::off_t) == 0 }
+    }
+
+    /// Returns `[offset, offset + len)` to the file system; the mapping's pages go with it.
+    fn punch(offset: u64, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: as `reserve`; the range belongs to an allocation being freed or shrunk.
+        unsafe { libc::fallocate(FD.load(Relaxed), mode, offset as libc::off_t, len as libc::off_t) };
+    }
+
+    /// A fresh range for `size` bytes, or `None` (not spilling, or no room: the system allocator's turn).
+    fn take(size: usize) -> Option<*mut u8> {
+        let cap = capacity(size) as u64;
+        let offset = NEXT.fetch_add(cap, Relaxed);
+        if offset + cap > RESERVE || !reserve(offset, round_up(size)) {
+            return None;
+        }
+        SPILLED.fetch_add(size as u64, Relaxed);
+        Some((BASE.load(Relaxed) + offset as usize) as *mut u8)
+    }
+
+    pub fn alloc(layout: Layout) -> Option<*mut u8> {
+        if !wants(layout) {
+            return None;
+        }
+        take(layout.size())
+    }
+
+    /// Test helper: frees `ptr` when the system allocator made it (spilling had not started).
+    #[cfg(test)]
+    pub fn dealloc_if_not_spilled(ptr: *mut u8, layout: Layout) -> bool {
+        if owns(ptr).is_some() {
+            return false;
+        }
+        // SAFETY: the system allocator made `ptr` with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        true
+    }
+
+    pub fn dealloc(ptr: *mut u8, layout: Layout) -> bool {
+        let Some(offset) = owns(ptr) else { return false };
+        punch(offset, round_up(layout.size()));
+        true
+    }
+
+    /// # Safety
+    /// As `GlobalAlloc::realloc`.
+    pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old = layout.size();
+        match owns(ptr) {
+            Some(offset) => {
+                let (have, need) = (round_up(old), round_up(new_size));
+                if need <= have {
+                    punch(offset + need as u64, have - need);
+                    return ptr;
+                }
+                if new_size <= capacity(old) && reserve(offset + have as u64, need - have) {
+                    SPILLED.fetch_add((new_size - old) as u64, Relaxed);
+                    return ptr;
+                }
+                // SAFETY: as `GlobalAlloc::realloc`: `new_size` is valid for `layout.align()`.
+                let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+                let to = take(new_size).unwrap_or_else(|| unsafe { System.alloc(new) });
+                if !to.is_null() {
+                    // SAFETY: both ranges are at least `old` bytes and belong to different owners.
+                    unsafe { std::ptr::copy_nonoverlapping(ptr, to, old) };
+                    punch(offset, have);
+                }
+                to
+            }
+            None => {
+                // SAFETY: as `GlobalAlloc::realloc`.
+                let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+                if wants(new)
+                    && let Some(to) = take(new_size)
+                {
+                    // SAFETY: `ptr` holds `old` bytes and `to` `new_size`: copy what both hold.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(ptr, to, old.min(new_size));
+                        System.dealloc(ptr, layout);
+                    }
+                    return to;
+                }
+                // SAFETY: the caller's arguments, for the allocator that made `ptr`.
+                unsafe { System.realloc(ptr, layout, new_size) }
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::path::Path;
+
+    use super::SpillStats;
+
+    pub fn install() {}
+    pub fn stats() -> SpillStats {
+        SpillStats::default()
+    }
+    pub fn activate(_dir: &Path, _budget: u64) -> bool {
+        false
+    }
+    pub fn deactivate() {}
+    pub fn alloc(_layout: Layout) -> Option<*mut u8> {
+        None
+    }
+    pub fn dealloc(_ptr: *mut u8, _layout: Layout) -> bool {
+        false
+    }
+    /// # Safety
+    /// As `GlobalAlloc::realloc`.
+    pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Called directly (the test binary's allocator is the system's): spilled allocations hold
+    /// their bytes through growth in place, a move, a shrink and their pages being dropped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn spilled_allocations_keep_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        install();
+        let active = Active { on: imp::activate(dir.path(), 0) };
+        assert!(active.on);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let layout = Layout::from_size_align(3 << 20, 8).unwrap();
+        // SAFETY: a layout of non-zero size; the pointer is used within it.
+        let mut p = unsafe { Spilling.alloc(layout) };
+        while imp::dealloc_if_not_spilled(p, layout) {
+            assert!(std::time::Instant::now() < deadline, "spilling never started");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            p = unsafe { Spilling.alloc(layout) };
+        }
+        let fill = |p: *mut u8, from: usize, to: usize| {
+            for i in from..to {
+                // SAFETY: `i` is inside the allocation.
+                unsafe { *p.add(i) = (i % 251) as u8 };
+            }
+        };
+        let check = |p: *const u8, len: usize| (0..len).all(|i| unsafe { *p.add(i) } == (i % 251) as u8);
+        fill(p, 0, 3 << 20);
+        let releases = stats().releases;
+        // 3 MiB lives in a 4 MiB range: growing to 4 MiB stays, to 6 MiB moves.
+        let q = unsafe { Spilling.realloc(p, layout, 4 << 20) };
+        assert_eq!(q, p);
+        fill(q, 3 << 20, 4 << 20);
+        let r = unsafe { Spilling.realloc(q, Layout::from_size_align(4 << 20, 8).unwrap(), 6 << 20) };
+        assert_ne!(r, q);
+        while stats().releases == releases {
+            assert!(std::time::Instant::now() < deadline, "the pages were never dropped");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(check(r, 4 << 20), "bytes lost through the move or the dropped pages");
+        let s = unsafe { Spilling.realloc(r, Layout::from_size_align(6 << 20, 8).unwrap(), 2 << 20) };
+        assert_eq!(s, r);
+        assert!(check(s, 2 << 20));
+        unsafe { Spilling.dealloc(s, Layout::from_size_align(2 << 20, 8).unwrap()) };
+        assert!(stats().spilled_bytes >= 6 << 20);
+        drop(active);
+    }
+
+    #[test]
+    fn budgets_read_with_units() {
+        assert_eq!(parse_bytes("123"), Some(123));
+        assert_eq!(parse_bytes("64K"), Some(64 << 10));
+        assert_eq!(parse_bytes(" 512m "), Some(512 << 20));
+        assert_eq!(parse_bytes("2G"), Some(2 << 30));
+        assert_eq!(parse_bytes("2T"), None);
+        assert_eq!(parse_bytes("lots"), None);
+    }
+}
