@@ -13,11 +13,12 @@
 //! passes over the columns page through them and the kernel can reclaim them under pressure. The
 //! data is the same bytes wherever it lives, so archives are byte-identical with or without it.
 //!
-//! Each spilled allocation takes a fresh range of the file (a power of two of pages, so a `Vec`
-//! that doubles grows in place every other time); its blocks are reserved with `fallocate` when
+//! Each spilled allocation takes a fresh range of the file: a header page with the range's length,
+//! then room for eight times its size, so a `Vec` that doubles grows in place three times of four;
+//! its blocks are reserved with `fallocate` when
 //! it is made, so a full disk is the system allocator's turn rather than a `SIGBUS`, and freed
 //! with a punched hole, which returns its pages and its disk at once. Ranges are never reused:
-//! the file is a terabyte of address space, sparse.
+//! the file is eight terabytes of address space, sparse.
 //!
 //! `MEMVIZ_MEMORY_BUDGET` (bytes, or with `K` / `M` / `G`) sets the budget; the default is
 //! [`DEFAULT_BUDGET`]. Tests set a tiny one to make a small build spill all the time.
@@ -141,7 +142,10 @@ mod imp {
     use super::{MIN_SPILL, SpillStats};
 
     /// Address space (and sparse file length) of the spill mapping.
-    const RESERVE: u64 = 1 << 40;
+    const RESERVE: u64 = 8 << 40;
+    /// How many times its size a spilled allocation can grow in place (a `Vec` doubling moves
+    /// once every three doublings).
+    const ROOM: u64 = 8;
     /// How often the watcher reads the resident size.
     const WATCH: Duration = Duration::from_millis(5);
 
@@ -232,6 +236,10 @@ mod imp {
         if page > 0 {
             PAGE.store(page as usize, Relaxed);
         }
+        // Every page of the file is written before it is read, so reading around a fault would
+        // only zero pages of the file that nothing uses yet.
+        // SAFETY: advice on our own mapping; it changes no contents.
+        unsafe { libc::madvise(base, RESERVE as usize, libc::MADV_RANDOM) };
         FD.store(fd, Relaxed);
         BASE.store(base as usize, Relaxed);
         true
@@ -281,15 +289,25 @@ mod imp {
         n.div_ceil(page) * page
     }
 
-    /// The range a spilled allocation of `size` bytes holds: a power of two of pages.
-    fn capacity(size: usize) -> usize {
-        round_up(size).next_power_of_two()
+    /// The range a spilled allocation of `size` bytes takes: its header page and room to grow
+    /// in place [`ROOM`]-fold (address space is cheap: the file is sparse and only written pages
+    /// cost anything), a power of two of pages.
+    fn range_len(size: usize) -> u64 {
+        ((round_up(size) + PAGE.load(Relaxed)).next_power_of_two() as u64).saturating_mul(ROOM)
     }
 
+    /// The offset of a spilled allocation's data in the file.
     fn owns(ptr: *mut u8) -> Option<u64> {
         let base = BASE.load(Relaxed);
         let p = ptr as usize;
         (base != 0 && p >= base && ((p - base) as u64) < RESERVE).then(|| (p - base) as u64)
+    }
+
+    /// The length of the range an allocation's data at `offset` heads, from its header page.
+    fn range_of(offset: u64) -> u64 {
+        let header = BASE.load(Relaxed) + (offset as usize - PAGE.load(Relaxed));
+        // SAFETY: every spilled allocation's data follows its header page, which `take` wrote.
+        unsafe { (header as *const u64).read() }
     }
 
     fn wants(layout: Layout) -> bool {
@@ -312,15 +330,19 @@ mod imp {
         unsafe { libc::fallocate(FD.load(Relaxed), mode, offset as libc::off_t, len as libc::off_t) };
     }
 
-    /// A fresh range for `size` bytes, or `None` (not spilling, or no room: the system allocator's turn).
+    /// A fresh range for `size` bytes, or `None` (no room left: the system allocator's turn).
     fn take(size: usize) -> Option<*mut u8> {
-        let cap = capacity(size) as u64;
-        let offset = NEXT.fetch_add(cap, Relaxed);
-        if offset + cap > RESERVE || !reserve(offset, round_up(size)) {
+        let len = range_len(size);
+        let page = PAGE.load(Relaxed);
+        let region = NEXT.fetch_add(len, Relaxed);
+        if region.saturating_add(len) > RESERVE || !reserve(region, page + round_up(size)) {
             return None;
         }
+        let header = BASE.load(Relaxed) + region as usize;
+        // SAFETY: the header page of a range no one else was given, its blocks just reserved.
+        unsafe { (header as *mut u64).write(len) };
         SPILLED.fetch_add(size as u64, Relaxed);
-        Some((BASE.load(Relaxed) + offset as usize) as *mut u8)
+        Some((header + page) as *mut u8)
     }
 
     pub fn alloc(layout: Layout) -> Option<*mut u8> {
@@ -343,7 +365,8 @@ mod imp {
 
     pub fn dealloc(ptr: *mut u8, layout: Layout) -> bool {
         let Some(offset) = owns(ptr) else { return false };
-        punch(offset, round_up(layout.size()));
+        let page = PAGE.load(Relaxed);
+        punch(offset - page as u64, page + round_up(layout.size()));
         true
     }
 
@@ -358,7 +381,8 @@ mod imp {
                     punch(offset + need as u64, have - need);
                     return ptr;
                 }
-                if new_size <= capacity(old) && reserve(offset + have as u64, need - have) {
+                let room = range_of(offset) - PAGE.load(Relaxed) as u64;
+                if need as u64 <= room && reserve(offset + have as u64, need - have) {
                     SPILLED.fetch_add((new_size - old) as u64, Relaxed);
                     return ptr;
                 }
@@ -368,7 +392,8 @@ mod imp {
                 if !to.is_null() {
                     // SAFETY: both ranges are at least `old` bytes and belong to different owners.
                     unsafe { std::ptr::copy_nonoverlapping(ptr, to, old) };
-                    punch(offset, have);
+                    let page = PAGE.load(Relaxed);
+                    punch(offset - page as u64, page + have);
                 }
                 to
             }
@@ -451,22 +476,22 @@ mod tests {
         let check = |p: *const u8, len: usize| (0..len).all(|i| unsafe { *p.add(i) } == (i % 251) as u8);
         fill(p, 0, 3 << 20);
         let releases = stats().releases;
-        // 3 MiB lives in a 4 MiB range: growing to 4 MiB stays, to 6 MiB moves.
-        let q = unsafe { Spilling.realloc(p, layout, 4 << 20) };
+        // 3 MiB has room for 32 MiB less its header page: growing to 20 MiB stays, to 40 MiB moves.
+        let q = unsafe { Spilling.realloc(p, layout, 20 << 20) };
         assert_eq!(q, p);
         fill(q, 3 << 20, 4 << 20);
-        let r = unsafe { Spilling.realloc(q, Layout::from_size_align(4 << 20, 8).unwrap(), 6 << 20) };
+        let r = unsafe { Spilling.realloc(q, Layout::from_size_align(20 << 20, 8).unwrap(), 40 << 20) };
         assert_ne!(r, q);
         while stats().releases == releases {
             assert!(std::time::Instant::now() < deadline, "the pages were never dropped");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert!(check(r, 4 << 20), "bytes lost through the move or the dropped pages");
-        let s = unsafe { Spilling.realloc(r, Layout::from_size_align(6 << 20, 8).unwrap(), 2 << 20) };
+        let s = unsafe { Spilling.realloc(r, Layout::from_size_align(40 << 20, 8).unwrap(), 2 << 20) };
         assert_eq!(s, r);
         assert!(check(s, 2 << 20));
         unsafe { Spilling.dealloc(s, Layout::from_size_align(2 << 20, 8).unwrap()) };
-        assert!(stats().spilled_bytes >= 6 << 20);
+        assert!(stats().spilled_bytes >= 40 << 20);
         drop(active);
     }
 
