@@ -436,7 +436,7 @@ fn wall_time_axis_draws_the_trace() {
     gpu.settle(&mut app, 3000);
     // Action times are decompressed on a background thread after the first frame.
     for _ in 0..2000 {
-        if app.timeline().unwrap().session.action_times_ready(DeviceIdx(0)).is_some() {
+        if app.timeline().unwrap().session.time_axis(DeviceIdx(0)).is_some() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -518,7 +518,6 @@ fn viewer_time_base_and_narrow_top_bar() {
     let l = session.layout(DeviceIdx(0));
     let peak = l.peak_action.unwrap();
     let id = l.action_element(peak);
-    session.action_times(DeviceIdx(0));
     let info = memviz::viewer::details::ElementInfo::gather(
         &session,
         DeviceIdx(0),

@@ -22,7 +22,7 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 pub use open::{Archive, ArchiveError, is_archive};
-pub use session::{DeviceData, DeviceTimes, Plane, Session, StackedRef};
+pub use session::{DeviceData, DeviceTimes, Plane, Session, StackedRef, TimeAxis};
 
 /// Suffixes stripped from a snapshot's name to name its archive.
 const SNAPSHOT_SUFFIXES: [&str; 7] = [".gz", ".zst", ".zstd", ".pickle", ".pkl", ".json", ".pt"];

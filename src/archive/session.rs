@@ -1,10 +1,10 @@
 //! An opened archive, read in place, plus the few derived tables that are decompressed on
-//! demand (action times). The viewer shares one between its UI and its tile workers; the
+//! demand (action times, a few chunks at a time). The viewer shares one between its UI and its tile workers; the
 //! command-line answers (`at`, `range`, `steps`, `diff`) read one the same way.
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use memviz_format::rkyv;
 use memviz_format::schema::{
@@ -15,6 +15,7 @@ use memviz_format::view::{i64s, u32s, u64s};
 use super::{Archive, ArchiveError, chunks, restore};
 use crate::derive::timeline::{ActionTimes, NamedSpan, TimelineRef};
 use crate::layout::{CheckpointsRef, LayoutRef};
+use crate::lod::raster::SortedTimes;
 use crate::model::{ActionIdx, DeviceId, DeviceIdx, NO_TIME};
 
 /// An opened archive shared by the UI and the tile workers.
@@ -27,11 +28,12 @@ pub struct Session {
     pub ids: OnceLock<Result<(), String>>,
     /// Set once the viewer drew its first frame: the background checks start then.
     drawn: (std::sync::Mutex<bool>, std::sync::Condvar),
-    /// Per device: `time_us` of each action, once decompressed.
-    action_times: Vec<OnceLock<Vec<i64>>>,
-    /// Per device and chunk of `action_time_us`: the chunk's times, once decompressed, for
-    /// answers that need a few actions' times rather than all of them.
-    time_chunks: Vec<Vec<OnceLock<Vec<i64>>>>,
+    /// Per device: each chunk of `action_time_us` summed up for the time axis, once every
+    /// chunk was read ([`Self::time_axis`]).
+    time_index: Vec<OnceLock<Vec<ChunkTimes>>>,
+    /// The chunks of action times decompressed last, newest first (device, chunk, times): the
+    /// time axis and the answers read the times they need without holding the column.
+    time_cache: Mutex<Vec<(usize, usize, Arc<Vec<i64>>)>>,
     /// Per device: the first action of each chunk of `action_time_us`, and the number of actions.
     chunk_starts: Vec<Vec<u64>>,
     /// The earliest timed event over every device, once found.
@@ -58,14 +60,13 @@ impl Session {
                 starts
             })
             .collect();
-        let time_chunks = chunk_starts.iter().map(|s| (1..s.len()).map(|_| OnceLock::new()).collect()).collect();
         Session {
             archive,
             corrupt: std::sync::atomic::AtomicBool::new(false),
             ids: OnceLock::new(),
             drawn: Default::default(),
-            action_times: (0..n).map(|_| OnceLock::new()).collect(),
-            time_chunks,
+            time_index: (0..n).map(|_| OnceLock::new()).collect(),
+            time_cache: Mutex::new(Vec::new()),
             chunk_starts,
             time_base: OnceLock::new(),
         }
@@ -116,39 +117,69 @@ impl Session {
         restore::str_at(self.root(), id)
     }
 
-    /// Time of each action (decompressed on first use; `spawn_checks` does it early).
-    pub fn action_times(&self, d: DeviceIdx) -> &[i64] {
-        self.action_times[d.index()].get_or_init(|| {
-            let mut out = Vec::new();
-            for c in self.device(d).action_time_us.iter() {
-                match chunks::decode_deltas(c) {
-                    Ok(v) => out.extend(v),
-                    Err(_) => return Vec::new(),
-                }
+    /// Chunk `c` of device `d`'s action times (empty when it does not decompress), from the
+    /// cache of the last [`TIME_CHUNKS_KEPT`].
+    fn time_chunk(&self, d: DeviceIdx, c: usize) -> Arc<Vec<i64>> {
+        let key = (d.index(), c);
+        {
+            let mut cache = self.time_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(i) = cache.iter().position(|&(dev, chunk, _)| (dev, chunk) == key) {
+                let hit = cache.remove(i);
+                let times = Arc::clone(&hit.2);
+                cache.insert(0, hit);
+                return times;
             }
-            out
-        })
+        }
+        let times = Arc::new(self.decode_time_chunk(d, c));
+        let mut cache = self.time_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.insert(0, (key.0, key.1, Arc::clone(&times)));
+        cache.truncate(TIME_CHUNKS_KEPT);
+        times
     }
 
-    /// Times if already decompressed (never blocks the UI).
-    pub fn action_times_ready(&self, d: DeviceIdx) -> Option<&[i64]> {
-        self.action_times[d.index()].get().map(Vec::as_slice)
+    fn decode_time_chunk(&self, d: DeviceIdx, c: usize) -> Vec<i64> {
+        self.device(d).action_time_us.get(c).and_then(|chunk| chunks::decode_deltas(chunk).ok()).unwrap_or_default()
     }
 
     /// Time of action `k`, decompressing only its chunk (`None`: no time, or out of range).
     pub fn action_time(&self, d: DeviceIdx, k: ActionIdx) -> Option<i64> {
-        if let Some(all) = self.action_times_ready(d) {
-            return all.get(k.index()).copied().filter(|&t| t != NO_TIME);
-        }
+        self.raw_action_time(d, k.index()).filter(|&t| t != NO_TIME)
+    }
+
+    /// Time of action `k` as stored (`NO_TIME` included).
+    fn raw_action_time(&self, d: DeviceIdx, k: usize) -> Option<i64> {
         let starts = &self.chunk_starts[d.index()];
-        let k = u64::from(k.0);
+        let k = k as u64;
         if k >= *starts.last()? {
             return None;
         }
         let c = starts.partition_point(|&s| s <= k) - 1;
-        let times = self.time_chunks[d.index()][c]
-            .get_or_init(|| chunks::decode_deltas(&self.device(d).action_time_us[c]).unwrap_or_default());
-        times.get((k - starts[c]) as usize).copied().filter(|&t| t != NO_TIME)
+        self.time_chunk(d, c).get((k - starts[c]) as usize).copied()
+    }
+
+    /// Device `d`'s action times for the time axis, once [`Self::time_axis_now`] has read every
+    /// chunk once (`spawn_checks` does it after the first frame; never blocks the UI).
+    pub fn time_axis(&self, d: DeviceIdx) -> Option<TimeAxis<'_>> {
+        let index = self.time_index[d.index()].get()?;
+        Some(TimeAxis { session: self, device: d, index, starts: &self.chunk_starts[d.index()] })
+    }
+
+    /// As [`Self::time_axis`], reading every chunk first if no one has: what each chunk starts and
+    /// ends with is kept (24 bytes a chunk of 64K actions), not its times.
+    pub fn time_axis_now(&self, d: DeviceIdx) -> TimeAxis<'_> {
+        let index = self.time_index[d.index()].get_or_init(|| {
+            (0..self.device(d).action_time_us.len())
+                .map(|c| {
+                    let times = self.decode_time_chunk(d, c);
+                    ChunkTimes {
+                        first: times.first().copied().unwrap_or(NO_TIME),
+                        first_timed: times.iter().copied().find(|&t| t != NO_TIME),
+                        last: times.last().copied().unwrap_or(NO_TIME),
+                    }
+                })
+                .collect()
+        });
+        TimeAxis { session: self, device: d, index, starts: &self.chunk_starts[d.index()] }
     }
 
     /// A device's action times as [`ActionTimes`], decompressed chunk by chunk as they are read.
@@ -200,8 +231,8 @@ impl Session {
 
     /// On a named background thread, once the first frame is drawn (or after a second):
     /// checks every id (on a mapping of its own, whose pages go
-    /// with it), then the checksum (with file reads, which map nothing), then decompresses every
-    /// device's action times. Until the ids are checked, panics are deferred
+    /// with it), then the checksum (with file reads, which map nothing), then reads every
+    /// device's action times once for the time axis ([`Self::time_axis_now`]). Until the ids are checked, panics are deferred
     /// ([`super::guard`]): the viewer catches one, waits for [`Self::ids`] and shows the error.
     pub fn spawn_checks(self: &Arc<Self>) {
         let s = Arc::clone(self);
@@ -228,7 +259,7 @@ impl Session {
                 return;
             }
             for d in s.device_indices() {
-                s.action_times(d);
+                s.time_axis_now(d);
             }
         });
         if let Err(e) = spawned {
@@ -505,6 +536,70 @@ impl crate::allocator::SavedStates for Session {
 }
 
 /// One device's action times, read through the session's chunk cache.
+/// How many chunks of action times a session keeps decompressed (8 bytes an action, 64K actions
+/// a chunk: 16 MB).
+pub const TIME_CHUNKS_KEPT: usize = 32;
+
+/// What a chunk of action times starts and ends with, for searching the time axis without it.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkTimes {
+    first: i64,
+    first_timed: Option<i64>,
+    last: i64,
+}
+
+/// A device's action times (`NO_TIME` included, as stored) read a chunk at a time: a time, a
+/// partition point (as on a slice, for the non-decreasing times a trace has) and the extent.
+#[derive(Clone, Copy)]
+pub struct TimeAxis<'s> {
+    session: &'s Session,
+    device: DeviceIdx,
+    index: &'s [ChunkTimes],
+    /// The first action of each chunk, and the number of actions.
+    starts: &'s [u64],
+}
+
+impl TimeAxis<'_> {
+    pub fn len(&self) -> usize {
+        self.starts.last().map_or(0, |&n| n as usize)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Action `k`'s time as stored (`NO_TIME`: none); `None` past the end.
+    pub fn get(&self, k: usize) -> Option<i64> {
+        self.session.raw_action_time(self.device, k)
+    }
+
+    /// The first time that is one.
+    pub fn first_timed(&self) -> Option<i64> {
+        self.index.iter().find_map(|c| c.first_timed)
+    }
+
+    /// The last action's time as stored.
+    pub fn last(&self) -> Option<i64> {
+        self.index.last().map(|c| c.last)
+    }
+
+    /// As `[i64]::partition_point`: the chunk from each chunk's first time, then one chunk
+    /// searched.
+    pub fn partition_point<P: Fn(i64) -> bool>(&self, pred: P) -> usize {
+        let c = self.index.partition_point(|ct| pred(ct.first));
+        let Some(c) = c.checked_sub(1) else { return 0 };
+        let times = self.session.time_chunk(self.device, c);
+        let rows = (self.starts[c + 1] - self.starts[c]) as usize;
+        self.starts[c] as usize + times.partition_point(|&t| pred(t)).min(rows)
+    }
+}
+
+impl SortedTimes for TimeAxis<'_> {
+    fn partition_point<P: Fn(i64) -> bool>(&self, pred: P) -> usize {
+        TimeAxis::partition_point(self, pred)
+    }
+}
+
 #[derive(Clone, Copy)]
 pub struct DeviceTimes<'a> {
     session: &'a Session,
@@ -615,17 +710,28 @@ mod tests {
     fn one_action_time_decompresses_one_chunk() {
         let s = session_of("gpt2_small.pickle");
         let n = s.layout(DeviceIdx(0)).actions.len() as u32;
-        assert_eq!(s.time_chunks[0].len(), 1, "3,307 actions fit one chunk");
-        assert!(s.time_chunks[0][0].get().is_none());
+        assert_eq!(s.chunk_starts[0].len(), 2, "3,307 actions fit one chunk");
+        let cached = || s.time_cache.lock().unwrap().len();
+        assert_eq!(cached(), 0);
         let t = s.action_time(DeviceIdx(0), ActionIdx(1077)).unwrap();
-        assert!(s.time_chunks[0][0].get().is_some(), "its chunk is cached");
-        assert!(s.action_times_ready(DeviceIdx(0)).is_none(), "the whole column was not decompressed");
-        let all = s.action_times(DeviceIdx(0)).to_vec();
+        assert_eq!(cached(), 1, "its chunk is cached");
+        assert!(s.time_axis(DeviceIdx(0)).is_none(), "the time axis was not read");
+        let all = chunks::decode_deltas(&s.device(DeviceIdx(0)).action_time_us[0]).unwrap();
         assert_eq!(all[1077], t);
         assert!(
             (0..n)
                 .all(|k| s.action_time(DeviceIdx(0), ActionIdx(k)) == Some(all[k as usize]).filter(|&x| x != NO_TIME))
         );
+        let axis = s.time_axis_now(DeviceIdx(0));
+        assert_eq!(axis.len(), all.len());
+        assert_eq!(
+            (axis.first_timed(), axis.last()),
+            (all.iter().copied().find(|&t| t != NO_TIME), all.last().copied())
+        );
+        for x in [i64::MIN, all[0], all[1077], all[1077] + 1, *all.last().unwrap(), i64::MAX] {
+            assert_eq!(axis.partition_point(|t| t < x), all.partition_point(|&t| t < x), "{x}");
+            assert_eq!(axis.partition_point(|t| t <= x), all.partition_point(|&t| t <= x), "{x}");
+        }
         assert_eq!(s.action_time(DeviceIdx(0), ActionIdx(n)), None, "past the end");
         // The time base is the earliest event, at or before the first action.
         assert!(s.time_base_us().unwrap() <= all[0]);

@@ -196,15 +196,33 @@ pub fn action_columns(x0: f64, x1: f64, columns: u32) -> impl Iterator<Item = (u
     })
 }
 
+/// Non-decreasing action times searched by a predicate as `[i64]::partition_point` does: a
+/// slice, or an archive's times read a chunk at a time.
+pub trait SortedTimes {
+    /// The number of leading times `pred` holds for.
+    fn partition_point<P: Fn(i64) -> bool>(&self, pred: P) -> usize;
+}
+
+impl SortedTimes for [i64] {
+    fn partition_point<P: Fn(i64) -> bool>(&self, pred: P) -> usize {
+        <[i64]>::partition_point(self, |&t| pred(t))
+    }
+}
+
 /// Action ranges of columns over wall time `[t0, t1)` µs, given each action's time
 /// (non-decreasing): action `k` lasts from its time to the next action's.
-pub fn time_columns(times: &[i64], t0: f64, t1: f64, columns: u32) -> impl Iterator<Item = (usize, usize)> + '_ {
+pub fn time_columns<T: SortedTimes + ?Sized>(
+    times: &T,
+    t0: f64,
+    t1: f64,
+    columns: u32,
+) -> impl Iterator<Item = (usize, usize)> + '_ {
     let w = (t1 - t0) / f64::from(columns.max(1));
     (0..columns).map(move |c| {
         let a = t0 + w * f64::from(c);
         let b = a + w;
-        let first = times.partition_point(|&t| (t as f64) <= a).saturating_sub(1);
-        let end = times.partition_point(|&t| (t as f64) < b);
+        let first = times.partition_point(|t| (t as f64) <= a).saturating_sub(1);
+        let end = times.partition_point(|t| (t as f64) < b);
         if end == 0 { (0, 0) } else { (first, end) }
     })
 }
@@ -305,7 +323,7 @@ mod tests {
         let cols: Vec<(usize, usize)> = action_columns(0.0, 4.0, 2).collect();
         assert_eq!(cols, [(0, 2), (2, 4)]);
         let times = [10i64, 20, 30, 40];
-        let by_time: Vec<(usize, usize)> = time_columns(&times, 0.0, 40.0, 4).collect();
+        let by_time: Vec<(usize, usize)> = time_columns(&times[..], 0.0, 40.0, 4).collect();
         assert_eq!(by_time, [(0, 0), (0, 1), (1, 2), (2, 3)]);
     }
 }

@@ -52,8 +52,7 @@ impl ElementInfo {
             return None;
         }
         let el = l.element(id);
-        let times = if plane == Plane::Elements { session.action_times_ready(device) } else { None };
-        let time_of = |k: ActionIdx| times.and_then(|t| t.get(k.index())).copied().filter(|&t| t != i64::MIN);
+        let time_of = |k: ActionIdx| if plane == Plane::Elements { session.action_time(device, k) } else { None };
         let (start, end) = (el.start_opt(), el.end_opt());
         let stack = stacked.sites.get(id.index()).copied().unwrap_or(crate::model::NONE);
         let root = session.root();

@@ -107,7 +107,7 @@ impl Timeline {
         let painter = ui.painter_at(lane);
         let v = &self.view;
         let rect = self.plot_rect;
-        let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|&a| a < t) as f64 } };
+        let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|a| a < t) as f64 } };
         let spans: Vec<_> =
             self.session.named_spans(self.device).into_iter().filter(|s| filter.keeps(s.name)).collect();
         let font = egui::FontId::proportional(11.0);

@@ -81,7 +81,7 @@ impl Timeline {
         let l = self.stacked().layout;
         let ranges: Vec<(usize, usize)> = if self.time_axis {
             let Some(times) = self.action_times() else { return };
-            time_columns(times, self.view.x0, self.view.x1, columns).collect()
+            time_columns(&times, self.view.x0, self.view.x1, columns).collect()
         } else {
             action_columns(self.view.x0, self.view.x1, columns).collect()
         };
@@ -123,9 +123,8 @@ impl Timeline {
         }
         let rect = self.plot_rect;
         let marks = self.ooms()?.to_vec();
-        // The session's own times, borrowed: a copy would cost every action's time each frame.
         let session = Arc::clone(&self.session);
-        let times = session.action_times_ready(self.device);
+        let times = session.time_axis(self.device);
         let painter = ui.painter_at(rect);
         let pointer = ui.input(|i| i.pointer.hover_pos());
         let clicked = ui.input(|i| i.pointer.primary_clicked());
@@ -133,7 +132,7 @@ impl Timeline {
         for m in &marks {
             let k = m.action.max(0) as usize;
             let x = match (times, self.time_axis) {
-                (Some(t), true) => t.get(k).map_or(0.0, |&t| t as f64),
+                (Some(t), true) => t.get(k).map_or(0.0, |t| t as f64),
                 _ => m.action as f64 + 1.0,
             };
             let sx = self.view.screen_from_action(rect, x);

@@ -154,8 +154,8 @@ pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<
     let stacked = super::timeline::stacked_in(session, spec.device, spec.plane);
     let (layout, cps) = (stacked.layout, stacked.checkpoints);
     let samples = if spec.time_axis {
-        let times = session.action_times(spec.device);
-        samples_for_ranges(layout.totals, time_columns(times, spec.x0, spec.x1, spec.columns))
+        let times = session.time_axis_now(spec.device);
+        samples_for_ranges(layout.totals, time_columns(&times, spec.x0, spec.x1, spec.columns))
     } else {
         samples_for_ranges(layout.totals, action_columns(spec.x0, spec.x1, spec.columns))
     };

@@ -167,10 +167,11 @@ impl Timeline {
         stacked_in(&self.session, self.device, self.plane)
     }
 
-    /// The time of each action of the timeline drawn, once decompressed (`None` for segments).
-    pub fn action_times(&self) -> Option<&[i64]> {
+    /// The time of each action of the timeline drawn, once the session has read them once
+    /// (`None` for segments).
+    pub fn action_times(&self) -> Option<crate::archive::TimeAxis<'_>> {
         match self.plane {
-            Plane::Elements => self.session.action_times_ready(self.device),
+            Plane::Elements => self.session.time_axis(self.device),
             Plane::Segments => None,
         }
     }
@@ -316,9 +317,9 @@ impl Timeline {
         let actions = self.stacked().layout.actions.len();
         if self.time_axis
             && let Some(times) = self.action_times()
-            && let (Some(first), Some(last)) = (times.iter().find(|&&t| t != i64::MIN), times.last())
+            && let (Some(first), Some(last)) = (times.first_timed(), times.last())
         {
-            return (*first as f64, (*last as f64).max(*first as f64 + 1.0));
+            return (first as f64, (last as f64).max(first as f64 + 1.0));
         }
         (0.0, actions.max(1) as f64)
     }
@@ -345,8 +346,8 @@ impl Timeline {
         let n = self.stacked().layout.actions.len();
         if self.time_axis {
             let Some(times) = self.action_times() else { return (0, n) };
-            let a = times.partition_point(|&t| (t as f64) < self.view.x0).saturating_sub(1);
-            let b = times.partition_point(|&t| (t as f64) <= self.view.x1);
+            let a = times.partition_point(|t| (t as f64) < self.view.x0).saturating_sub(1);
+            let b = times.partition_point(|t| (t as f64) <= self.view.x1);
             return (a.min(n), b.min(n));
         }
         ((self.view.x0.floor().max(0.0) as usize).min(n), (self.view.x1.ceil().max(0.0) as usize).min(n))
@@ -357,7 +358,7 @@ impl Timeline {
         let n = self.stacked().layout.actions.len();
         let k = if self.time_axis {
             let times = self.action_times()?;
-            times.partition_point(|&t| (t as f64) <= x).checked_sub(1)?
+            times.partition_point(|t| (t as f64) <= x).checked_sub(1)?
         } else {
             (x >= 0.0).then_some(x.floor() as usize)?
         };
@@ -369,12 +370,13 @@ impl Timeline {
         if on == self.time_axis {
             return;
         }
-        let Some(times) = self.action_times().map(<[i64]>::to_vec) else { return };
-        if times.is_empty() || times.iter().all(|&t| t == i64::MIN) {
+        let session = Arc::clone(&self.session);
+        let Some(times) = session.time_axis(self.device).filter(|_| self.plane == Plane::Elements) else { return };
+        if times.is_empty() || times.first_timed().is_none() {
             return;
         }
         let (a, b) = self.visible_actions();
-        let clamp = |k: usize| times[k.min(times.len() - 1)] as f64;
+        let clamp = |k: usize| times.get(k.min(times.len() - 1)).unwrap_or(0) as f64;
         self.time_axis = on;
         if on {
             self.view.x0 = clamp(a);
@@ -421,7 +423,7 @@ impl Timeline {
         let stack = stacked.checkpoints.stack_after(l, k);
         let offset = stack.with_offsets().find(|&(e, _)| e == id).map_or(0, |(_, off)| off);
         let x = if self.time_axis {
-            self.action_times().and_then(|t| t.get(k.max(0) as usize).map(|&t| t as f64)).unwrap_or(start)
+            self.action_times().and_then(|t| t.get(k.max(0) as usize).map(|t| t as f64)).unwrap_or(start)
         } else {
             start + 0.5
         };
@@ -436,7 +438,7 @@ impl Timeline {
         let Some(k) = l.peak_action else { return };
         let span = (self.view.x1 - self.view.x0).min(l.actions.len() as f64 / 8.0).max(16.0);
         let x = if self.time_axis {
-            self.action_times().map_or(f64::from(k.0), |t| t.get(k.index()).map_or(0.0, |&t| t as f64))
+            self.action_times().map_or(f64::from(k.0), |t| t.get(k.index()).map_or(0.0, |t| t as f64))
         } else {
             f64::from(k.0) + 0.5
         };
