@@ -171,6 +171,22 @@ fn summary_ids(s: &ArchivedSummary, spans: usize, actions: usize, events: usize,
     Ok(())
 }
 
+/// How many items a pass over a column reads between two calls of `release`: a pass over a
+/// large column — or, reading ids at random, over the columns it points into — holds no more
+/// than this many items' pages (and what they point at).
+const RELEASE_EVERY: usize = 1 << 20;
+
+/// The items of `col`, calling `release` after each [`RELEASE_EVERY`] of them and at the end.
+fn releasing<'c, T>(col: &'c [T], release: &'c dyn Fn()) -> impl Iterator<Item = &'c T> + 'c {
+    let n = col.len();
+    col.iter().enumerate().map(move |(i, x)| {
+        if (i + 1) % RELEASE_EVERY == 0 || i + 1 == n {
+            release();
+        }
+        x
+    })
+}
+
 fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), String> {
     let e = t.elements;
     let n = e.addr.len();
@@ -190,15 +206,14 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
         ],
     )?;
     let actions = t.actions;
-    ids_in("actions", actions, n)?;
+    ids_in_releasing("actions", actions, n, release)?;
     if t.totals != actions.len() {
         return Err(format!("{} totals for {} actions", t.totals, actions.len()));
     }
     for (what, col) in [("start", u32s(&e.start)), ("end", u32s(&e.end))] {
-        if col.iter().any(|&k| k != NONE && k as usize >= actions.len()) {
+        if releasing(col, release).any(|&k| k != NONE && k as usize >= actions.len()) {
             return Err(format!("an element's {what} action is out of range"));
         }
-        release();
     }
     for (what, col, len) in [
         ("alloc event", u32s(&e.alloc_event), tables.events),
@@ -206,13 +221,12 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
         ("block", u32s(&e.block), tables.blocks),
         ("stack", u32s(&e.stack), tables.stacks),
     ] {
-        if col.iter().any(|&i| i != NONE && i as usize >= len) {
+        if releasing(col, release).any(|&i| i != NONE && i as usize >= len) {
             return Err(format!("an element's {what} is out of range"));
         }
-        release();
     }
     // The replay removes an element by binary search over slots and pushes one per start.
-    for (k, &id) in actions.iter().enumerate() {
+    for (k, &id) in releasing(actions, release).enumerate() {
         let (start, end) = (u32s(&e.start)[id as usize], u32s(&e.end)[id as usize]);
         if start as usize != k && end as usize != k {
             return Err(format!("action {k} neither starts nor ends element {id}"));
@@ -237,7 +251,7 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
     if starts.last().is_some_and(|&end| end as usize > ids.len()) {
         return Err("a checkpoint runs past its ids".into());
     }
-    ids_in("checkpoint elements", ids, n)?;
+    ids_in_releasing("checkpoint elements", ids, n, release)?;
     release();
     for level in t.tiles {
         let (columns, samples) = (level.columns.to_native() as usize, u32s(&level.sample));
@@ -289,7 +303,12 @@ fn same_len(what: &str, lens: &[usize]) -> Result<(), String> {
 }
 
 fn ids_in(what: &str, ids: &[u32], len: usize) -> Result<(), String> {
-    match ids.iter().find(|&&i| i as usize >= len) {
+    ids_in_releasing(what, ids, len, &|| {})
+}
+
+/// [`ids_in`] over a large column, its pages released as it goes ([`releasing`]).
+fn ids_in_releasing(what: &str, ids: &[u32], len: usize, release: &dyn Fn()) -> Result<(), String> {
+    match releasing(ids, release).find(|&&i| i as usize >= len) {
         Some(i) => Err(format!("{what}: id {i} is out of range (0..{len})")),
         None => Ok(()),
     }
