@@ -33,8 +33,25 @@ scalar!(u32);
 scalar!(u64);
 scalar!(i64);
 
+thread_local! {
+    /// Each thread's zstd contexts, kept: a fresh one per chunk (`zstd::bulk::compress`) allocated
+    /// and zeroed its tables every time — thousands of times an index, for tiles and chunks.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 pub fn compress(raw: &[u8], rows: usize) -> Chunk {
-    let mut data = zstd::bulk::compress(raw, LEVEL).expect("in-memory zstd compression cannot fail");
+    let compressed = COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        let c = match &mut *c {
+            Some(c) => c,
+            empty => empty.insert(zstd::bulk::Compressor::new(LEVEL)?),
+        };
+        c.compress(raw)
+    });
+    let mut data = compressed.expect("in-memory zstd compression cannot fail");
     // zstd sizes the buffer for the worst case; kept chunks would hold ~10× their bytes.
     data.shrink_to_fit();
     Chunk { rows: rows as u32, data }
@@ -91,7 +108,16 @@ pub fn decompress(chunk: &rkyv::Archived<Chunk>, width: usize) -> Result<Vec<u8>
 /// `rows` values of `width` bytes from a chunk's compressed `data` (an archived or a built one).
 fn decompress_rows(data: &[u8], rows: usize, width: usize) -> Result<Vec<u8>, ChunkError> {
     DECOMPRESSED.with(|n| n.set(n.get() + 1));
-    let raw = zstd::bulk::decompress(data, rows * width).map_err(|e| ChunkError(e.to_string()))?;
+    let raw = DECOMPRESSOR
+        .with(|d| {
+            let mut d = d.borrow_mut();
+            let d = match &mut *d {
+                Some(d) => d,
+                empty => empty.insert(zstd::bulk::Decompressor::new()?),
+            };
+            d.decompress(data, rows * width)
+        })
+        .map_err(|e| ChunkError(e.to_string()))?;
     if raw.len() != rows * width {
         return Err(ChunkError(format!("{} bytes, expected {}", raw.len(), rows * width)));
     }
