@@ -26,16 +26,19 @@ for snap in "$@"; do
   out="${snap%.pickle}.memviz"
   read -r secs kb < <(timed "$m" index "$snap" -o "$out")
   abytes=$(stat -c %s "$out")
-  frame=$("$m" open "$out" --screenshot "$(mktemp -d)/frame.png" 2>/dev/null | tr -d ' \n')
+  shot=$(mktemp -d)/frame.png
+  frame=$("$m" open "$out" --screenshot "$shot" 2>/dev/null | tr -d ' \n')
+  # The viewer's peak RSS over a screenshot run: the first frame, then every background check.
+  read -r _ viewer_kb < <(timed "$m" open "$out" --screenshot "$shot")
   open_ms=$(sed -E 's/.*"open_ms":([0-9.]+).*/\1/' <<< "$frame")
   first_ms=$(sed -E 's/.*"first_frame_ms":([0-9.]+).*/\1/' <<< "$frame")
   warm=$(ms "$m" at --peak "$out")
   evict "$out" "$m"
   cold=$(ms "$m" at --peak "$out")
   read -r _ cold_kb < <(evict "$out" "$m"; timed "$m" at --peak "$out")
-  printf '%s: %.0f MB pickle; index %.2f s, %.0f MB/s, peak RSS %.0f MB; archive %.0f MB; open_ms %s, first_frame_ms %s; at --peak warm %s ms, cold %s ms (%.0f MB RSS)\n' \
+  printf '%s: %.0f MB pickle; index %.2f s, %.0f MB/s, peak RSS %.0f MB; archive %.0f MB; open_ms %s, first_frame_ms %s, viewer peak RSS %.0f MB; at --peak warm %s ms, cold %s ms (%.0f MB RSS)\n' \
     "$(basename "$snap")" "$(bc -l <<< "$bytes / 1000000")" "$secs" "$(bc -l <<< "$bytes / 1000000 / $secs")" \
-    "$(bc -l <<< "$kb / 1024")" "$(bc -l <<< "$abytes / 1000000")" "$open_ms" "$first_ms" "$warm" "$cold" \
+    "$(bc -l <<< "$kb / 1024")" "$(bc -l <<< "$abytes / 1000000")" "$open_ms" "$first_ms" "$(bc -l <<< "$viewer_kb / 1024")" "$warm" "$cold" \
     "$(bc -l <<< "$cold_kb / 1024")"
   if [ "${PICKLE_LOAD:-0}" = 1 ]; then
     read -r psecs pkb < <(timed python3 -c "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))" "$snap")

@@ -259,6 +259,11 @@ struct WindowApp {
 }
 
 impl eframe::App for WindowApp {
+    /// The timeline's background: its panel is left unfilled (`timeline_screen`).
+    fn clear_color(&self, _visuals: &egui::Visuals) -> [f32; 4] {
+        theme::BACKGROUND.to_normalized_gamma_f32()
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.app.ui(ui);
         if let Some(n) = self.exit_after {
