@@ -136,7 +136,7 @@ mod imp {
     use std::os::fd::IntoRawFd as _;
     use std::path::Path;
     use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
     use std::time::Duration;
 
     use super::{MIN_SPILL, SpillStats};
@@ -177,7 +177,7 @@ mod imp {
             return false;
         }
         let mut builds = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
-        if BASE.load(Relaxed) == 0 && !map_file(dir) {
+        if BASE.load(Acquire) == 0 && !map_file(dir) {
             return false;
         }
         builds.0 += 1;
@@ -241,7 +241,8 @@ mod imp {
         // SAFETY: advice on our own mapping; it changes no contents.
         unsafe { libc::madvise(base, RESERVE as usize, libc::MADV_RANDOM) };
         FD.store(fd, Relaxed);
-        BASE.store(base as usize, Relaxed);
+        // Release: whoever sees the mapping sees the page size and the descriptor stored before.
+        BASE.store(base as usize, Release);
         true
     }
 
@@ -263,7 +264,7 @@ mod imp {
     }
 
     fn release_pages() {
-        let base = BASE.load(Relaxed);
+        let base = BASE.load(Acquire);
         let used = NEXT.load(Relaxed).min(RESERVE) as usize;
         if base == 0 || used == 0 {
             return;
@@ -298,14 +299,14 @@ mod imp {
 
     /// The offset of a spilled allocation's data in the file.
     fn owns(ptr: *mut u8) -> Option<u64> {
-        let base = BASE.load(Relaxed);
+        let base = BASE.load(Acquire);
         let p = ptr as usize;
         (base != 0 && p >= base && ((p - base) as u64) < RESERVE).then(|| (p - base) as u64)
     }
 
     /// The length of the range an allocation's data at `offset` heads, from its header page.
     fn range_of(offset: u64) -> u64 {
-        let header = BASE.load(Relaxed) + (offset as usize - PAGE.load(Relaxed));
+        let header = BASE.load(Acquire) + (offset as usize - PAGE.load(Relaxed));
         // SAFETY: every spilled allocation's data follows its header page, which `take` wrote.
         unsafe { (header as *const u64).read() }
     }
@@ -338,7 +339,7 @@ mod imp {
         if region.saturating_add(len) > RESERVE || !reserve(region, page + round_up(size)) {
             return None;
         }
-        let header = BASE.load(Relaxed) + region as usize;
+        let header = BASE.load(Acquire) + region as usize;
         // SAFETY: the header page of a range no one else was given, its blocks just reserved.
         unsafe { (header as *mut u64).write(len) };
         SPILLED.fetch_add(size as u64, Relaxed);
