@@ -136,7 +136,9 @@ mod imp {
     use std::os::fd::IntoRawFd as _;
     use std::path::Path;
     use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+    use std::sync::atomic::{
+        AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+    };
     use std::time::Duration;
 
     use super::{MIN_SPILL, SpillStats};

@@ -7,6 +7,7 @@
 //! stack above).
 
 use super::{LayoutRef, LiveStack};
+use crate::model::NONE;
 
 /// A state replayed step by step from a start, that can be saved as a flat run of words and
 /// resumed from one. The live stack is one ([`LiveStack`]: its element ids); the allocator's
@@ -102,18 +103,28 @@ pub fn checkpoint_every(actions: u64, live_sum: u64) -> u32 {
     for_time.max(for_storage).next_power_of_two().min(1 << 30) as u32
 }
 
+/// The live stack's size after each action, summed over every action — what a replay would
+/// count, from each element's lifetime instead (a replay pays a memmove per free): an element
+/// pushed by action `s` and removed by action `e` is on the stack after `e − s` actions (to the
+/// end when never removed); one live before the trace, after its first `e`.
+pub fn live_sum(layout: LayoutRef<'_>) -> u64 {
+    let (actions, els) = (layout.actions, &layout.elements);
+    let n = actions.len() as u64;
+    // The action that pushes or removes `id` at `k`, if `k` is one of its actions.
+    let acts = |k: u32, id: usize| k != NONE && actions.get(k as usize) == Some(&(id as u32));
+    let end = |id: usize| if acts(els.end[id], id) { u64::from(els.end[id]) } else { n };
+    let pushed: u64 = (0..els.start.len())
+        .filter(|&id| acts(els.start[id], id))
+        .map(|id| end(id).saturating_sub(u64::from(els.start[id])))
+        .sum();
+    pushed + layout.initial.iter().map(|&id| end(id as usize)).sum::<u64>()
+}
+
 impl Checkpoints {
-    /// The live stack's checkpoints: replays the whole layout once to size K, then records.
+    /// The live stack's checkpoints: K sized from the elements' lifetimes, then one replay
+    /// records them.
     pub fn build(layout: LayoutRef<'_>) -> Checkpoints {
-        let live_sum = {
-            let mut stack = layout.replay();
-            let mut sum = 0u64;
-            while stack.step().is_some() {
-                sum += stack.ids.len() as u64;
-            }
-            sum
-        };
-        Checkpoints::build_every(layout, checkpoint_every(layout.actions.len() as u64, live_sum))
+        Checkpoints::build_every(layout, checkpoint_every(layout.actions.len() as u64, live_sum(layout)))
     }
 
     /// Records the live stack every `every` actions.

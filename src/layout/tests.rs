@@ -145,3 +145,23 @@ fn checkpoints_rebuild_the_stack_at_every_action() {
         assert_eq!(got.total, l.view().total_after(k));
     }
 }
+
+/// K is sized from the live stack summed over every action: from the elements' lifetimes it is
+/// what a replay counts, on real traces (frees, ghosts, free-only elements, pools, graphs).
+#[test]
+fn live_sum_from_lifetimes_is_the_replays() {
+    for name in ["gpt2_small", "oom_streams", "cudagraph", "expandable", "frag_oom", "resnet"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
+        let (snap, _) = crate::ingest::read_path(&path).unwrap();
+        for device in snap.device_ids() {
+            let l = Layout::build(&snap, device);
+            let mut stack = l.view().replay();
+            let mut replayed = 0u64;
+            while stack.step().is_some() {
+                replayed += stack.ids.len() as u64;
+            }
+            assert!(replayed > 0, "{name}");
+            assert_eq!(super::checkpoints::live_sum(l.view()), replayed, "{name} device {device:?}");
+        }
+    }
+}

@@ -599,10 +599,7 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     // Unfilled: the frame is cleared to the background colour already (offscreen: the pass's
     // clear; the window: `clear_color`), and on a CPU rasteriser each full-plot fill costs a
     // fifth of the frame (lavapipe at 1600×900: 180 → 140 ms).
-    let oom = egui::CentralPanel::default()
-        .frame(egui::Frame::new())
-        .show(ui, |ui| plot_ui(ui, t, options))
-        .inner;
+    let oom = egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| plot_ui(ui, t, options)).inner;
     // A click on an OOM marker: the memory map just before it.
     if let Some(e) = oom {
         *s.tab = Tab::State;
