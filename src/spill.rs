@@ -145,8 +145,8 @@ mod imp {
 
     /// Address space (and sparse file length) of the spill mapping.
     const RESERVE: u64 = 8 << 40;
-    /// How many times its size a spilled allocation can grow in place (a `Vec` doubling moves
-    /// once every three doublings).
+    /// How many times its size a spilled allocation can grow in place (a `Vec` that doubles
+    /// moves once in four doublings).
     const ROOM: u64 = 8;
     /// How often the watcher reads the resident size.
     const WATCH: Duration = Duration::from_millis(5);

@@ -1,6 +1,6 @@
 //! An opened archive, read in place, plus the few derived tables that are decompressed on
-//! demand (action times, a few chunks at a time). The viewer shares one between its UI and its tile workers; the
-//! command-line answers (`at`, `range`, `steps`, `diff`) read one the same way.
+//! demand (action times, a few chunks at a time). The viewer shares one between its UI and its
+//! tile workers; the command-line answers (`at`, `range`, `steps`, `diff`) read one the same way.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -33,7 +33,7 @@ pub struct Session {
     time_index: Vec<OnceLock<Vec<ChunkTimes>>>,
     /// The chunks of action times decompressed last, newest first (device, chunk, times): the
     /// time axis and the answers read the times they need without holding the column.
-    time_cache: Mutex<Vec<(usize, usize, Arc<Vec<i64>>)>>,
+    time_cache: Mutex<Vec<CachedTimes>>,
     /// Per device: the first action of each chunk of `action_time_us`, and the number of actions.
     chunk_starts: Vec<Vec<u64>>,
     /// The earliest timed event over every device, once found.
@@ -232,8 +232,9 @@ impl Session {
     /// On a named background thread, once the first frame is drawn (or after a second):
     /// checks every id (on a mapping of its own, whose pages go
     /// with it), then the checksum (with file reads, which map nothing), then reads every
-    /// device's action times once for the time axis ([`Self::time_axis_now`]). Until the ids are checked, panics are deferred
-    /// ([`super::guard`]): the viewer catches one, waits for [`Self::ids`] and shows the error.
+    /// device's action times once for the time axis ([`Self::time_axis_now`]). Until the ids
+    /// are checked, panics are deferred ([`super::guard`]): the viewer catches one, waits for
+    /// [`Self::ids`] and shows the error.
     pub fn spawn_checks(self: &Arc<Self>) {
         let s = Arc::clone(self);
         let deferring = super::guard::Deferring::new();
@@ -535,7 +536,9 @@ impl crate::allocator::SavedStates for Session {
     }
 }
 
-/// One device's action times, read through the session's chunk cache.
+/// A decompressed chunk of action times: (device, chunk, times).
+type CachedTimes = (usize, usize, Arc<Vec<i64>>);
+
 /// How many chunks of action times a session keeps decompressed (8 bytes an action, 64K actions
 /// a chunk: 16 MB).
 pub const TIME_CHUNKS_KEPT: usize = 32;
@@ -600,6 +603,7 @@ impl SortedTimes for TimeAxis<'_> {
     }
 }
 
+/// One device's action times, read through the session's chunk cache.
 #[derive(Clone, Copy)]
 pub struct DeviceTimes<'a> {
     session: &'a Session,
