@@ -89,12 +89,18 @@ impl Timeline {
         let levels = self.session.minimap(self.device);
         let maxs: Vec<(u64, &[u64])> = levels.iter().map(|&(apb, _, max)| (apb, max)).collect();
         let mut line = Vec::with_capacity(ranges.len() * 2);
+        // The unallocated band as one mesh of abutting quads: each pixel is shaded once. As a
+        // rectangle per column, each with its anti-aliasing fringe over its neighbours, it was
+        // half of every frame on a CPU rasteriser (lavapipe 1600×900: 130 → 69 ms without it).
+        let mut band = egui::Mesh::default();
+        // The line's pieces (it breaks where the reserved memory is not known), drawn over the band.
+        let mut pieces = Vec::new();
         let painter = painter.with_clip_rect(rect);
         for (c, &(a, b)) in ranges.iter().enumerate() {
             let b = b.min(l.totals.len());
             let Some(reserved) = cache.max(self, a, b) else {
                 if !line.is_empty() {
-                    painter.add(egui::Shape::line(std::mem::take(&mut line), Stroke::new(1.5, RESERVED_LINE)));
+                    pieces.push(egui::Shape::line(std::mem::take(&mut line), Stroke::new(1.5, RESERVED_LINE)));
                 }
                 continue;
             };
@@ -105,14 +111,18 @@ impl Timeline {
                 self.view.screen_from_bytes(rect, allocated as f64),
             );
             if y_r < y_a {
-                painter.rect_filled(Rect::from_min_max(pos2(x0, y_r), pos2(x1, y_a)), 0.0, UNALLOCATED);
+                band.add_colored_rect(Rect::from_min_max(pos2(x0, y_r), pos2(x1, y_a)), UNALLOCATED);
             }
             line.push(pos2(x0, y_r));
             line.push(pos2(x1, y_r));
         }
         if !line.is_empty() {
-            painter.add(egui::Shape::line(line, Stroke::new(1.5, RESERVED_LINE)));
+            pieces.push(egui::Shape::line(line, Stroke::new(1.5, RESERVED_LINE)));
         }
+        if !band.is_empty() {
+            painter.add(egui::Shape::mesh(band));
+        }
+        painter.extend(pieces);
     }
 
     /// Red markers at each OOM's action; hovering one shows the verdict; a click returns the OOM's
