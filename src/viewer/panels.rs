@@ -212,6 +212,9 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     // The segment timeline has few actions: its minimap reads the totals.
     let levels = if t.plane == Plane::Elements { session.minimap(t.device) } else { Vec::new() };
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
+    // One mesh of abutting one-pixel columns each (the envelope, then its floor): each pixel is
+    // shaded once, where a line per column smeared its anti-aliasing over its neighbours.
+    let (mut fill, mut floor) = (egui::Mesh::default(), egui::Mesh::default());
     for px in 0..width {
         let (a, b) = (
             (px as f64 * per) as usize,
@@ -231,13 +234,16 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
             }
             None => l.totals[a.min(n - 1)..b.min(n)].iter().copied().min().unwrap_or(0),
         };
-        let x = rect.left() + px as f32 + 0.5;
+        let x = rect.left() + px as f32;
         let y = rect.bottom() - (max as f32 / peak) * rect.height();
-        painter.vline(x, y..=rect.bottom(), Stroke::new(1.0, theme::MINIMAP_FILL));
+        fill.add_colored_rect(Rect::from_min_max(pos2(x, y), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FILL);
         // The floor under the peak envelope: memory that never goes away.
         let y_floor = rect.bottom() - (min as f32 / peak) * rect.height();
-        painter.vline(x, y_floor..=rect.bottom(), Stroke::new(1.0, theme::MINIMAP_FLOOR));
+        floor
+            .add_colored_rect(Rect::from_min_max(pos2(x, y_floor), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FLOOR);
     }
+    painter.add(egui::Shape::mesh(fill));
+    painter.add(egui::Shape::mesh(floor));
     brush_ui(&painter, &response, rect, t, n);
 }
 
