@@ -17,12 +17,28 @@ const FACTOR: usize = 4;
 /// for the whole buckets inside and the totals themselves at the edges: O(√(b − a)), so a
 /// column of a 10 GB trace's overview never reads its millions of totals.
 pub fn range_min(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
-    extreme(totals, levels, a, b, |v| v.min())
+    extreme(totals, levels, a, b, false, |v| v.min())
 }
 
 /// The highest of `totals[a..b]`, from max levels, like [`range_min`].
 pub fn range_max(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
-    extreme(totals, levels, a, b, |v| v.max())
+    extreme(totals, levels, a, b, false, |v| v.max())
+}
+
+/// Ranges this long or longer are widened by [`range_min_outward`] and [`range_max_outward`].
+pub const OUTWARD_SPAN: usize = (FINEST_BUCKET * FINEST_BUCKET) as usize;
+
+/// [`range_min`] for an overlay's column: a range of at least [`OUTWARD_SPAN`] actions is widened
+/// to the whole buckets it touches (by less than 1/64 of it at each end, as the level is chosen),
+/// so only levels are read. A column's edges read from the totals are scattered over the whole
+/// column of totals (672 MB at 10 GB): cold, the first frame waited a second on the disk for them.
+pub fn range_min_outward(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
+    extreme(totals, levels, a, b, true, |v| v.min())
+}
+
+/// [`range_max`] widened like [`range_min_outward`].
+pub fn range_max_outward(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
+    extreme(totals, levels, a, b, true, |v| v.max())
 }
 
 fn extreme(
@@ -30,6 +46,7 @@ fn extreme(
     levels: &[(u64, &[u64])],
     a: usize,
     b: usize,
+    outward: bool,
     pick: fn(&mut dyn Iterator<Item = u64>) -> Option<u64>,
 ) -> Option<u64> {
     let b = b.min(totals.len());
@@ -41,6 +58,12 @@ fn extreme(
     let level = levels.iter().rfind(|(apb, _)| (*apb as f64) * (*apb as f64) <= span);
     let Some(&(apb, buckets)) = level else { return pick(&mut totals[a..b].iter().copied()) };
     let apb = apb as usize;
+    if outward && b - a >= OUTWARD_SPAN {
+        let whole = buckets.get(a / apb..b.div_ceil(apb).min(buckets.len())).filter(|w| !w.is_empty());
+        if let Some(whole) = whole {
+            return pick(&mut whole.iter().copied());
+        }
+    }
     let (first, last) = (a.div_ceil(apb), b / apb);
     if first >= last {
         return pick(&mut totals[a..b].iter().copied());
@@ -117,6 +140,32 @@ mod tests {
             assert_eq!(range_min(&totals, &[(64, &mins)], a, b), t.iter().copied().min(), "{a}..{b}");
             assert_eq!(range_max(&totals, &[(64, &maxs)], a, b), t.iter().copied().max(), "{a}..{b}");
         }
+    }
+
+    /// Wide ranges read only levels: the extreme of the whole buckets they touch, which holds the
+    /// range's own and is within a bucket of it at each end; short ones stay exact.
+    #[test]
+    fn outward_extremes_read_only_levels_for_wide_ranges() {
+        let totals: Vec<u64> = (0..100_000u64).map(|k| 1000 + (k * 7919) % 3001).collect();
+        let levels: Vec<super::MinMax> = super::build(&totals);
+        let mins: Vec<(u64, &[u64])> = levels.iter().map(|m| (m.actions_per_bucket, m.min.as_slice())).collect();
+        let maxs: Vec<(u64, &[u64])> = levels.iter().map(|m| (m.actions_per_bucket, m.max.as_slice())).collect();
+        for (a, b) in [(0, 100_000), (3, 70_001), (4_095, 9_000), (17, 4_000), (99_000, 99_500)] {
+            let (lo, hi) =
+                (super::range_min_outward(&totals, &mins, a, b), super::range_max_outward(&totals, &maxs, a, b));
+            let t = &totals[a..b];
+            if b - a < super::OUTWARD_SPAN {
+                assert_eq!((lo, hi), (t.iter().copied().min(), t.iter().copied().max()), "{a}..{b}");
+                continue;
+            }
+            let (lo, hi) = (lo.unwrap(), hi.unwrap());
+            assert!(lo <= *t.iter().min().unwrap() && hi >= *t.iter().max().unwrap(), "{a}..{b}");
+            let wide = &totals[a.saturating_sub((b - a) / 64)..(b + (b - a) / 64).min(totals.len())];
+            assert!(lo >= *wide.iter().min().unwrap() && hi <= *wide.iter().max().unwrap(), "{a}..{b}");
+        }
+        // Nothing of the totals is read: they could as well be empty past the range's length.
+        let zeros = vec![0u64; totals.len()];
+        assert_eq!(super::range_max_outward(&zeros, &maxs, 0, 100_000), totals.iter().copied().max());
     }
 
     #[test]

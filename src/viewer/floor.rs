@@ -32,7 +32,7 @@ impl Timeline {
             .map(|c| {
                 let a = (self.view.x0 + per * c as f64).floor().max(0.0) as usize;
                 let b = ((self.view.x0 + per * (c + 1) as f64).ceil().max(0.0) as usize).min(n);
-                minimap::range_min(l.totals, &mins, a, b)
+                minimap::range_min_outward(l.totals, &mins, a, b)
             })
             .collect()
     }

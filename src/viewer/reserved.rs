@@ -104,7 +104,7 @@ impl Timeline {
                 }
                 continue;
             };
-            let allocated = crate::lod::minimap::range_max(l.totals, &maxs, a, b).unwrap_or(0);
+            let allocated = crate::lod::minimap::range_max_outward(l.totals, &maxs, a, b).unwrap_or(0);
             let (x0, x1) = (rect.left() + c as f32 * col_w, rect.left() + (c + 1) as f32 * col_w);
             let (y_r, y_a) = (
                 self.view.screen_from_bytes(rect, reserved as f64),
