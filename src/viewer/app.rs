@@ -374,7 +374,8 @@ pub fn open_file(path: &Path) -> Result<Arc<Session>, String> {
 }
 
 /// A timeline of an opened archive with the settings the options ask for (its ids and checksum
-/// are checked, and the action times decompressed, in the background: `Session::spawn_checks`).
+/// are checked, and the action times read for the time axis, in the background:
+/// `Session::spawn_checks`).
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
     session.spawn_checks();
     let mut t = Timeline::new(session, ctx);
