@@ -176,15 +176,19 @@ fn summary_ids(s: &ArchivedSummary, spans: usize, actions: usize, events: usize,
 /// than this many items' pages (and what they point at).
 const RELEASE_EVERY: usize = 1 << 20;
 
-/// The items of `col`, calling `release` after each [`RELEASE_EVERY`] of them and at the end.
+/// The items of `col`, calling `release` once each [`RELEASE_EVERY`] of them were read and once
+/// the last was (when the pass runs to the end).
 fn releasing<'c, T>(col: &'c [T], release: &'c dyn Fn()) -> impl Iterator<Item = &'c T> + 'c {
-    let n = col.len();
-    col.iter().enumerate().map(move |(i, x)| {
-        if (i + 1) % RELEASE_EVERY == 0 || i + 1 == n {
+    let blocks = col.chunks(RELEASE_EVERY).enumerate().flat_map(move |(i, block)| {
+        if i > 0 {
             release();
         }
-        x
-    })
+        block
+    });
+    blocks.chain(std::iter::from_fn(move || {
+        release();
+        None
+    }))
 }
 
 fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), String> {
@@ -232,7 +236,6 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
             return Err(format!("action {k} neither starts nor ends element {id}"));
         }
     }
-    release();
     ids_in("initial elements", t.initial, n)?;
     let initial: u64 = t.initial.iter().map(|&i| u64s(&e.size)[i as usize]).sum();
     if initial != t.initial_total {
@@ -252,7 +255,6 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
         return Err("a checkpoint runs past its ids".into());
     }
     ids_in_releasing("checkpoint elements", ids, n, release)?;
-    release();
     for level in t.tiles {
         let (columns, samples) = (level.columns.to_native() as usize, u32s(&level.sample));
         if samples.len() != columns {
