@@ -42,15 +42,24 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-pub fn compress(raw: &[u8], rows: usize) -> Chunk {
-    let compressed = COMPRESSOR.with(|c| {
-        let mut c = c.borrow_mut();
-        let c = match &mut *c {
-            Some(c) => c,
-            empty => empty.insert(zstd::bulk::Compressor::new(LEVEL)?),
+/// Runs `f` on this thread's context in `kept`, made by `make` the first time.
+fn with_kept<T, R>(
+    kept: &'static std::thread::LocalKey<std::cell::RefCell<Option<T>>>,
+    make: impl FnOnce() -> std::io::Result<T>,
+    f: impl FnOnce(&mut T) -> std::io::Result<R>,
+) -> std::io::Result<R> {
+    kept.with(|k| {
+        let mut k = k.borrow_mut();
+        let context = match &mut *k {
+            Some(context) => context,
+            empty => empty.insert(make()?),
         };
-        c.compress(raw)
-    });
+        f(context)
+    })
+}
+
+pub fn compress(raw: &[u8], rows: usize) -> Chunk {
+    let compressed = with_kept(&COMPRESSOR, || zstd::bulk::Compressor::new(LEVEL), |c| c.compress(raw));
     let mut data = compressed.expect("in-memory zstd compression cannot fail");
     // zstd sizes the buffer for the worst case; kept chunks would hold ~10× their bytes.
     data.shrink_to_fit();
@@ -108,15 +117,7 @@ pub fn decompress(chunk: &rkyv::Archived<Chunk>, width: usize) -> Result<Vec<u8>
 /// `rows` values of `width` bytes from a chunk's compressed `data` (an archived or a built one).
 fn decompress_rows(data: &[u8], rows: usize, width: usize) -> Result<Vec<u8>, ChunkError> {
     DECOMPRESSED.with(|n| n.set(n.get() + 1));
-    let raw = DECOMPRESSOR
-        .with(|d| {
-            let mut d = d.borrow_mut();
-            let d = match &mut *d {
-                Some(d) => d,
-                empty => empty.insert(zstd::bulk::Decompressor::new()?),
-            };
-            d.decompress(data, rows * width)
-        })
+    let raw = with_kept(&DECOMPRESSOR, zstd::bulk::Decompressor::new, |d| d.decompress(data, rows * width))
         .map_err(|e| ChunkError(e.to_string()))?;
     if raw.len() != rows * width {
         return Err(ChunkError(format!("{} bytes, expected {}", raw.len(), rows * width)));
