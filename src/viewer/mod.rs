@@ -259,9 +259,8 @@ struct WindowApp {
 }
 
 impl eframe::App for WindowApp {
-    /// The timeline's background: its panel is left unfilled (`timeline_screen`).
-    fn clear_color(&self, _visuals: &egui::Visuals) -> [f32; 4] {
-        theme::BACKGROUND.to_normalized_gamma_f32()
+    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
+        eframe::App::clear_color(&self.app, visuals)
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
