@@ -197,9 +197,9 @@ fn max_entries_band_totals_equal_the_layout_totals() {
         let mut k = -1i64;
         loop {
             if k % 7 == 0 || k == -1 {
-                let stack = cps.view().stack_after(view, k);
+                let mut stack = cps.view().lazy_stack_at(view, (k + 1) as usize);
                 let (band, drawn) =
-                    drawn_stack(&stack, view.elements.size, Some(memviz::lod::raster::Band::keep(&keep)));
+                    drawn_stack(&mut stack, view.elements.size, Some(memviz::lod::raster::Band::keep(&keep)));
                 let drawn_total: u64 = drawn.iter().map(|&(id, _)| view.elements.size[id as usize]).sum();
                 let expect = if k < 0 { layout.initial_total } else { totals[k as usize].as_u64().unwrap() };
                 assert_eq!(band + drawn_total, expect, "n={n} action {k}");

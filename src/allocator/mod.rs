@@ -444,11 +444,26 @@ fn words(st: &State) -> u64 {
     (2 + st.segments.len() * SEGMENT_WORDS + st.blocks.len() * BLOCK_WORDS) as u64
 }
 
-/// One backward pass over a device's trace, from the dump: hands `keep(words)` the state every
-/// `every` undone events (the checkpoints [`Undo`] resumes from) and `at_action(k, figures)` the
-/// allocator's figures (the largest free block tracked) right after each action, last action
-/// first. `action_event(k)` is the absolute event of action `k` (ascending in `k`; `NONE` for
-/// the one synthetic action of a trace without actions, which gets the dump's figures).
+/// Which stretch of a device's backward pass one call of [`pass`] runs. A long pass runs as two
+/// parts side by side, cut after the last `undone` events are undone: the late part hands over
+/// the figures of the actions at or after the cut and saves the states before it; the early part
+/// undoes the same events without tracking the largest free block or handing anything over
+/// (about half the work per event), then, from the state at the cut, tracks it, hands over the
+/// actions before the cut and saves the states from it on. The figures at the cut are derived
+/// afresh from the state there, which is what the whole pass's running figures equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Whole,
+    Late { undone: usize },
+    Early { undone: usize },
+}
+
+/// One backward pass over a device's trace (or a [`Part`] of it), from the dump: hands
+/// `keep(words)` the state every `every` undone events (the checkpoints [`Undo`] resumes from)
+/// and `at_action(k, figures)` the allocator's figures (the largest free block tracked) right
+/// after each action, last action first. `action_event(k)` is the absolute event of action `k`
+/// (ascending in `k`; `NONE` for the one synthetic action of a trace without actions, which gets
+/// the dump's figures).
 #[allow(clippy::too_many_arguments)]
 pub fn pass(
     snap: &Snapshot,
@@ -457,16 +472,57 @@ pub fn pass(
     actions: usize,
     action_event: impl Fn(usize) -> u32,
     every: u32,
+    part: Part,
     at_action: impl FnMut(usize, &Figures),
     keep: impl FnMut(&[u64]),
 ) {
     let mut undo = Undo::at_dump_over(snap, events, device);
-    undo.figures = Figures::of(&undo.state, true);
     let n = undo.n;
-    let mut replay = WithFigures { undo, k: actions, action_event, at_action };
-    crate::layout::record_with(&mut replay, n, every, keep);
-    while replay.step() {}
-    replay.hand_over(None);
+    let untracked = match part {
+        Part::Early { undone } => undone.min(n),
+        Part::Whole | Part::Late { .. } => 0,
+    };
+    // The early part hands over the actions before the cut: those whose event is not undone in
+    // its untracked stretch.
+    let cut = (undo.first + n - untracked) as u32;
+    let k = if untracked == 0 { actions } else { partition(actions, |k| action_event(k) < cut) };
+    undo.figures = Figures::of(&undo.state, untracked == 0);
+    let mut replay = WithFigures { undo, k, action_event, at_action, untracked };
+    // The states after every `every` undone events: the late part saves those before the cut,
+    // the early part the others.
+    let (saved, end) = match part {
+        Part::Whole => (0..n + 1, n),
+        Part::Late { undone } => (0..undone.min(n), undone.min(n)),
+        Part::Early { undone } => (undone.min(n)..n + 1, n),
+    };
+    let mut keep = keep;
+    let mut words = Vec::new();
+    loop {
+        let undone = replay.undo.undone;
+        if undone.is_multiple_of(every.max(1) as usize) && saved.contains(&undone) {
+            words.clear();
+            replay.save(&mut words);
+            keep(&words);
+        }
+        if undone >= end || !replay.step() {
+            break;
+        }
+    }
+    // Every action at or after a late part's cut was handed over before the cut's event was
+    // undone; the rest go now.
+    if !matches!(part, Part::Late { .. }) {
+        replay.hand_over(None);
+    }
+}
+
+/// How many of `0..n` satisfy `pred`, which holds for a prefix.
+fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
 }
 
 /// An [`Undo`] that hands over each action's figures as the replay passes its event.
@@ -476,6 +532,8 @@ struct WithFigures<'s, A, F> {
     k: usize,
     action_event: A,
     at_action: F,
+    /// The first events undone without handing over or the largest free block (an early part).
+    untracked: usize,
 }
 
 impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> WithFigures<'_, A, F> {
@@ -503,8 +561,14 @@ impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> Replay for WithFigures<'_, 
         if u.undone >= u.n {
             return false;
         }
-        self.hand_over(Some((u.first + u.n - 1 - u.undone) as u32));
-        self.undo.step()
+        if u.undone >= self.untracked {
+            self.hand_over(Some((u.first + u.n - 1 - u.undone) as u32));
+        }
+        self.undo.step();
+        if self.undo.undone == self.untracked {
+            self.undo.figures = Figures::of(&self.undo.state, true);
+        }
+        true
     }
     fn save(&self, out: &mut Vec<u64>) {
         self.undo.save(out);

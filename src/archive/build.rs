@@ -54,12 +54,14 @@ pub fn build_root(
     stage(BuildStage::Derive);
     let (allocators, lods) = rayon::join(
         || {
-            let events = CompressedEvents::new(&columns, &snap.events);
-            layouts.iter().map(|l| super::series::allocator_section(&snap, &events, &l.view())).collect::<Vec<_>>()
+            let events = || CompressedEvents::new(&columns, &snap.events);
+            let section = |l: &Layout| super::series::allocator_section(&snap, events, &l.view());
+            super::timed("allocator pass", || layouts.iter().map(section).collect::<Vec<_>>())
         },
         || {
             let lods = layouts.par_iter().zip(&from_events);
-            lods.map(|(l, fe)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()))).collect::<Vec<_>>()
+            let lod = |(l, fe): (&Layout, &FromEvents)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()));
+            super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>())
         },
     );
     let summaries: Vec<f::Summary> = layouts

@@ -38,6 +38,17 @@ pub fn default_path(snapshot: &Path) -> PathBuf {
     snapshot.with_file_name(format!("{stem}.memviz"))
 }
 
+/// Runs `f`; with `MEMVIZ_TIMINGS` set, prints how long it took (a part of a stage, for
+/// benchmarks).
+pub(crate) fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let out = f();
+    if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
+        eprintln!("timing:   {what} took {:.3} s", started.elapsed().as_secs_f64());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,10 @@
 //! for any state; its user here is the live stack, every K actions.
 //!
 //! For the live stack K balances two costs: storage (one copy of the live stack per checkpoint)
-//! and the replay a query needs (K steps, each a binary search plus, on a free, a memmove of the
-//! stack above).
+//! and the replay a query needs (K steps, each a binary search; a free marks its entry dead, see
+//! [`LazyStack`], and the stack is compacted once when read).
 
-use super::{LayoutRef, LiveStack};
+use super::{LayoutRef, LazyStack, LiveStack};
 use crate::model::NONE;
 
 /// A state replayed step by step from a start, that can be saved as a flat run of words and
@@ -43,11 +43,15 @@ impl<T: Copy> Checkpoints<T> {
     /// Replays `state` through `steps` steps, saving it every `every` steps (and at the start).
     pub fn record<R: Replay<Word = T>>(mut state: R, steps: usize, every: u32) -> Checkpoints<T> {
         let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
-        record_with(&mut state, steps, every, |words| {
-            cps.ids.extend_from_slice(words);
+        loop {
+            state.save(&mut cps.ids);
             cps.starts.push(cps.ids.len() as u32);
-        });
-        cps
+            let target = state.applied() + every as usize;
+            if target > steps {
+                return cps;
+            }
+            while state.applied() < target && state.step() {}
+        }
     }
 
     pub fn view(&self) -> CheckpointsRef<'_, T> {
@@ -55,28 +59,11 @@ impl<T: Copy> Checkpoints<T> {
     }
 }
 
-/// [`Checkpoints::record`] handing each saved state to `keep` as it is made (a writer that
-/// compresses them one by one never holds them all). It stops at the last saved state: the
-/// caller may step `state` on to the end.
-pub fn record_with<R: Replay>(state: &mut R, steps: usize, every: u32, mut keep: impl FnMut(&[R::Word])) {
-    let mut words = Vec::new();
-    loop {
-        words.clear();
-        state.save(&mut words);
-        keep(&words);
-        let target = state.applied() + every as usize;
-        if target > steps {
-            break;
-        }
-        while state.applied() < target && state.step() {}
-    }
-}
-
 impl<'a, T: Copy> CheckpointsRef<'a, T> {
     /// The state after `applied` steps: the nearest saved one before it, given to `resume` with
     /// the steps it had applied, then replayed (fewer than `every` steps).
     pub fn restore<R: Replay<Word = T>>(&self, applied: usize, resume: impl FnOnce(&'a [T], usize) -> R) -> R {
-        let j = (applied / self.every.max(1) as usize).min(self.starts.len().saturating_sub(2));
+        let j = self.nearest(applied);
         let words = match (self.starts.get(j), self.starts.get(j + 1)) {
             (Some(&a), Some(&b)) if a <= b => self.ids.get(a as usize..b as usize).unwrap_or(&[]),
             _ => &[],
@@ -84,6 +71,17 @@ impl<'a, T: Copy> CheckpointsRef<'a, T> {
         let mut state = resume(words, j * self.every as usize);
         while state.applied() < applied && state.step() {}
         state
+    }
+
+    /// The saved state [`Self::restore`] starts from for `applied` steps.
+    fn nearest(&self, applied: usize) -> usize {
+        (applied / self.every.max(1) as usize).min(self.starts.len().saturating_sub(2))
+    }
+
+    /// Steps applied by the saved state [`Self::restore`] starts from: a replay at fewer steps
+    /// than this one reaches `applied` sooner by restoring than by stepping on.
+    pub fn saved_at(&self, applied: usize) -> usize {
+        self.nearest(applied) * self.every as usize
     }
 }
 
@@ -98,7 +96,8 @@ pub fn checkpoint_every(actions: u64, live_sum: u64) -> u32 {
     let avg_live = live_sum / actions.max(1);
     // Storage ≈ actions / K × avg_live ids; stay within the budget.
     let for_storage = (actions * avg_live).div_ceil(ID_BUDGET).max(1);
-    // Replay of a free costs a memmove of ~avg_live / 2 ids; keep K × that bounded.
+    // Resuming costs a copy of ~avg_live ids and the compaction of what the replay freed; keep
+    // K × that bounded (K is in the archive: changing this rule changes its bytes).
     let for_time = (MAX_EVERY * 2048 / avg_live.max(2048)).max(MIN_EVERY);
     for_time.max(for_storage).next_power_of_two().min(1 << 30) as u32
 }
@@ -129,15 +128,20 @@ impl Checkpoints {
 
     /// Records the live stack every `every` actions.
     pub fn build_every(layout: LayoutRef<'_>, every: u32) -> Checkpoints {
-        Checkpoints::record(layout.replay(), layout.actions.len(), every)
+        Checkpoints::record(LazyStack::new(layout), layout.actions.len(), every)
     }
 }
 
 impl CheckpointsRef<'_> {
     /// The live stack after `applied` actions (0 = the initial state).
     pub fn stack_at<'a>(&self, layout: LayoutRef<'a>, applied: usize) -> LiveStack<'a> {
+        self.lazy_stack_at(layout, applied).into_live()
+    }
+
+    /// [`Self::stack_at`], for a replay that goes on and reads the stack only now and then.
+    pub fn lazy_stack_at<'a>(&self, layout: LayoutRef<'a>, applied: usize) -> LazyStack<'a> {
         let applied = applied.min(layout.actions.len());
-        self.restore(applied, |ids, at| LiveStack::resume(layout, ids, at))
+        self.restore(applied, |ids, at| LazyStack::resume(layout, ids, at))
     }
 
     /// The live stack right after action `k` (`k = -1`: before the first action).

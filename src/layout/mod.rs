@@ -21,8 +21,8 @@
 mod checkpoints;
 mod stack;
 
-pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every, record_with};
-pub use stack::{LiveStack, StackChange};
+pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every};
+pub use stack::{LazyStack, LiveStack, StackChange};
 
 use std::collections::HashMap;
 

@@ -104,6 +104,16 @@ impl Accumulator {
         self.max[i] = self.max[i].max(v);
     }
 
+    /// Takes in the values `other` was given (for the same series).
+    pub fn merge(&mut self, other: &Accumulator) {
+        for (m, o) in self.min.iter_mut().zip(&other.min) {
+            *m = (*m).min(*o);
+        }
+        for (m, o) in self.max.iter_mut().zip(&other.max) {
+            *m = (*m).max(*o);
+        }
+    }
+
     pub fn finish(self) -> Vec<MinMax> {
         if self.min.is_empty() {
             return Vec::new();

@@ -4,7 +4,7 @@
 //! replay the live stack from the nearest checkpoint to each column's sample action, then walk
 //! the stack bottom-up against the rows' bytes (both ascend, so a column costs O(live + rows)).
 
-use crate::layout::{CheckpointsRef, LayoutRef};
+use crate::layout::{CheckpointsRef, LayoutRef, LazyStack};
 
 /// Texel of a byte that no live element covers.
 pub const EMPTY: u32 = u32::MAX;
@@ -45,21 +45,16 @@ impl<'s> Band<'s> {
 /// The drawn stack after the replay's current action: `(band bytes, [(id, offset)])`, where the
 /// band is the live total of elements not kept (0 without a mask; at least `at_least` of the
 /// action) and offsets start above it.
-pub fn drawn_stack(
-    stack: &crate::layout::LiveStack<'_>,
-    sizes: &[u64],
-    band: Option<Band<'_>>,
-) -> (u64, Vec<(u32, u64)>) {
-    let Some(Band { keep, at_least }) = band else {
-        return (0, stack.with_offsets().map(|(id, off)| (id.0, off)).collect());
-    };
-    let kept = |id: u32| keep.get(id as usize).copied().unwrap_or(true);
-    let live: u64 = stack.ids.iter().filter(|&&id| !kept(id)).map(|&id| sizes[id as usize]).sum();
-    let floor = stack.next_action.checked_sub(1).and_then(|k| at_least?.get(k).copied()).unwrap_or(0);
+pub fn drawn_stack(stack: &mut LazyStack<'_>, sizes: &[u64], band: Option<Band<'_>>) -> (u64, Vec<(u32, u64)>) {
+    let applied = stack.next_action;
+    let ids = stack.ids();
+    let kept = |id: u32| band.is_none_or(|b| b.keep.get(id as usize).copied().unwrap_or(true));
+    let live: u64 = ids.iter().filter(|&&id| !kept(id)).map(|&id| sizes[id as usize]).sum();
+    let at_least = band.and_then(|b| b.at_least);
+    let floor = applied.checked_sub(1).and_then(|k| at_least?.get(k).copied()).unwrap_or(0);
     let band = live.max(floor);
     let mut off = band;
-    let drawn = stack
-        .ids
+    let drawn = ids
         .iter()
         .filter(|&&id| kept(id))
         .map(|&id| {
@@ -141,19 +136,20 @@ pub fn rasterize(layout: LayoutRef<'_>, cps: CheckpointsRef<'_>, spec: RasterSpe
     }
     let row_bytes: Vec<u64> = (0..spec.rows).map(|r| spec.row_byte(r)).collect();
     let sizes = layout.elements.size;
-    let mut stack = cps.stack_after(layout, i64::from(spec.samples[0]));
+    let mut stack = cps.lazy_stack_at(layout, spec.samples[0] as usize + 1);
     let mut column = vec![EMPTY; spec.rows as usize];
     let mut shown: Option<u32> = None;
     for (c, &a) in spec.samples.iter().enumerate() {
         if shown != Some(a) {
             let applied = a as usize + 1;
-            if applied < stack.next_action {
-                stack = cps.stack_at(layout, applied);
+            // Backwards, or past a saved state: restore (coarse levels' samples are far apart).
+            if applied < stack.next_action || cps.saved_at(applied) > stack.next_action {
+                stack = cps.lazy_stack_at(layout, applied);
             } else {
                 stack.advance_to(applied);
             }
             // Walk the drawn stack and the rows together, both ascending.
-            let (band, drawn) = drawn_stack(&stack, sizes, spec.keep);
+            let (band, drawn) = drawn_stack(&mut stack, sizes, spec.keep);
             let mut idx = 0usize;
             for (r, &b) in row_bytes.iter().enumerate() {
                 if b < band {
