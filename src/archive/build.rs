@@ -8,6 +8,7 @@ use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
 use super::columns::{Columns, CompressedEvents};
+use super::series::{self, Plan};
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
 use crate::ingest::SourceInfo;
@@ -36,8 +37,8 @@ pub enum BuildStage {
 /// element sites, reserved memory, the segment timeline, the summary's first time and OOM
 /// events) is derived first; then the raw large columns are freed (the event table is
 /// compressed already: `columns`, or here), and the allocator's backward pass — one long
-/// sequential walk per device, reading the compressed chunks — runs on one worker while the
-/// others lay out checkpoints and tiles, so a 2-core machine stays busy.
+/// sequential walk per device, reading the compressed chunks, in two parts side by side on a long
+/// trace — runs beside checkpoints and tiles, so a 2-core machine stays busy.
 pub fn build_root(
     mut snap: Snapshot,
     source: &SourceInfo,
@@ -52,18 +53,32 @@ pub fn build_root(
     let event_count = snap.events.len();
     snap.events.drop_rows();
     stage(BuildStage::Derive);
-    let (allocators, lods) = rayon::join(
-        || {
-            let events = || CompressedEvents::new(&columns, &snap.events);
-            let section = |l: &Layout| super::series::allocator_section(&snap, events, &l.view());
-            super::timed("allocator pass", || layouts.iter().map(section).collect::<Vec<_>>())
-        },
-        || {
-            let lods = layouts.par_iter().zip(&from_events);
-            let lod = |(l, fe): (&Layout, &FromEvents)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()));
-            super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>())
-        },
-    );
+    // The allocator's pass of each device, the long ones as two parts: this worker takes the
+    // early parts; another the late parts, then the checkpoints and tiles, whose jobs this one
+    // joins once its parts are done.
+    let (allocators, lods) = {
+        // Each worker reads the chunks through its own cursor.
+        let events = || CompressedEvents::new(&columns, &snap.events);
+        let plans: Vec<Plan> = layouts.iter().map(|l| Plan::new(&snap, &events(), &l.view())).collect();
+        let parts = || layouts.iter().zip(&plans);
+        let (early, (late, lods)) = rayon::join(
+            || {
+                let events = events();
+                parts().map(|(l, &p)| series::early_part(&snap, &events, &l.view(), p)).collect::<Vec<_>>()
+            },
+            || {
+                let events = events();
+                let late: Vec<_> = parts().map(|(l, &p)| series::late_part(&snap, &events, &l.view(), p)).collect();
+                let lod = |(l, fe): (&Layout, &FromEvents)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()));
+                let lods = layouts.par_iter().zip(&from_events);
+                (late, super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>()))
+            },
+        );
+        let sections = parts().zip(early.into_iter().zip(late));
+        let allocators: Vec<f::AllocatorSection> =
+            sections.map(|((l, &p), (e, la))| series::section(&snap, &l.view(), p, e, la)).collect();
+        (allocators, lods)
+    };
     let summaries: Vec<f::Summary> = layouts
         .iter()
         .zip(&from_events)

@@ -16,67 +16,94 @@ use crate::model::{ActionIdx, Snapshot};
 
 /// Traces of at least this many events run their pass as two parts side by side
 /// ([`allocator::Part`]), cut in the middle: the early part undoes the late part's events again
-/// without the largest free block (about half the work per event), and the late part shares its
-/// core with the checkpoints and tiles, so halves keep both cores busy (gen9m: early 2.4 s; tiles
-/// 1.1 s, then the late part 1.7 s; the whole pass alone took 3.5–3.9 s).
+/// without the largest free block (a quarter to a half of the work per event); the late part's
+/// worker goes on to the checkpoints and tiles, which the early part's joins when it is done
+/// (gen9m: early 2.4 s, late 1.7 s, tiles 1.1 s; the whole pass alone took 3.5–3.9 s).
 const SPLIT_EVENTS: usize = 1 << 20;
 
-/// The section of `l`'s device, undoing the events `cursor` reads (the snapshot's, or its
-/// compressed chunks; each part of a split pass gets its own cursor).
-pub fn allocator_section<E: EventColumns>(
-    snap: &Snapshot,
-    cursor: impl Fn() -> E + Sync,
-    l: &LayoutRef<'_>,
-) -> f::AllocatorSection {
-    let n = snap.trace(l.device).len();
-    section(snap, cursor, l, (n >= SPLIT_EVENTS).then_some(n / 2))
+/// How a device's pass runs: K, and where it is cut (the late part's events) if it is.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    every: u32,
+    cut: Option<usize>,
 }
 
-/// [`allocator_section`], its pass cut after the last `cut` events when given.
-fn section<E: EventColumns>(
-    snap: &Snapshot,
-    cursor: impl Fn() -> E + Sync,
-    l: &LayoutRef<'_>,
-    cut: Option<usize>,
-) -> f::AllocatorSection {
-    let device = l.device;
-    let n = l.actions.len();
-    // One pass (or two parts): the series and the saved states (each compressed as it is made:
-    // the raw words are never all held), K sized from an estimate of the states' summed size.
-    let every = allocator::every_for(allocator::estimate_words(snap, &cursor(), device));
-    let run = |part: Part| {
-        let mut figures = FiguresBuilder::new(n);
-        let mut states = Vec::new();
-        allocator::pass(
-            snap,
-            &cursor(),
-            device,
-            n,
-            |k| l.action_event(ActionIdx::at(k)).0,
-            every,
-            part,
-            |k, fig| figures.push(k, fig),
-            |w| states.push(chunks::encode::<u64>(w)),
-        );
-        (figures, states)
+impl Plan {
+    /// K sized from an estimate of the states' summed size (one pass over the event kinds); a
+    /// long trace cut in the middle.
+    pub fn new(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>) -> Plan {
+        let n = snap.trace(l.device).len();
+        Plan::cut_at(snap, events, l, (n >= SPLIT_EVENTS).then_some(n / 2))
+    }
+
+    fn cut_at(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, cut: Option<usize>) -> Plan {
+        Plan { every: allocator::every_for(allocator::estimate_words(snap, events, l.device)), cut }
+    }
+}
+
+/// What one part of a pass made: the series and pools of its actions, its saved states.
+pub struct PartOut {
+    figures: FiguresBuilder,
+    states: Vec<Chunk>,
+}
+
+/// The early part of `l`'s pass (the whole pass when it is not cut), undoing `events` (the
+/// snapshot's, or its compressed chunks).
+pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan) -> PartOut {
+    let (part, what) = match plan.cut {
+        None => (Part::Whole, "allocator pass"),
+        Some(undone) => (Part::Early { undone }, "allocator pass, early part"),
     };
-    let (figures, states) = match cut {
-        None => run(Part::Whole),
-        Some(undone) => {
-            let ((early, early_states), (late, mut states)) = rayon::join(
-                || super::timed("allocator pass, early part", || run(Part::Early { undone })),
-                || super::timed("allocator pass, late part", || run(Part::Late { undone })),
-            );
-            states.extend(early_states);
-            (late.then(early), states)
+    super::timed(what, || run(snap, events, l, plan, part))
+}
+
+/// The late part of `l`'s pass, if it is cut.
+pub fn late_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan) -> Option<PartOut> {
+    let undone = plan.cut?;
+    Some(super::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late { undone })))
+}
+
+fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan, part: Part) -> PartOut {
+    let n = l.actions.len();
+    let mut figures = FiguresBuilder::new(n);
+    // Each state is compressed as it is made: the raw words are never all held.
+    let mut states = Vec::new();
+    allocator::pass(
+        snap,
+        events,
+        l.device,
+        n,
+        |k| l.action_event(ActionIdx::at(k)).0,
+        plan.every,
+        part,
+        |k, fig| figures.push(k, fig),
+        |w| states.push(chunks::encode::<u64>(w)),
+    );
+    PartOut { figures, states }
+}
+
+/// The section of `l`'s device from its pass's parts: the series and states of the late part
+/// (if any) followed by the early part's.
+pub fn section(
+    snap: &Snapshot,
+    l: &LayoutRef<'_>,
+    plan: Plan,
+    early: PartOut,
+    late: Option<PartOut>,
+) -> f::AllocatorSection {
+    let (figures, states) = match late {
+        None => (early.figures, early.states),
+        Some(mut late) => {
+            late.states.extend(early.states);
+            (late.figures.then(early.figures), late.states)
         }
     };
     let FiguresBuilder { series, pools } = figures;
     let [reserved, allocated, requested, pending_free, unallocated, largest_free, segments] =
         series.map(SeriesBuilder::finish);
     f::AllocatorSection {
-        events: snap.trace(device).len() as u32,
-        every,
+        events: snap.trace(l.device).len() as u32,
+        every: plan.every,
         states,
         reserved,
         allocated,
@@ -302,15 +329,15 @@ mod tests {
             for layout in super::super::cache::lay_out(&snap) {
                 let l = layout.view();
                 let n = snap.trace(l.device).len();
-                let cursor = || snap.events.clone();
-                let whole = section(&snap, cursor, &l, None);
+                let ev = &snap.events;
+                let at = |cut| {
+                    let plan = Plan::cut_at(&snap, ev, &l, cut);
+                    section(&snap, &l, plan, early_part(&snap, ev, &l, plan), late_part(&snap, ev, &l, plan))
+                };
+                let whole = at(None);
                 assert!(whole.states.len() > 1 || n < 512, "{name}: states");
                 for cut in [0, 1, n / 5, n / 2, n - n / 3, n - 1, n] {
-                    assert!(
-                        section(&snap, cursor, &l, Some(cut)) == whole,
-                        "{name} device {:?}: cut {cut} of {n}",
-                        l.device
-                    );
+                    assert!(at(Some(cut)) == whole, "{name} device {:?}: cut {cut} of {n}", l.device);
                 }
             }
         }
