@@ -115,26 +115,29 @@ impl State {
     /// date.
     pub fn undo(&mut self, ev: &dyn EventColumns, e: usize, figures: &mut Figures) {
         let (action, addr, size) = (ev.action(e), ev.addr(e), ev.size(e));
-        let block = |st: &mut State, figures: &mut Figures, new: Option<Block>| {
-            let old = match new {
-                Some(b) => st.blocks.insert(addr, b),
-                None => st.blocks.remove(&addr),
-            };
-            figures.block_changed(st, addr, old, new);
-        };
-        match action {
-            Action::Alloc => block(self, figures, None),
-            Action::FreeCompleted => {
-                block(self, figures, Some(Block { addr, size, requested: size, pending_free: true }));
+        match BlockUndo::of(action, addr, size) {
+            Some(BlockUndo::Set(new)) => {
+                let old = match new {
+                    Some(b) => self.blocks.insert(addr, b),
+                    None => self.blocks.remove(&addr),
+                };
+                figures.block_changed(self, addr, old, new);
             }
-            Action::Free => block(self, figures, Some(Block { addr, size, requested: size, pending_free: false })),
-            Action::FreeRequested => {
+            Some(BlockUndo::NotPending) => {
                 if let Some(b) = self.blocks.get_mut(&addr) {
                     let was = b.pending_free;
                     b.pending_free = false;
                     figures.pending_changed(b, was);
                 }
             }
+            None => self.undo_segments(ev, e, figures),
+        }
+    }
+
+    /// Undoes event `e` when it is not a block event (see [`BlockUndo`]).
+    fn undo_segments(&mut self, ev: &dyn EventColumns, e: usize, figures: &mut Figures) {
+        let (action, addr, size) = (ev.action(e), ev.addr(e), ev.size(e));
+        match action {
             a @ (Action::SegmentFree | Action::SegmentUnmap) => {
                 let seg = Segment { addr, size, stream: ev.stream(e), pool: pool(ev.pool(e)) };
                 self.insert_segment(seg, a == Action::SegmentUnmap);
@@ -151,6 +154,34 @@ impl State {
         if matches!(action, Action::SegmentFree | Action::SegmentUnmap | Action::SegmentAlloc | Action::SegmentMap) {
             figures.segments_changed(self);
         }
+    }
+
+    /// The state `undone` events before this one (the last `undone` events of `trace`, this
+    /// state being the one after them), without figures: the blocks live in a hash map meanwhile
+    /// (a lookup instead of a tree descent per event) and go back into the tree once.
+    fn undo_untracked(self, ev: &dyn EventColumns, trace: std::ops::Range<usize>, undone: usize) -> State {
+        let mut blocks: rustc_hash::FxHashMap<u64, Block> = self.blocks.into_iter().collect();
+        let mut rest = State { segments: self.segments, blocks: BTreeMap::new() };
+        let mut figures = Figures::default();
+        for e in (trace.end - undone.min(trace.len())..trace.end).rev() {
+            let addr = ev.addr(e);
+            match BlockUndo::of(ev.action(e), addr, ev.size(e)) {
+                Some(BlockUndo::Set(Some(b))) => {
+                    blocks.insert(addr, b);
+                }
+                Some(BlockUndo::Set(None)) => {
+                    blocks.remove(&addr);
+                }
+                Some(BlockUndo::NotPending) => {
+                    if let Some(b) = blocks.get_mut(&addr) {
+                        b.pending_free = false;
+                    }
+                }
+                None => rest.undo_segments(ev, e, &mut figures),
+            }
+        }
+        rest.blocks = blocks.into_iter().collect();
+        rest
     }
 
     fn insert_segment(&mut self, seg: Segment, merge: bool) {
@@ -216,6 +247,29 @@ impl State {
             largest_free,
             segments,
         }
+    }
+}
+
+/// What undoing a block event does to the block at its address.
+enum BlockUndo {
+    /// It becomes this (`None`: it goes). A re-added block's size and requested size are the
+    /// event's size.
+    Set(Option<Block>),
+    /// It no longer waits on another stream.
+    NotPending,
+}
+
+impl BlockUndo {
+    /// `None` for events that are not block events.
+    fn of(action: Action, addr: u64, size: u64) -> Option<BlockUndo> {
+        let freed = |pending_free| Some(Block { addr, size, requested: size, pending_free });
+        Some(match action {
+            Action::Alloc => BlockUndo::Set(None),
+            Action::FreeCompleted => BlockUndo::Set(freed(true)),
+            Action::Free => BlockUndo::Set(freed(false)),
+            Action::FreeRequested => BlockUndo::NotPending,
+            _ => return None,
+        })
     }
 }
 
@@ -447,10 +501,10 @@ fn words(st: &State) -> u64 {
 /// Which stretch of a device's backward pass one call of [`pass`] runs. A long pass runs as two
 /// parts side by side, cut after the last `undone` events are undone: the late part hands over
 /// the figures of the actions at or after the cut and saves the states before it; the early part
-/// undoes the same events without tracking the largest free block or handing anything over
-/// (about half the work per event), then, from the state at the cut, tracks it, hands over the
-/// actions before the cut and saves the states from it on. The figures at the cut are derived
-/// afresh from the state there, which is what the whole pass's running figures equal.
+/// undoes the same events with no figures at all, its blocks in a hash map (gen9m: 0.11–0.15 s
+/// for 4.5 M events, where the tracked late part takes 1.7–2.1 s), then, from the state at the cut, tracks the figures, hands over the actions
+/// before the cut and saves the states from it on. The figures at the cut are derived afresh
+/// from the state there, which is what the whole pass's running figures equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Whole,
@@ -478,16 +532,16 @@ pub fn pass(
 ) {
     let mut undo = Undo::at_dump_over(snap, events, device);
     let n = undo.n;
-    let untracked = match part {
-        Part::Early { undone } => undone.min(n),
-        Part::Whole | Part::Late { .. } => 0,
-    };
-    // The early part hands over the actions before the cut: those whose event is not undone in
-    // its untracked stretch.
-    let cut = (undo.first + n - untracked) as u32;
-    let k = if untracked == 0 { actions } else { partition(actions, |k| action_event(k) < cut) };
-    undo.figures = Figures::of(&undo.state, untracked == 0);
-    let mut replay = WithFigures { undo, k, action_event, at_action, untracked };
+    let mut k = actions;
+    if let Part::Early { undone } = part {
+        // The early part starts from the state at the cut and hands over the actions before it.
+        undo.undone = undone.min(n);
+        undo.state = std::mem::take(&mut undo.state).undo_untracked(events, snap.trace(device), undo.undone);
+        let cut = (undo.first + n - undo.undone) as u32;
+        k = partition(actions, |k| action_event(k) < cut);
+    }
+    undo.figures = Figures::of(&undo.state, true);
+    let mut replay = WithFigures { undo, k, action_event, at_action };
     // The states after every `every` undone events: the late part saves those before the cut,
     // the early part the others.
     let (saved, end) = match part {
@@ -532,8 +586,6 @@ struct WithFigures<'s, A, F> {
     k: usize,
     action_event: A,
     at_action: F,
-    /// The first events undone without handing over or the largest free block (an early part).
-    untracked: usize,
 }
 
 impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> WithFigures<'_, A, F> {
@@ -561,14 +613,8 @@ impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> Replay for WithFigures<'_, 
         if u.undone >= u.n {
             return false;
         }
-        if u.undone >= self.untracked {
-            self.hand_over(Some((u.first + u.n - 1 - u.undone) as u32));
-        }
-        self.undo.step();
-        if self.undo.undone == self.untracked {
-            self.undo.figures = Figures::of(&self.undo.state, true);
-        }
-        true
+        self.hand_over(Some((u.first + u.n - 1 - u.undone) as u32));
+        self.undo.step()
     }
     fn save(&self, out: &mut Vec<u64>) {
         self.undo.save(out);

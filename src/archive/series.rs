@@ -16,9 +16,9 @@ use crate::model::{ActionIdx, Snapshot};
 
 /// Traces of at least this many events run their pass as two parts side by side
 /// ([`allocator::Part`]), cut in the middle: the early part undoes the late part's events again
-/// without the largest free block (a quarter to a half of the work per event); the late part's
-/// worker goes on to the checkpoints and tiles, which the early part's joins when it is done
-/// (gen9m: early 2.4 s, late 1.7 s, tiles 1.1 s; the whole pass alone took 3.5–3.9 s).
+/// with no figures (a tenth of the work per event); the late part's worker goes on to the
+/// checkpoints and tiles, which the early part's joins when it is done (gen9m: early 1.8–2.1 s,
+/// late 1.7–2.1 s, tiles 0.8–1.0 s; the whole pass alone took 3.5–3.9 s).
 const SPLIT_EVENTS: usize = 1 << 20;
 
 /// How a device's pass runs: K, and where it is cut (the late part's events) if it is.
