@@ -24,7 +24,7 @@ mod stack;
 pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every};
 pub use stack::{LazyStack, LiveStack, StackChange};
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::model::{Action, ActionIdx, BlockState, DeviceId, ElementId, EventIdx, NONE, Snapshot, StrId};
 
@@ -248,9 +248,9 @@ impl Layout {
         let mut els = Elements::default();
         let mut actions = Vec::new();
         let mut initially = Vec::new();
-        let mut addr_to: HashMap<u64, u32> = HashMap::new();
-        let mut labels: HashMap<u32, StrId> = HashMap::new();
-        let mut waiting: HashMap<u64, StrId> = HashMap::new();
+        let mut addr_to: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut labels: FxHashMap<u32, StrId> = FxHashMap::default();
+        let mut waiting: FxHashMap<u64, StrId> = FxHashMap::default();
 
         for e in snap.trace(device) {
             let action = ev.action[e];
@@ -315,7 +315,7 @@ impl Layout {
         let mut els = Elements::default();
         let mut actions = Vec::new();
         let mut initially = Vec::new();
-        let mut addr_to: HashMap<u64, u32> = HashMap::new();
+        let mut addr_to: FxHashMap<u64, u32> = FxHashMap::default();
         for e in snap.trace(device) {
             let (addr, size, e32) = (ev.addr[e], ev.size[e], e as u32);
             match ev.action[e] {

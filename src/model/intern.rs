@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::fxhash::FxBuildHasher;
 use super::{FrameId, NONE, StackId, StrId};
+use rustc_hash::FxBuildHasher;
 
 /// One Python or C++ frame, as `{name, filename, line}`; `name` / `filename` are [`NONE`] when
 /// the snapshot had no string there (shown as `??`), `line` is [`super::NO_LINE`] when it had no

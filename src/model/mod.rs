@@ -18,7 +18,6 @@
 
 mod category;
 mod events;
-mod fxhash;
 mod intern;
 
 mod device;
