@@ -502,9 +502,10 @@ fn words(st: &State) -> u64 {
 /// parts side by side, cut after the last `undone` events are undone: the late part hands over
 /// the figures of the actions at or after the cut and saves the states before it; the early part
 /// undoes the same events with no figures at all, its blocks in a hash map (gen9m: 0.11–0.15 s
-/// for 4.5 M events, where the tracked late part takes 1.7–2.1 s), then, from the state at the cut, tracks the figures, hands over the actions
-/// before the cut and saves the states from it on. The figures at the cut are derived afresh
-/// from the state there, which is what the whole pass's running figures equal.
+/// for 4.5 M events, where the tracked late part takes 1.7–2.1 s), then, from the state at the
+/// cut, tracks the figures, hands over the actions before the cut and saves the states from it
+/// on. The figures at the cut are derived afresh from the state there, which is what the whole
+/// pass's running figures equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Whole,
