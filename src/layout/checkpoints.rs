@@ -10,8 +10,8 @@ use super::{LayoutRef, LazyStack, LiveStack};
 use crate::model::NONE;
 
 /// A state replayed step by step from a start, that can be saved as a flat run of words and
-/// resumed from one. The live stack is one ([`LiveStack`]: its element ids); the allocator's
-/// segment map is meant to be the next.
+/// resumed from one: the live stack ([`LazyStack`]: its element ids) and the allocator's state
+/// (`allocator::Undo`).
 pub trait Replay {
     type Word: Copy;
     /// Steps applied so far.

@@ -34,13 +34,6 @@ impl<'a> LiveStack<'a> {
         LiveStack { layout, ids: layout.initial.to_vec(), slots, next_action: 0, total: layout.initial_total }
     }
 
-    /// A stack known to be `ids` after `applied` actions (a checkpoint).
-    pub fn resume(layout: LayoutRef<'a>, ids: &[u32], applied: usize) -> Self {
-        let total = ids.iter().map(|&i| layout.elements.size[i as usize]).sum();
-        let slots = ids.iter().map(|&i| layout.elements.slot[i as usize]).collect();
-        LiveStack { layout, ids: ids.to_vec(), slots, next_action: applied, total }
-    }
-
     /// Applies the next action; `None` after the last one.
     pub fn step(&mut self) -> Option<StackChange> {
         let k = self.next_action;
@@ -65,11 +58,6 @@ impl<'a> LiveStack<'a> {
         }
     }
 
-    /// Applies actions until `applied` actions are done (or the trace ends).
-    pub fn advance_to(&mut self, applied: usize) {
-        while self.next_action < applied && self.step().is_some() {}
-    }
-
     /// `(id, offset)` of every live element, bottom first.
     pub fn with_offsets(&self) -> impl Iterator<Item = (ElementId, u64)> + '_ {
         let mut off = 0u64;
@@ -83,20 +71,6 @@ impl<'a> LiveStack<'a> {
     /// The live element ids, bottom first.
     pub fn elements(&self) -> impl Iterator<Item = ElementId> + '_ {
         self.ids.iter().map(|&id| ElementId(id))
-    }
-}
-
-/// The live stack as a checkpointed state: its words are the live element ids, bottom first.
-impl Replay for LiveStack<'_> {
-    type Word = u32;
-    fn applied(&self) -> usize {
-        self.next_action
-    }
-    fn step(&mut self) -> bool {
-        LiveStack::step(self).is_some()
-    }
-    fn save(&self, out: &mut Vec<u32>) {
-        out.extend_from_slice(&self.ids);
     }
 }
 
@@ -182,7 +156,7 @@ impl<'a> LazyStack<'a> {
     }
 }
 
-/// The same checkpointed state as [`LiveStack`]'s (the live element ids, bottom first).
+/// The live stack as a checkpointed state: its words are the live element ids, bottom first.
 impl Replay for LazyStack<'_> {
     type Word = u32;
     fn applied(&self) -> usize {
