@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::layout::Replay;
+use crate::layout::{Replay, partition};
 use crate::model::{Action, BlockState, DeviceId, Events, Snapshot};
 
 pub use figures::Figures;
@@ -539,7 +539,7 @@ pub fn pass(
         undo.undone = undone.min(n);
         undo.state = std::mem::take(&mut undo.state).undo_untracked(events, snap.trace(device), undo.undone);
         let cut = (undo.first + n - undo.undone) as u32;
-        k = partition(actions, |k| action_event(k) < cut);
+        k = partition(actions as u32, |k| action_event(k as usize) < cut) as usize;
     }
     undo.figures = Figures::of(&undo.state, true);
     let mut replay = WithFigures { undo, k, action_event, at_action };
@@ -568,16 +568,6 @@ pub fn pass(
     if !matches!(part, Part::Late { .. }) {
         replay.hand_over(None);
     }
-}
-
-/// How many of `0..n` satisfy `pred`, which holds for a prefix.
-fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) { lo = mid + 1 } else { hi = mid }
-    }
-    lo
 }
 
 /// An [`Undo`] that hands over each action's figures as the replay passes its event.

@@ -4,7 +4,7 @@
 //! Nothing here decompresses or reads files: action times come through [`ActionTimes`], which
 //! the archive implements by decompressing only the chunks a question touches.
 
-use crate::layout::{CheckpointsRef, LayoutRef};
+use crate::layout::{CheckpointsRef, LayoutRef, partition};
 use crate::model::{ActionIdx, ElementId, NO_TIME};
 
 /// The time of each action (µs since the Unix epoch, as recorded).
@@ -206,16 +206,6 @@ pub fn open_at<'s, 'a: 's>(spans: impl Iterator<Item = &'s NamedSpan<'a>>, t: i6
     let mut open: Vec<&NamedSpan<'a>> = spans.filter(|s| s.open_at(t)).collect();
     open.sort_by_key(|s| (s.depth, s.start_us));
     open.into_iter().map(|s| s.name).collect()
-}
-
-/// The first `k` in `0..n` where `pred` turns false (`pred` true then false).
-pub fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
-    let (mut lo, mut hi) = (0u32, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) { lo = mid + 1 } else { hi = mid }
-    }
-    lo
 }
 
 /// The number of actions of `l` whose event comes before absolute event `e` (the synthetic action

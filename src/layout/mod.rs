@@ -447,5 +447,16 @@ impl<'a> LayoutRef<'a> {
     }
 }
 
+/// The first `k` in `0..n` where `pred` turns false (`pred` true then false): a binary search
+/// over action (or event) indices.
+pub fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
+    let (mut lo, mut hi) = (0u32, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
+
 #[cfg(test)]
 mod tests;
