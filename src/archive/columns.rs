@@ -1,11 +1,10 @@
 //! The event table's large columns (action, addr, size, time, stack), compressed a chunk of
 //! rows at a time: while the decoder reads (a worker compresses each chunk it completes, on the
-//! core the decoder leaves idle), or all at once in parallel. Once compressed, the raw columns go
+//! core the decoder leaves idle: [`super::reading`]), or all at once in parallel. Once compressed, the raw columns go
 //! (the allocator's backward pass reads the chunks back through [`CompressedEvents`]), so indexing
 //! holds them only until the layout and what is derived from the events are done.
 
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, sync_channel};
 
 use rayon::prelude::*;
 
@@ -13,25 +12,47 @@ use memviz_format::schema::Chunk;
 
 use super::chunks::{self, CHUNK_ROWS, Cursor};
 use crate::allocator::EventColumns;
-use crate::model::{Action, Events};
+use crate::layout::TraceWalk;
+use crate::model::{Action, Events, NONE, StrId};
 
-/// One chunk of rows of the large columns, copied out of the events being read.
+/// One chunk of rows of the large columns, copied out of the events being read, with the text
+/// of each `annotate` among them (for the layout's walk).
 pub struct RawRows {
+    first: usize,
     action: Vec<u8>,
     addr: Vec<u64>,
     size: Vec<u64>,
     time_us: Vec<i64>,
     stack: Vec<u32>,
+    annotations: Vec<StrId>,
 }
 
 impl RawRows {
     pub fn of(ev: &Events, rows: Range<usize>) -> RawRows {
+        let action = &ev.action[rows.clone()];
+        let annotations = (rows.clone())
+            .zip(action)
+            .filter(|&(_, &a)| a == Action::Annotate)
+            .map(|(e, _)| ev.user_metadata.get(e as u32))
+            .collect();
         RawRows {
-            action: ev.action[rows.clone()].iter().map(|&a| a as u8).collect(),
+            first: rows.start,
+            action: action.iter().map(|&a| a as u8).collect(),
             addr: ev.addr[rows.clone()].to_vec(),
             size: ev.size[rows.clone()].to_vec(),
             time_us: ev.time_us[rows.clone()].to_vec(),
             stack: ev.stack[rows].to_vec(),
+            annotations,
+        }
+    }
+
+    /// Feeds these rows to a layout walk that has taken every row before them.
+    pub fn walk(&self, walk: &mut TraceWalk) {
+        debug_assert_eq!(walk.next(), self.first);
+        let mut texts = self.annotations.iter();
+        for i in 0..self.action.len() {
+            let text = || texts.next().copied().unwrap_or(NONE);
+            walk.step(Action::from_code(self.action[i]), self.addr[i], self.size[i], text);
         }
     }
 
@@ -63,6 +84,17 @@ impl Columns {
         Columns::default().complete(ev)
     }
 
+    /// Takes the next chunk, `rows` compressed.
+    pub fn take(&mut self, rows: &RawRows) {
+        debug_assert_eq!(self.rows, rows.first);
+        self.push(rows.action.len(), rows.compress());
+    }
+
+    /// The rows compressed so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
     fn push(&mut self, rows: usize, [action, addr, size, time_us, stack]: [Chunk; 5]) {
         self.action.push(action);
         self.addr.push(addr);
@@ -88,43 +120,6 @@ impl Columns {
         }
         self
     }
-}
-
-/// Compresses, on a named worker, every full chunk of rows the decoder completes: what the
-/// reader's row observer sends ([`crate::ingest::observe_rows`]).
-pub struct Streamed {
-    worker: std::thread::JoinHandle<Columns>,
-}
-
-impl Streamed {
-    /// The worker and the observer to give the reader; `None` when no thread can be started
-    /// (everything is compressed after reading then).
-    pub fn start() -> Option<(Streamed, crate::ingest::RowObserver)> {
-        // A few chunks in flight (2 MB each): the decoder waits rather than holding more.
-        let (tx, rx) = sync_channel::<RawRows>(4);
-        let worker = std::thread::Builder::new().name("memviz-compress".into()).spawn(move || collect(&rx)).ok()?;
-        let observe: crate::ingest::RowObserver = Box::new(move |ev: &Events, rows: Range<usize>| {
-            let _ = tx.send(RawRows::of(ev, rows));
-        });
-        Some((Streamed { worker }, observe))
-    }
-
-    /// Once the reader is done (its observer dropped): the chunks compressed so far, completed
-    /// with the rows the reader added after the last full chunk.
-    pub fn finish(self, ev: &Events) -> Columns {
-        match self.worker.join() {
-            Ok(columns) if columns.rows <= ev.len() => columns.complete(ev),
-            _ => Columns::compress(ev),
-        }
-    }
-}
-
-fn collect(rx: &Receiver<RawRows>) -> Columns {
-    let mut columns = Columns::default();
-    for rows in rx {
-        columns.push(rows.action.len(), rows.compress());
-    }
-    columns
 }
 
 /// The large columns read back from their chunks, each keeping its last decoded chunk (a

@@ -14,6 +14,7 @@ pub mod guard;
 pub mod open;
 pub mod pages;
 pub mod pipeline;
+pub mod reading;
 pub mod restore;
 pub mod series;
 pub mod session;

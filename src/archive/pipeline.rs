@@ -11,7 +11,8 @@ use memviz_format::SourceStamp;
 use super::build::BuildStage;
 use super::cache::{PendingCache, file_name, lay_out};
 use super::chunks::CHUNK_ROWS;
-use super::columns::{Columns, Streamed};
+use super::columns::Columns;
+use super::reading::WhileReading;
 use crate::ingest;
 use crate::layout::Layout;
 use crate::model::Snapshot;
@@ -44,20 +45,29 @@ pub fn build_archive(
     // Past the memory budget, what grows with the input spills to a temp file beside the output.
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _spilling = crate::spill::activate(dir);
-    // The event table is compressed while the decoder reads (it uses one core of two).
-    let streamed = Streamed::start();
-    let (streamed, read) = match streamed {
-        Some((s, observe)) => {
-            let _observing = ingest::observe_rows(CHUNK_ROWS, observe);
-            (Some(s), ingest::read_path_progress(snapshot, progress))
+    // The event table is compressed and the first trace walked while the decoder reads (it uses
+    // one core of two).
+    let (model, source, columns, layouts) = match WhileReading::start() {
+        Some((beside, observe)) => {
+            let read = {
+                let _observing = ingest::observe_rows(CHUNK_ROWS, observe);
+                ingest::read_path_progress(snapshot, progress)
+            };
+            let (model, source) = read.with_context(|| snapshot.display().to_string())?;
+            timing("read", started);
+            message("laying out");
+            let (columns, layouts) = beside.finish(&model);
+            (model, source, Some(columns), layouts)
         }
-        None => (None, ingest::read_path_progress(snapshot, progress)),
+        None => {
+            let (model, source) =
+                ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
+            timing("read", started);
+            message("laying out");
+            let layouts = lay_out(&model);
+            (model, source, None, layouts)
+        }
     };
-    let (model, source) = read.with_context(|| snapshot.display().to_string())?;
-    let columns = streamed.map(|s| s.finish(&model.events));
-    timing("read", started);
-    message("laying out");
-    let layouts = lay_out(&model);
     timing("layout", started);
     let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
     write_archive(&pending, model, layouts, columns, message, started)

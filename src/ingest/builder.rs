@@ -18,7 +18,10 @@ pub enum TraceList {
     Ids(Vec<u32>),
 }
 
-/// Gets the events read so far and the rows just completed, every [`observe_rows`] rows.
+/// Gets the events read so far and the rows just completed, every [`observe_rows`] rows. A range
+/// that starts before the end of the one handed over last says that a row already handed over
+/// was rewritten (a pickle that adds keys to an event dict after creating it): what the observer
+/// made of the rows so far is stale.
 pub type RowObserver = Box<dyn FnMut(&crate::model::Events, std::ops::Range<usize>)>;
 
 thread_local! {
@@ -150,6 +153,18 @@ impl Builder {
             }
         }
         id
+    }
+
+    /// Overwrites event `id` (a pickle that adds keys to an event dict after creating it), telling
+    /// the observer when it was already handed that row.
+    pub fn set_event(&mut self, id: u32, row: &EventRow) {
+        self.snap.events.set_row(id, row);
+        let handed_over = self.rows.next.saturating_sub(self.rows.every);
+        if (id as usize) < handed_over
+            && let Some(observe) = self.rows.observe.as_mut()
+        {
+            observe(&self.snap.events, id as usize..id as usize + 1);
+        }
     }
 
     pub fn event_count(&self) -> usize {

@@ -26,7 +26,7 @@ pub use stack::{LazyStack, LiveStack, StackChange};
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Action, ActionIdx, BlockState, DeviceId, ElementId, EventIdx, NONE, Snapshot, StrId};
+use crate::model::{Action, ActionIdx, BlockState, DeviceId, ElementId, EventIdx, Events, NONE, Snapshot, StrId};
 
 /// Where an element comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -238,71 +238,12 @@ pub struct LayoutRef<'a> {
 }
 
 impl Layout {
-    /// Computes the layout of `device`.
-    ///
-    /// `annotate` events label the element live at their address; one that finds nothing live
-    /// waits at that address for the element the rest of the walk reveals there (a free_only
-    /// freed later, or a ghost at the end) and is dropped by a new alloc at the address.
+    /// Computes the layout of `device`: a [`TraceWalk`] over its whole trace.
     pub fn build(snap: &Snapshot, device: DeviceId) -> Layout {
-        let ev = &snap.events;
-        let mut els = Elements::default();
-        let mut actions = Vec::new();
-        let mut initially = Vec::new();
-        let mut addr_to: FxHashMap<u64, u32> = FxHashMap::default();
-        let mut labels: FxHashMap<u32, StrId> = FxHashMap::default();
-        let mut waiting: FxHashMap<u64, StrId> = FxHashMap::default();
-
-        for e in snap.trace(device) {
-            let action = ev.action[e];
-            let (addr, size, e32) = (ev.addr[e], ev.size[e], e as u32);
-            if action == Action::Alloc {
-                let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
-                els.start[id as usize] = actions.len() as u32;
-                addr_to.insert(addr, id);
-                waiting.remove(&addr);
-                actions.push(id);
-            } else if action.ends_allocation() {
-                let id = addr_to.remove(&addr).unwrap_or_else(|| {
-                    let id = els.push(addr, size, Origin::FreeOnly, NONE, e32, NONE);
-                    initially.push(id);
-                    if let Some(text) = waiting.remove(&addr) {
-                        labels.insert(id, text);
-                    }
-                    id
-                });
-                els.end[id as usize] = actions.len() as u32;
-                els.free_event[id as usize] = e32;
-                actions.push(id);
-            } else if action == Action::Annotate {
-                let text = ev.user_metadata.get(e32);
-                match addr_to.get(&addr) {
-                    Some(&id) => {
-                        labels.insert(id, text);
-                    }
-                    None => {
-                        waiting.insert(addr, text);
-                    }
-                }
-            }
-        }
-
-        for seg in snap.device_segments(device) {
-            for (i, b) in snap.segment_blocks(seg).iter().enumerate() {
-                if b.state == BlockState::ActiveAllocated && !addr_to.contains_key(&b.address) {
-                    let block = seg.blocks.start + i as u32;
-                    let id = els.push(b.address, b.requested_size, Origin::Ghost, NONE, NONE, block);
-                    if let Some(&text) = waiting.get(&b.address) {
-                        labels.insert(id, text);
-                    }
-                    initially.push(id);
-                }
-            }
-        }
-        let mut labels: Vec<(u32, StrId)> = labels.into_iter().filter(|&(_, t)| t != NONE).collect();
-        labels.sort_unstable();
-        (els.annotated, els.annotation) = labels.into_iter().unzip();
-
-        Layout::replay_into(device, els, actions, initially)
+        let trace = snap.trace(device);
+        let mut walk = TraceWalk::new(trace.start);
+        walk.walk(&snap.events, trace.end);
+        walk.finish(snap, device)
     }
 
     /// The Active Cached Segment Timeline (SPEC §2): the same layout over segments.
@@ -444,6 +385,103 @@ impl<'a> LayoutRef<'a> {
             (0..self.elements.len()).map(ElementId::at).filter(|&i| self.elements.get(i).live_after(k)).collect();
         live.sort_by_key(|&i| self.elements.slot[i.index()]);
         live
+    }
+}
+
+/// The walk over one device's trace that [`Layout::build`] makes, fed a run of events at a time,
+/// so it can go on while the reader is still reading (the archive pipeline lays out on the core
+/// the decoder leaves idle). Fed every event of a trace in order, [`TraceWalk::finish`] gives
+/// exactly `Layout::build`'s layout.
+#[derive(Debug, Default)]
+pub struct TraceWalk {
+    els: Elements,
+    actions: Vec<u32>,
+    initially: Vec<u32>,
+    addr_to: FxHashMap<u64, u32>,
+    labels: FxHashMap<u32, StrId>,
+    waiting: FxHashMap<u64, StrId>,
+    /// The event index the walk takes next.
+    next: usize,
+}
+
+impl TraceWalk {
+    /// A walk over the trace whose first event is `first`.
+    pub fn new(first: usize) -> TraceWalk {
+        TraceWalk { next: first, ..TraceWalk::default() }
+    }
+
+    /// The event index the walk takes next.
+    pub fn next(&self) -> usize {
+        self.next
+    }
+
+    /// Takes the events from [`Self::next`] up to `end` (exclusive).
+    pub fn walk(&mut self, ev: &Events, end: usize) {
+        for e in self.next..end {
+            self.step(ev.action[e], ev.addr[e], ev.size[e], || ev.user_metadata.get(e as u32));
+        }
+    }
+
+    /// Takes event [`Self::next`]: its action, address and size, and the text of an `annotate`.
+    /// `annotate` events label the element live at their address; one that finds nothing live
+    /// waits at that address for the element the rest of the walk reveals there (a free_only
+    /// freed later, or a ghost at the end) and is dropped by a new alloc at the address.
+    #[inline]
+    pub fn step(&mut self, action: Action, addr: u64, size: u64, text: impl FnOnce() -> StrId) {
+        let e32 = self.next as u32;
+        self.next += 1;
+        let els = &mut self.els;
+        if action == Action::Alloc {
+            let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
+            els.start[id as usize] = self.actions.len() as u32;
+            self.addr_to.insert(addr, id);
+            self.waiting.remove(&addr);
+            self.actions.push(id);
+        } else if action.ends_allocation() {
+            let id = self.addr_to.remove(&addr).unwrap_or_else(|| {
+                let id = els.push(addr, size, Origin::FreeOnly, NONE, e32, NONE);
+                self.initially.push(id);
+                if let Some(text) = self.waiting.remove(&addr) {
+                    self.labels.insert(id, text);
+                }
+                id
+            });
+            els.end[id as usize] = self.actions.len() as u32;
+            els.free_event[id as usize] = e32;
+            self.actions.push(id);
+        } else if action == Action::Annotate {
+            let text = text();
+            match self.addr_to.get(&addr) {
+                Some(&id) => {
+                    self.labels.insert(id, text);
+                }
+                None => {
+                    self.waiting.insert(addr, text);
+                }
+            }
+        }
+    }
+
+    /// The layout of `device` once its whole trace is walked: the dump's active blocks that
+    /// nothing accounts for become ghosts, then the slots, totals and peak.
+    pub fn finish(self, snap: &Snapshot, device: DeviceId) -> Layout {
+        let TraceWalk { mut els, actions, mut initially, addr_to, mut labels, waiting, .. } = self;
+        for seg in snap.device_segments(device) {
+            for (i, b) in snap.segment_blocks(seg).iter().enumerate() {
+                if b.state == BlockState::ActiveAllocated && !addr_to.contains_key(&b.address) {
+                    let block = seg.blocks.start + i as u32;
+                    let id = els.push(b.address, b.requested_size, Origin::Ghost, NONE, NONE, block);
+                    if let Some(&text) = waiting.get(&b.address) {
+                        labels.insert(id, text);
+                    }
+                    initially.push(id);
+                }
+            }
+        }
+        let mut labels: Vec<(u32, StrId)> = labels.into_iter().filter(|&(_, t)| t != NONE).collect();
+        labels.sort_unstable();
+        (els.annotated, els.annotation) = labels.into_iter().unzip();
+        Layout::replay_into(device, els, actions, initially)
     }
 }
 

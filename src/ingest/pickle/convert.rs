@@ -203,7 +203,7 @@ impl State {
                 // practice, legal pickle): apply the extra keys to the row.
                 let mut row = self.b.snap.events.row(id);
                 self.apply_event(&mut row, items, at)?;
-                self.b.snap.events.set_row(id, &row);
+                self.b.set_event(id, &row);
                 *target = Val::Event(id);
                 Ok(())
             }

@@ -125,3 +125,58 @@ fn each_event_gets_its_own_stack() {
     assert_eq!(snap.events.stack[0], snap.events.stack[3]);
     assert_eq!(snap.events.stack[4], snap.events.stack[5]);
 }
+
+/// A pickler may split an event dict over two SETITEMS. The row is handed to the row observer
+/// when it is pushed (at the first), so the second must hand it over again: the observer's
+/// compressed chunk and layout walk of that row would be stale otherwise.
+#[test]
+fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
+    let mut p = Pickler::default();
+    p.out.extend_from_slice(&[0x80, 4]);
+    p.dict();
+    p.str("device_traces");
+    p.list();
+    p.list();
+    let keys: Vec<u32> = ["action", "addr", "size", "time_us"].iter().map(|k| p.str(k)).collect();
+    for _ in &keys {
+        p.out.push(b'0');
+    }
+    for i in 0..5u32 {
+        p.dict();
+        p.get(keys[0]);
+        p.str("alloc");
+        p.get(keys[1]);
+        p.int(4096 * (i + 1));
+        p.get(keys[2]);
+        p.int(512);
+        if i != 1 {
+            p.get(keys[3]);
+            p.int(10 + i);
+        }
+        p.end_dict();
+        if i == 1 {
+            // Event 1 completes the first two rows; its time comes in a second batch.
+            p.out.push(b'(');
+            p.get(keys[3]);
+            p.int(99);
+            p.end_dict();
+        }
+    }
+    p.end_list();
+    p.end_list();
+    p.end_dict();
+    p.out.push(b'.');
+
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = seen.clone();
+    let _observing = crate::ingest::observe_rows(
+        2,
+        Box::new(move |ev: &crate::model::Events, rows: std::ops::Range<usize>| {
+            log.borrow_mut().push((rows.clone(), ev.time_us[rows].to_vec()));
+        }),
+    );
+    let snap = decode(&p.out[..]).expect("a valid snapshot").0;
+    assert_eq!(snap.events.time_us, [10, 99, 12, 13, 14]);
+    let none = crate::model::NO_TIME;
+    assert_eq!(*seen.borrow(), [(0..2, vec![10, none]), (1..2, vec![99]), (2..4, vec![12, 13])]);
+}
