@@ -47,8 +47,17 @@ pub fn build_root(
     columns: Option<Columns>,
     stage: &dyn Fn(BuildStage),
 ) -> f::Root {
-    let spans = spans::spans(&snap);
-    let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
+    // The allocator passes' plans (K, from a walk over the actions) beside the rest.
+    let ((spans, from_events), plans) = rayon::join(
+        || {
+            super::timed("spans and what needs the raw events", || {
+                let spans = spans::spans(&snap);
+                let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
+                (spans, from_events)
+            })
+        },
+        || layouts.iter().map(|l| Plan::new(&snap, &snap.events, &l.view())).collect::<Vec<Plan>>(),
+    );
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();
     snap.events.drop_rows();
@@ -59,7 +68,6 @@ pub fn build_root(
     let (allocators, lods) = {
         // Each worker reads the chunks through its own cursor.
         let events = || CompressedEvents::new(&columns, &snap.events);
-        let plans: Vec<Plan> = layouts.iter().map(|l| Plan::new(&snap, &events(), &l.view())).collect();
         let parts = || layouts.iter().zip(&plans);
         let (early, (late, lods)) = rayon::join(
             || {
@@ -79,12 +87,10 @@ pub fn build_root(
             sections.map(|((l, &p), (e, la))| series::section(&snap, &l.view(), p, e, la)).collect();
         (allocators, lods)
     };
-    let summaries: Vec<f::Summary> = layouts
-        .iter()
-        .zip(&from_events)
-        .zip(&lods)
-        .map(|((l, fe), lod)| summary(&snap, &spans, l, fe, &lod.0.checkpoints))
-        .collect();
+    let summaries: Vec<f::Summary> = super::timed("summaries", || {
+        let parts = layouts.iter().zip(&from_events).zip(&lods);
+        parts.map(|((l, fe), lod)| summary(&snap, &spans, l, fe, &lod.0.checkpoints)).collect()
+    });
     let Snapshot {
         strings,
         frames,
