@@ -219,6 +219,9 @@ impl ViewerApp {
     /// One frame. A panic while the archive's ids are not checked yet waits for the check: an
     /// archive with an id out of range shows its one line instead (see `archive::guard`).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        if self.frames == 0 {
+            theme::apply(ui.ctx());
+        }
         self.refresh_status();
         let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.frame_ui(ui))) else {
             // The second frame's UI runs once the first was drawn.

@@ -194,7 +194,6 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let rect = Rect::from_min_max(pos2(rect.left() + theme::Y_AXIS_WIDTH - 4.0, rect.top()), rect.max);
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let painter = ui.painter_at(rect);
-    painter.rect_filled(rect, 0.0, theme::BACKGROUND);
     let session = std::sync::Arc::clone(&t.session);
     let l = super::timeline::stacked_in(&session, t.device, t.plane).layout;
     let n = l.actions.len();
@@ -212,8 +211,9 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     // The segment timeline has few actions: its minimap reads the totals.
     let levels = if t.plane == Plane::Elements { session.minimap(t.device) } else { Vec::new() };
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
-    // One mesh of abutting one-pixel columns each (the envelope, then its floor): each pixel is
-    // shaded once, where a line per column smeared its anti-aliasing over its neighbours.
+    // One mesh of abutting one-pixel columns each (the envelope down to its floor, then the
+    // floor): each pixel is shaded once, where a line per column smeared its anti-aliasing over
+    // its neighbours. The panel is unfilled: the clear colour is the background.
     let (mut fill, mut floor) = (egui::Mesh::default(), egui::Mesh::default());
     for px in 0..width {
         let (a, b) = (
@@ -236,9 +236,9 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         };
         let x = rect.left() + px as f32;
         let y = rect.bottom() - (max as f32 / peak) * rect.height();
-        fill.add_colored_rect(Rect::from_min_max(pos2(x, y), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FILL);
         // The floor under the peak envelope: memory that never goes away.
         let y_floor = rect.bottom() - (min as f32 / peak) * rect.height();
+        fill.add_colored_rect(Rect::from_min_max(pos2(x, y), pos2(x + 1.0, y_floor.max(y))), theme::MINIMAP_FILL);
         floor
             .add_colored_rect(Rect::from_min_max(pos2(x, y_floor), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FLOOR);
     }

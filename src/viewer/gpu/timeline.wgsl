@@ -76,13 +76,16 @@ fn mix32(x: u32) -> u32 {
     return h ^ (h >> 13u);
 }
 
-fn colour(id: u32, uv: vec2<f32>) -> vec3<f32> {
-    var key = mix32(id) % max(g.n_colours, 1u);
+// `at`: the texel of `id` (the key texture has the id texture's size).
+fn colour(id: u32, at: vec2<i32>) -> vec3<f32> {
+    var key: u32;
     if (g.mode == 0u) {
-        key = textureLoad(keys, texel(uv), 0).r;
+        key = textureLoad(keys, at, 0).r;
         if (key == NO_ELEMENT_KEY) {
             return vec3<f32>(0.45, 0.45, 0.5);
         }
+    } else {
+        key = mix32(id) % max(g.n_colours, 1u);
     }
     if (key >= g.n_colours) {
         return vec3<f32>(0.5, 0.5, 0.55);
@@ -96,15 +99,19 @@ fn edge(uv: vec2<f32>, du: vec2<f32>, dv: vec2<f32>, target_id: u32, r: f32) -> 
         || id_at(uv + dv * r) != target_id || id_at(uv - dv * r) != target_id;
 }
 
+// A software rasteriser (lavapipe) runs this for every pixel of the plot: the texel is found
+// once for both textures, and the derivatives and the hash only where they are used.
 @fragment
 fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
-    let du = dpdx(in.uv);
-    let dv = dpdy(in.uv);
-    let id = id_at(in.uv);
+    if (!inside(in.uv)) {
+        discard;
+    }
+    let at = texel(in.uv);
+    let id = textureLoad(ids, at, 0).r;
     if (id == EMPTY) {
         discard;
     }
-    var c = colour(id, in.uv);
+    var c = colour(id, at);
     if (g.search != 0u) {
         let w = id >> 5u;
         let hit = id < AGGREGATED && w < arrayLength(&marks) && ((marks[w] >> (id & 31u)) & 1u) == 1u;
@@ -115,6 +122,8 @@ fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
         }
     }
     if (g.outlines != 0u) {
+        let du = dpdx(in.uv);
+        let dv = dpdy(in.uv);
         if (id == g.pinned && edge(in.uv, du, dv, id, 2.0)) {
             c = vec3<f32>(0.95, 0.1, 0.1);
         } else if (id == g.hovered && edge(in.uv, du, dv, id, 1.5)) {
