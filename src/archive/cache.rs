@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use rayon::prelude::*;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -130,7 +129,7 @@ fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session
 
 /// Layouts of every device with data, in parallel.
 pub fn lay_out(snapshot: &Snapshot) -> Vec<Layout> {
-    snapshot.device_ids().par_iter().map(|&d| Layout::build(snapshot, d)).collect()
+    super::reading::lay_out(snapshot, None)
 }
 
 pub fn file_name(path: &Path) -> String {

@@ -1,8 +1,9 @@
 //! The event table's large columns (action, addr, size, time, stack), compressed a chunk of
 //! rows at a time: while the decoder reads (a worker compresses each chunk it completes, on the
-//! core the decoder leaves idle: [`super::reading`]), or all at once in parallel. Once compressed, the raw columns go
-//! (the allocator's backward pass reads the chunks back through [`CompressedEvents`]), so indexing
-//! holds them only until the layout and what is derived from the events are done.
+//! core the decoder leaves idle: [`super::reading`]), or all at once in parallel. Once
+//! compressed, the raw columns go (the allocator's backward pass reads the chunks back through
+//! [`CompressedEvents`]), so indexing holds them only until the layout and what is derived from
+//! the events are done.
 
 use std::ops::Range;
 

@@ -39,8 +39,9 @@ pub struct WhileReading {
 }
 
 impl WhileReading {
-    /// The workers and the observer to give the reader (every [`CHUNK_ROWS`](super::chunks::CHUNK_ROWS) rows); `None`
-    /// when a thread cannot be started (everything is done after reading then).
+    /// The workers and the observer to give the reader (every
+    /// [`CHUNK_ROWS`](super::chunks::CHUNK_ROWS) rows); `None` when a thread cannot be started
+    /// (everything is done after reading then).
     pub fn start() -> Option<(WhileReading, crate::ingest::RowObserver)> {
         let (to_compress, compress_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
         let (to_walk, walk_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);

@@ -10,6 +10,7 @@ pub const BACKGROUND: Color32 = Color32::from_rgb(24, 26, 30);
 pub fn apply(ctx: &egui::Context) {
     ctx.global_style_mut(|s| s.visuals.panel_fill = Color32::TRANSPARENT);
 }
+
 pub const GRID: Color32 = Color32::from_rgb(48, 52, 58);
 pub const AXIS_TEXT: Color32 = Color32::from_rgb(170, 175, 185);
 pub const TOTAL_LINE: Color32 = Color32::from_rgb(120, 190, 255);
