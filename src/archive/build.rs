@@ -8,6 +8,7 @@ use memviz_format::{TILE_H, TILE_W};
 
 use super::chunks::{self, CHUNK_ROWS};
 use super::columns::{Columns, CompressedEvents};
+use super::reading::{MadeWhileReading, Walked};
 use super::series::{self, Plan};
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
@@ -35,8 +36,9 @@ pub enum BuildStage {
 ///
 /// Everything that needs the raw event columns (the layouts, given; spans, action times,
 /// element sites, reserved memory, the segment timeline, the summary's first time and OOM
-/// events) is derived first; then the raw large columns are freed (the event table is
-/// compressed already: `columns`, or here), and the allocator's backward pass — one long
+/// events) is derived first, where the reader's workers did not already (`made`: the event
+/// table compressed, a walked trace's action times and element sites); then the raw large
+/// columns are freed, and the allocator's backward pass — one long
 /// sequential walk per device, reading the compressed chunks, in two parts side by side on a long
 /// trace — runs beside checkpoints and tiles, so a 2-core machine stays busy.
 pub fn build_root(
@@ -44,15 +46,21 @@ pub fn build_root(
     source: &SourceInfo,
     name: &str,
     layouts: Vec<Layout>,
-    columns: Option<Columns>,
+    made: Option<MadeWhileReading>,
     stage: &dyn Fn(BuildStage),
 ) -> f::Root {
+    let (columns, mut walked) = match made {
+        Some(m) => (Some(m.columns), m.walked),
+        None => (None, Vec::new()),
+    };
+    walked.resize(layouts.len(), None);
     // The allocator passes' plans (K, from a walk over the actions) beside the rest.
     let ((spans, from_events), plans) = rayon::join(
         || {
             super::timed("spans and what needs the raw events", || {
                 let spans = spans::spans(&snap);
-                let from_events: Vec<FromEvents> = layouts.iter().map(|l| event_derived(&snap, &spans, l)).collect();
+                let from_events: Vec<FromEvents> =
+                    layouts.iter().zip(walked).map(|(l, w)| event_derived(&snap, &spans, l, w)).collect();
                 (spans, from_events)
             })
         },
@@ -203,11 +211,14 @@ struct FromEvents {
     segments: (Layout, Vec<u32>),
 }
 
-fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout) -> FromEvents {
+/// `walked`: the columns the layout's walk made beside the reader, else they are made here.
+fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Option<Walked>) -> FromEvents {
     let device = l.device;
     let view = l.view();
-    let action_time_us = model_action_times(snap, view);
-    let stack = sites::element_stacks(snap, view);
+    let (action_time_us, stack) = match walked {
+        Some(w) => (w.action_time_us, w.element_stack),
+        None => (model_action_times(snap, view), sites::element_stacks(snap, view)),
+    };
     let reserved = reserved::timeline(snap, device);
     let spans = spans
         .iter()

@@ -52,7 +52,7 @@ pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
         // Standard input or a pipe: read once, and no cache (nothing to stamp it by, nowhere
         // beside it to put one).
         let (snapshot, source) = ingest::read_path(path).with_context(context)?;
-        let layouts = lay_out(&snapshot);
+        let layouts = super::reading::lay_out(&snapshot);
         let (described, file_bytes) = (source.to_string(), source.decoded_bytes);
         return Ok(Loaded { snapshot, layouts, described, file_bytes, pending_cache: None, archive: None });
     }
@@ -61,7 +61,7 @@ pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
         return from_archive(a, true).with_context(context);
     }
     let (snapshot, source) = ingest::read_path(path).with_context(context)?;
-    let layouts = lay_out(&snapshot);
+    let layouts = super::reading::lay_out(&snapshot);
     let pending_cache = use_cache.then(|| PendingCache {
         path: cache_path(path, &stamp),
         stamp,
@@ -125,11 +125,6 @@ fn open_temporary(path: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<Session
     // Mapped (or failed): the file is no longer needed either way.
     let _ = std::fs::remove_file(&tmp);
     Ok(Session::from_archive(opened?))
-}
-
-/// Layouts of every device with data, in parallel.
-pub fn lay_out(snapshot: &Snapshot) -> Vec<Layout> {
-    super::reading::lay_out(snapshot, None)
 }
 
 pub fn file_name(path: &Path) -> String {

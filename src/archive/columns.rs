@@ -13,19 +13,18 @@ use memviz_format::schema::Chunk;
 
 use super::chunks::{self, CHUNK_ROWS, Cursor};
 use crate::allocator::EventColumns;
-use crate::layout::TraceWalk;
-use crate::model::{Action, Events, NONE, StrId};
+use crate::model::{Action, Events, StrId};
 
 /// One chunk of rows of the large columns, copied out of the events being read, with the text
 /// of each `annotate` among them (for the layout's walk).
 pub struct RawRows {
-    first: usize,
-    action: Vec<u8>,
-    addr: Vec<u64>,
-    size: Vec<u64>,
-    time_us: Vec<i64>,
-    stack: Vec<u32>,
-    annotations: Vec<StrId>,
+    pub(super) first: usize,
+    pub(super) action: Vec<u8>,
+    pub(super) addr: Vec<u64>,
+    pub(super) size: Vec<u64>,
+    pub(super) time_us: Vec<i64>,
+    pub(super) stack: Vec<u32>,
+    pub(super) annotations: Vec<StrId>,
 }
 
 impl RawRows {
@@ -44,16 +43,6 @@ impl RawRows {
             time_us: ev.time_us[rows.clone()].to_vec(),
             stack: ev.stack[rows].to_vec(),
             annotations,
-        }
-    }
-
-    /// Feeds these rows to a layout walk that has taken every row before them.
-    pub fn walk(&self, walk: &mut TraceWalk) {
-        debug_assert_eq!(walk.next(), self.first);
-        let mut texts = self.annotations.iter();
-        for i in 0..self.action.len() {
-            let text = || texts.next().copied().unwrap_or(NONE);
-            walk.step(Action::from_code(self.action[i]), self.addr[i], self.size[i], text);
         }
     }
 

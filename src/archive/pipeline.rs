@@ -9,10 +9,9 @@ use anyhow::Context as _;
 use memviz_format::SourceStamp;
 
 use super::build::BuildStage;
-use super::cache::{PendingCache, file_name, lay_out};
+use super::cache::{PendingCache, file_name};
 use super::chunks::CHUNK_ROWS;
-use super::columns::Columns;
-use super::reading::WhileReading;
+use super::reading::{MadeWhileReading, WhileReading, lay_out};
 use crate::ingest;
 use crate::layout::Layout;
 use crate::model::Snapshot;
@@ -47,7 +46,7 @@ pub fn build_archive(
     let _spilling = crate::spill::activate(dir);
     // The event table is compressed and the first trace walked while the decoder reads (it uses
     // one core of two).
-    let (model, source, columns, layouts) = match WhileReading::start() {
+    let (model, source, made, layouts) = match WhileReading::start() {
         Some((beside, observe)) => {
             let read = {
                 let _observing = ingest::observe_rows(CHUNK_ROWS, observe);
@@ -56,8 +55,8 @@ pub fn build_archive(
             let (model, source) = read.with_context(|| snapshot.display().to_string())?;
             timing("read", started);
             message("laying out");
-            let (columns, layouts) = beside.finish(&model);
-            (model, source, Some(columns), layouts)
+            let (layouts, made) = beside.finish(&model);
+            (model, source, Some(made), layouts)
         }
         None => {
             let (model, source) =
@@ -70,16 +69,16 @@ pub fn build_archive(
     };
     timing("layout", started);
     let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
-    write_archive(&pending, model, layouts, columns, message, started)
+    write_archive(&pending, model, layouts, made, message, started)
 }
 
-/// Builds and writes the archive of a snapshot already read (`columns`: its event table already
-/// compressed, else it is compressed here).
+/// Builds and writes the archive of a snapshot already read (`made`: what was made beside the
+/// reader — its event table compressed, a walked trace's columns —, else all is made here).
 pub fn write_archive(
     pending: &PendingCache,
     snapshot: Snapshot,
     layouts: Vec<Layout>,
-    columns: Option<Columns>,
+    made: Option<MadeWhileReading>,
     message: &(dyn Fn(&'static str) + Sync),
     started: Instant,
 ) -> anyhow::Result<IndexSummary> {
@@ -96,7 +95,7 @@ pub fn write_archive(
     // per thread: on a 16-core host peak RSS grew from 171 to 200 MB on the 195 MB benchmark.
     // Four workers keep index at ~1× the pickle at the same speed (the decoder is sequential).
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_INDEX_THREADS);
-    let build = || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, columns, &stage);
+    let build = || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, made, &stage);
     let root =
         match rayon::ThreadPoolBuilder::new().num_threads(workers).thread_name(|i| format!("memviz-index-{i}")).build()
         {

@@ -6,8 +6,14 @@
 //!
 //! ```text
 //!   decoder ──rows──▶ observer ──Arc<RawRows>──┬──▶ memviz-compress   → Columns
-//!                                              └──▶ memviz-lay-out    → TraceWalk of rows 0..m
+//!                                              └──▶ memviz-lay-out    → TraceWalk of rows 0..m,
+//!                                                                       its action times and
+//!                                                                       element stacks
 //! ```
+//!
+//! The walk also keeps the two columns of its trace that need each event's time and stack —
+//! the time of each action's event and the stack of each element's — while the rows are at hand:
+//! after reading, at 10 GB, they were passes over spilled columns faulted back (7 s).
 //!
 //! After reading, [`WhileReading::finish`] completes both with the rows past the last full chunk
 //! and lays out every other device as before. Which device the walk belongs to is known only
@@ -25,8 +31,10 @@ use std::thread::JoinHandle;
 use rayon::prelude::*;
 
 use super::columns::{Columns, RawRows};
+use crate::derive::sites;
+use crate::derive::timeline::model_action_times;
 use crate::layout::{Layout, TraceWalk};
-use crate::model::{Events, Snapshot};
+use crate::model::{Action, ElementId, Events, NONE, Snapshot, StrId};
 
 /// Chunks in flight to each worker (2 MB each): the decoder waits rather than holding more.
 const IN_FLIGHT: usize = 4;
@@ -34,8 +42,74 @@ const IN_FLIGHT: usize = 4;
 /// The two workers, and whether what they were handed went stale.
 pub struct WhileReading {
     compress: JoinHandle<Columns>,
-    walk: JoinHandle<TraceWalk>,
+    walk: JoinHandle<Walking>,
     stale: Arc<AtomicBool>,
+}
+
+/// What was made beside the reader, for the archive: the event table compressed, and for each
+/// layout (in their order) its event-derived columns where its trace was walked.
+pub struct MadeWhileReading {
+    pub columns: Columns,
+    pub walked: Vec<Option<Walked>>,
+}
+
+/// A walked trace's columns that need its events' times and stacks.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Walked {
+    /// The time of each action's event (`derive::timeline::model_action_times`).
+    pub action_time_us: Vec<i64>,
+    /// The stack of each element's event (`derive::sites::element_stacks`).
+    pub element_stack: Vec<u32>,
+}
+
+/// A [`TraceWalk`] and the [`Walked`] columns of the rows it took.
+#[derive(Debug, Default)]
+struct Walking {
+    walk: TraceWalk,
+    walked: Walked,
+}
+
+impl Walking {
+    #[inline]
+    fn step(&mut self, (action, addr, size): (Action, u64, u64), time: i64, stack: u32, text: impl FnOnce() -> StrId) {
+        let did = self.walk.step(action, addr, size, text);
+        if did.action {
+            self.walked.action_time_us.push(time);
+        }
+        if did.new_element {
+            self.walked.element_stack.push(stack);
+        }
+    }
+
+    /// Rows handed over, the walk having taken every row before them.
+    fn rows(&mut self, r: &RawRows) {
+        debug_assert_eq!(self.walk.next(), r.first);
+        let mut texts = r.annotations.iter();
+        for i in 0..r.action.len() {
+            let text = || texts.next().copied().unwrap_or(NONE);
+            self.step((Action::from_code(r.action[i]), r.addr[i], r.size[i]), r.time_us[i], r.stack[i], text);
+        }
+    }
+
+    /// The events from the walk's next up to `end`, then the layout of `device` and its columns.
+    fn finish(mut self, snap: &Snapshot, device: crate::model::DeviceId, end: usize) -> (Layout, Walked) {
+        let ev = &snap.events;
+        for e in self.walk.next()..end {
+            let text = || ev.user_metadata.get(e as u32);
+            self.step((ev.action[e], ev.addr[e], ev.size[e]), ev.time_us[e], ev.stack[e], text);
+        }
+        let layout = self.walk.finish(snap, device);
+        let mut walked = self.walked;
+        // The ghosts the finish added, and the one action of a trace without any (a ghost's).
+        let l = layout.view();
+        walked.element_stack.extend(
+            (walked.element_stack.len()..l.elements.len()).map(|id| sites::element_stack(snap, l, ElementId::at(id))),
+        );
+        if walked.action_time_us.len() != l.actions.len() {
+            walked.action_time_us = model_action_times(snap, l);
+        }
+        (layout, walked)
+    }
 }
 
 impl WhileReading {
@@ -52,19 +126,22 @@ impl WhileReading {
         Some((WhileReading { compress, walk, stale }, observe))
     }
 
-    /// Once the reader is done (its observer dropped): the event table compressed and every
-    /// device laid out, in [`Snapshot::device_ids`] order.
-    pub fn finish(self, snap: &Snapshot) -> (Columns, Vec<Layout>) {
+    /// Once the reader is done (its observer dropped): every device laid out, in
+    /// [`Snapshot::device_ids`] order, and what was made beside the reader.
+    pub fn finish(self, snap: &Snapshot) -> (Vec<Layout>, MadeWhileReading) {
         let ev = &snap.events;
         let (columns, walk) = (self.compress.join().ok(), self.walk.join().ok());
         if self.stale.load(Ordering::Relaxed) {
-            return (Columns::compress(ev), lay_out(snap, None));
+            let layouts = lay_out(snap);
+            let walked = vec![None; layouts.len()];
+            return (layouts, MadeWhileReading { columns: Columns::compress(ev), walked });
         }
         let columns = match columns {
             Some(c) if c.rows() <= ev.len() => c.complete(ev),
             _ => Columns::compress(ev),
         };
-        (columns, lay_out(snap, walk))
+        let (layouts, walked) = lay_out_walked(snap, walk).into_iter().unzip();
+        (layouts, MadeWhileReading { columns, walked })
     }
 }
 
@@ -103,22 +180,27 @@ fn compress_all(rx: &Receiver<Arc<RawRows>>) -> Columns {
     columns
 }
 
-fn walk_all(rx: &Receiver<Arc<RawRows>>) -> TraceWalk {
-    let mut walk = TraceWalk::new(0);
+fn walk_all(rx: &Receiver<Arc<RawRows>>) -> Walking {
+    let mut walking = Walking::default();
     for rows in rx {
-        rows.walk(&mut walk);
+        walking.rows(&rows);
     }
-    walk
+    walking
 }
 
-/// Every device's layout (in parallel), the one whose trace `walk` began taken from it: the walk
-/// goes on over the rest of that trace, then finishes.
-pub fn lay_out(snap: &Snapshot, walk: Option<TraceWalk>) -> Vec<Layout> {
+/// Every device's layout, in [`Snapshot::device_ids`] order (in parallel).
+pub fn lay_out(snap: &Snapshot) -> Vec<Layout> {
+    snap.device_ids().par_iter().map(|&d| Layout::build(snap, d)).collect()
+}
+
+/// [`lay_out`], the device whose trace `walk` began taking it: the walk goes on over the rest of
+/// that trace, then finishes, with its [`Walked`] columns.
+fn lay_out_walked(snap: &Snapshot, walk: Option<Walking>) -> Vec<(Layout, Option<Walked>)> {
     let ids = snap.device_ids();
     let walked = walk.and_then(|w| {
         let d = ids.iter().position(|&d| {
             let trace = snap.trace(d);
-            trace.start == 0 && !trace.is_empty() && trace.end >= w.next()
+            trace.start == 0 && !trace.is_empty() && trace.end >= w.walk.next()
         })?;
         Some((d, w))
     });
@@ -131,11 +213,11 @@ pub fn lay_out(snap: &Snapshot, walk: Option<TraceWalk>) -> Vec<Layout> {
                 if w.as_ref().is_some_and(|(at, _)| *at == i) { w.take() } else { None }
             };
             match taken {
-                Some((_, mut w)) => {
-                    w.walk(&snap.events, snap.trace(d).end);
-                    w.finish(snap, d)
+                Some((_, w)) => {
+                    let (layout, walked) = w.finish(snap, d, snap.trace(d).end);
+                    (layout, Some(walked))
                 }
-                None => Layout::build(snap, d),
+                None => (Layout::build(snap, d), None),
             }
         })
         .collect()
@@ -170,11 +252,22 @@ mod tests {
             snap.traces = traces.clone();
             let fresh: Vec<Layout> = snap.device_ids().iter().map(|&d| Layout::build(&snap, d)).collect();
             for m in [0, 1, third / 2, third, third + 1, n / 2, n] {
-                let mut walk = TraceWalk::new(0);
-                walk.walk(&snap.events, m as usize);
-                same(&lay_out(&snap, Some(walk)), &fresh);
+                let mut walking = Walking::default();
+                let ev = &snap.events;
+                for e in 0..m as usize {
+                    let text = || ev.user_metadata.get(e as u32);
+                    walking.step((ev.action[e], ev.addr[e], ev.size[e]), ev.time_us[e], ev.stack[e], text);
+                }
+                let (layouts, walked): (Vec<Layout>, Vec<Option<Walked>>) =
+                    lay_out_walked(&snap, Some(walking)).into_iter().unzip();
+                same(&layouts, &fresh);
+                // The columns made as the walk went are the ones made from the layout after it.
+                for (l, w) in layouts.iter().zip(walked).filter_map(|(l, w)| Some((l, w?))) {
+                    assert_eq!(w.action_time_us, model_action_times(&snap, l.view()), "{traces:?} {m}");
+                    assert_eq!(w.element_stack, sites::element_stacks(&snap, l.view()), "{traces:?} {m}");
+                }
             }
-            same(&lay_out(&snap, None), &fresh);
+            same(&lay_out(&snap), &fresh);
         }
     }
 
@@ -191,9 +284,10 @@ mod tests {
         observe(&wrong.events, 0..chunk);
         observe(&snap.events, 0..1);
         drop(observe);
-        let (columns, layouts) = beside.finish(&snap);
+        let (layouts, made) = beside.finish(&snap);
         let fresh = Columns::compress(&snap.events);
-        assert_eq!(columns.addr, fresh.addr);
-        same(&layouts, &lay_out(&snap, None));
+        assert_eq!(made.columns.addr, fresh.addr);
+        assert!(made.walked.iter().all(Option::is_none));
+        same(&layouts, &lay_out(&snap));
     }
 }

@@ -326,7 +326,7 @@ mod tests {
         for name in ["cudagraph", "expandable", "frag_oom", "oom_streams", "gpt2_small"] {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
             let (snap, _) = crate::ingest::read_path(&path).unwrap();
-            for layout in super::super::cache::lay_out(&snap) {
+            for layout in super::super::reading::lay_out(&snap) {
                 let l = layout.view();
                 let n = snap.trace(l.device).len();
                 let ev = &snap.events;

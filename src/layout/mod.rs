@@ -426,11 +426,13 @@ impl TraceWalk {
     /// `annotate` events label the element live at their address; one that finds nothing live
     /// waits at that address for the element the rest of the walk reveals there (a free_only
     /// freed later, or a ghost at the end) and is dropped by a new alloc at the address.
+    /// What the event did is returned, for a caller that derives columns as the walk goes.
     #[inline]
-    pub fn step(&mut self, action: Action, addr: u64, size: u64, text: impl FnOnce() -> StrId) {
+    pub fn step(&mut self, action: Action, addr: u64, size: u64, text: impl FnOnce() -> StrId) -> Stepped {
         let e32 = self.next as u32;
         self.next += 1;
         let els = &mut self.els;
+        let before = els.addr.len();
         if action == Action::Alloc {
             let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
             els.start[id as usize] = self.actions.len() as u32;
@@ -449,17 +451,21 @@ impl TraceWalk {
             els.end[id as usize] = self.actions.len() as u32;
             els.free_event[id as usize] = e32;
             self.actions.push(id);
-        } else if action == Action::Annotate {
-            let text = text();
-            match self.addr_to.get(&addr) {
-                Some(&id) => {
-                    self.labels.insert(id, text);
-                }
-                None => {
-                    self.waiting.insert(addr, text);
+        } else {
+            if action == Action::Annotate {
+                let text = text();
+                match self.addr_to.get(&addr) {
+                    Some(&id) => {
+                        self.labels.insert(id, text);
+                    }
+                    None => {
+                        self.waiting.insert(addr, text);
+                    }
                 }
             }
+            return Stepped::default();
         }
+        Stepped { action: true, new_element: els.addr.len() > before }
     }
 
     /// The layout of `device` once its whole trace is walked: the dump's active blocks that
@@ -483,6 +489,16 @@ impl TraceWalk {
         (els.annotated, els.annotation) = labels.into_iter().unzip();
         Layout::replay_into(device, els, actions, initially)
     }
+}
+
+/// What one event did to a [`TraceWalk`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stepped {
+    /// It is the next action (an alloc, or a free of any kind).
+    pub action: bool,
+    /// It made the next element (an alloc, or a free whose alloc is not in the trace): the
+    /// element's event is this one.
+    pub new_element: bool,
 }
 
 /// The first `k` in `0..n` where `pred` turns false (`pred` true then false): a binary search
