@@ -38,9 +38,9 @@ pub enum BuildStage {
 /// element sites, reserved memory, the segment timeline, the summary's first time and OOM
 /// events) is derived first, where the reader's workers did not already (`made`: the event
 /// table compressed, a walked trace's action times and element sites); then the raw large
-/// columns are freed, and the allocator's backward pass — one long
-/// sequential walk per device, reading the compressed chunks, in two parts side by side on a long
-/// trace — runs beside checkpoints and tiles, so a 2-core machine stays busy.
+/// columns are freed, and the allocator's backward pass — one long sequential walk per device,
+/// reading the compressed chunks, in two parts side by side on a long trace — runs beside
+/// checkpoints and tiles, so a 2-core machine stays busy.
 pub fn build_root(
     mut snap: Snapshot,
     source: &SourceInfo,

@@ -45,27 +45,21 @@ pub fn build_archive(
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _spilling = crate::spill::activate(dir);
     // The event table is compressed and the first trace walked while the decoder reads (it uses
-    // one core of two).
-    let (model, source, made, layouts) = match WhileReading::start() {
-        Some((beside, observe)) => {
-            let read = {
-                let _observing = ingest::observe_rows(CHUNK_ROWS, observe);
-                ingest::read_path_progress(snapshot, progress)
-            };
-            let (model, source) = read.with_context(|| snapshot.display().to_string())?;
-            timing("read", started);
-            message("laying out");
-            let (layouts, made) = beside.finish(&model);
-            (model, source, Some(made), layouts)
+    // one core of two); without a thread for that, everything is done after reading.
+    let (beside, observe) = WhileReading::start().unzip();
+    let read = {
+        let _observing = observe.map(|o| ingest::observe_rows(CHUNK_ROWS, o));
+        ingest::read_path_progress(snapshot, progress)
+    };
+    let (model, source) = read.with_context(|| snapshot.display().to_string())?;
+    timing("read", started);
+    message("laying out");
+    let (layouts, made) = match beside {
+        Some(b) => {
+            let (layouts, made) = b.finish(&model);
+            (layouts, Some(made))
         }
-        None => {
-            let (model, source) =
-                ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
-            timing("read", started);
-            message("laying out");
-            let layouts = lay_out(&model);
-            (model, source, None, layouts)
-        }
+        None => (lay_out(&model), None),
     };
     timing("layout", started);
     let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };

@@ -197,28 +197,23 @@ pub fn lay_out(snap: &Snapshot) -> Vec<Layout> {
 /// that trace, then finishes, with its [`Walked`] columns.
 fn lay_out_walked(snap: &Snapshot, walk: Option<Walking>) -> Vec<(Layout, Option<Walked>)> {
     let ids = snap.device_ids();
-    let walked = walk.and_then(|w| {
-        let d = ids.iter().position(|&d| {
+    let mut walks: Vec<Option<Walking>> = ids.iter().map(|_| None).collect();
+    if let Some(w) = walk
+        && let Some(at) = ids.iter().position(|&d| {
             let trace = snap.trace(d);
             trace.start == 0 && !trace.is_empty() && trace.end >= w.walk.next()
-        })?;
-        Some((d, w))
-    });
-    let walked = std::sync::Mutex::new(walked);
+        })
+    {
+        walks[at] = Some(w);
+    }
     ids.par_iter()
-        .enumerate()
-        .map(|(i, &d)| {
-            let taken = {
-                let mut w = walked.lock().unwrap_or_else(|e| e.into_inner());
-                if w.as_ref().is_some_and(|(at, _)| *at == i) { w.take() } else { None }
-            };
-            match taken {
-                Some((_, w)) => {
-                    let (layout, walked) = w.finish(snap, d, snap.trace(d).end);
-                    (layout, Some(walked))
-                }
-                None => (Layout::build(snap, d), None),
+        .zip(walks)
+        .map(|(&d, w)| match w {
+            Some(w) => {
+                let (layout, walked) = w.finish(snap, d, snap.trace(d).end);
+                (layout, Some(walked))
             }
+            None => (Layout::build(snap, d), None),
         })
         .collect()
 }
