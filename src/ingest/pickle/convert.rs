@@ -2,6 +2,9 @@
 //! generic dict), frame lists to stacks, the memo. The finished top level is read in
 //! [`toplevel`].
 
+mod fast;
+#[cfg(test)]
+pub use fast::knob;
 mod toplevel;
 
 use std::collections::HashMap;
@@ -231,7 +234,7 @@ impl State {
 
     /// The value types torch writes, applied without building a [`Scalar`]; `false` sends the
     /// key through `schema::set_event` (other types, their errors, unknown keys).
-    #[inline]
+    #[inline(always)]
     fn set_event_fast(&mut self, row: &mut EventRow, field: Field, v: Val) -> bool {
         match v {
             Val::Int(i) => schema::set_event_int(row, field, i),

@@ -88,6 +88,29 @@ impl<R: Read> Input<R> {
         }
     }
 
+    /// The window's bytes from the next one on.
+    #[inline]
+    pub fn window(&self) -> &[u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    /// Consumes `n` bytes of [`Self::window`].
+    #[inline]
+    pub fn advance(&mut self, n: usize) {
+        debug_assert!(n <= self.end - self.pos);
+        self.pos += n;
+    }
+
+    /// Refills the window when fewer than `n` (≤ WINDOW) bytes are left in it and the data goes
+    /// on; never fails at the end of the data.
+    #[inline]
+    pub fn prefetch(&mut self, n: usize) -> Result<(), PickleError> {
+        if self.end - self.pos < n && !self.eof {
+            self.refill(n)?;
+        }
+        Ok(())
+    }
+
     /// Borrows `n` bytes when they fit the window; `None` when the caller must use [`Self::read_long`].
     #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<Option<&[u8]>, PickleError> {

@@ -215,6 +215,27 @@ impl Memo {
         true
     }
 
+    /// The id in slot `i` when it holds a string (`Val::Str`); `None` for anything else.
+    #[inline(always)]
+    pub fn str_at(&self, i: usize) -> Option<u32> {
+        self.id_at(i, 3)
+    }
+
+    /// The id in slot `i` when it holds a frame (`Val::Frame`); `None` for anything else.
+    #[inline(always)]
+    pub fn frame_at(&self, i: usize) -> Option<u32> {
+        self.id_at(i, 8)
+    }
+
+    #[inline(always)]
+    fn id_at(&self, i: usize, tag: u64) -> Option<u32> {
+        let p = match &self.slots {
+            Slots::Narrow(s) => *s.get(i)? as u64,
+            Slots::Wide(s) => *s.get(i)?,
+        };
+        (p & TAG_MASK == tag).then_some((p >> TAG_BITS) as u32)
+    }
+
     /// The value in slot `i`; `None` for a slot never written.
     #[inline]
     pub fn get(&self, i: usize) -> Option<Val> {

@@ -88,6 +88,10 @@ pub fn decode<R: Read>(reader: R) -> Result<(Snapshot, PickleInfo), PickleError>
     Ok((snap, info))
 }
 
+/// What the window holds at least (when the data goes on) as an event dict is tried: events
+/// are ~100 bytes, a few KB with a long stack.
+const EVENT_BYTES: usize = 16 << 10;
+
 struct Vm<R> {
     inp: Input<R>,
     stack: Vec<Val>,
@@ -286,7 +290,17 @@ impl<R: Read> Vm<R> {
                     let v = f64::from_be_bytes(self.inp.array()?);
                     self.stack.push(Val::Float(v));
                 }
-                op::EMPTY_DICT => self.push_new(Val::NewDict(NONE)),
+                op::EMPTY_DICT => {
+                    // A trace event, read in one go when it has torch's usual shape.
+                    self.inp.prefetch(EVENT_BYTES)?;
+                    match self.st.try_event(self.inp.window()) {
+                        Some((used, id)) => {
+                            self.inp.advance(used);
+                            self.stack.push(Val::Event(id));
+                        }
+                        None => self.push_new(Val::NewDict(NONE)),
+                    }
+                }
                 op::EMPTY_LIST => {
                     let v = self.st.alloc(Obj::List, Vec::new());
                     self.push_new(v);

@@ -180,3 +180,177 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
     let none = crate::model::NO_TIME;
     assert_eq!(*seen.borrow(), [(0..2, vec![10, none]), (1..2, vec![99]), (2..4, vec![12, 13])]);
 }
+
+/// The snapshot read with and without the event fast path (`convert/fast.rs`), as the model's
+/// debug text, and how many events the fast path read.
+fn both_ways(bytes: &[u8]) -> (String, String, usize) {
+    use super::convert::knob;
+    let general = |only: bool| {
+        knob::GENERAL_ONLY.set(only);
+        let got = decode(bytes).map(|(snap, _)| format!("{snap:?}")).map_err(|e| e.to_string());
+        knob::GENERAL_ONLY.set(false);
+        got.unwrap_or_else(|e| format!("error: {e}"))
+    };
+    let slow = general(true);
+    knob::FAST_EVENTS.set(0);
+    let fast = general(false);
+    (slow, fast, knob::FAST_EVENTS.get())
+}
+
+/// The fast path builds the very model the VM builds — strings, stacks and frames interned in the
+/// same order, the same memo — on every real fixture (most of whose events it reads) and on
+/// events it must hand back half-read: frames written inline, a frame given as text, a `None`
+/// value, a value the dict memoized itself, an event split over two `SETITEMS`, a dict with an
+/// `action` that is not an event, a truncated event.
+#[test]
+fn the_event_fast_path_builds_what_the_vm_builds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut fixtures = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "pickle") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let (slow, fast, read_fast) = both_ways(&bytes);
+        assert!(slow == fast, "{}: the two ways differ", path.display());
+        let events = decode(&bytes[..]).unwrap().0.event_count();
+        assert!(read_fast * 2 > events, "{}: {read_fast} of {events} events read fast", path.display());
+        fixtures += 1;
+    }
+    assert!(fixtures >= 5, "the fixtures are there");
+
+    let mut odd = Vec::new();
+    for variant in 0..8 {
+        let mut p = Pickler::default();
+        p.out.extend_from_slice(&[0x80, 4]);
+        p.dict();
+        p.str("device_traces");
+        p.list();
+        p.list();
+        let keys: Vec<u32> = ["action", "addr", "size", "frames", "name", "filename", "line", "user_metadata"]
+            .iter()
+            .map(|k| p.str(k))
+            .collect();
+        for _ in &keys {
+            p.out.push(b'0');
+        }
+        // A frame in the memo, for the events that fetch theirs.
+        let frame = p.dict();
+        p.get(keys[4]);
+        p.str("f");
+        p.get(keys[5]);
+        p.str("a.py");
+        p.get(keys[6]);
+        p.int(1);
+        p.end_dict();
+        p.out.push(b'0');
+        for i in 0..4u32 {
+            p.dict();
+            p.get(keys[0]);
+            let action = p.str("alloc");
+            p.get(keys[1]);
+            p.int(4096 * (i + 1));
+            p.get(keys[2]);
+            p.int(512);
+            if i == 2 {
+                match variant {
+                    0 => {
+                        // Frames written inline.
+                        p.get(keys[3]);
+                        p.list();
+                        p.dict();
+                        p.get(keys[4]);
+                        p.str("g");
+                        p.get(keys[5]);
+                        p.str("b.py");
+                        p.end_dict();
+                        p.end_list();
+                    }
+                    1 => {
+                        p.get(keys[3]);
+                        p.list();
+                        p.str("text frame");
+                        p.end_list();
+                    }
+                    2 => {
+                        p.get(keys[7]);
+                        p.out.push(b'N');
+                    }
+                    3 => {
+                        p.get(keys[7]);
+                        p.get(action);
+                    }
+                    4 => {
+                        p.end_dict();
+                        p.out.push(b'(');
+                        p.get(keys[7]);
+                        p.str("late");
+                    }
+                    5 => {
+                        p.get(keys[3]);
+                        p.list();
+                        p.get(frame);
+                        p.get(frame);
+                        p.end_list();
+                        p.get(keys[3]);
+                        p.list();
+                        p.end_list();
+                    }
+                    6 => {
+                        // A key that is not a string (counted as an unknown key).
+                        p.int(7);
+                        p.int(8);
+                    }
+                    _ => {
+                        // Cut off inside the event: truncated, whichever way.
+                        p.out.truncate(p.out.len() - 2);
+                        break;
+                    }
+                }
+            }
+            p.get(keys[3]);
+            p.list();
+            p.get(frame);
+            p.end_list();
+            p.end_dict();
+        }
+        p.end_list();
+        p.end_list();
+        p.end_dict();
+        p.out.push(b'.');
+        let (slow, fast, _) = both_ways(&p.out);
+        assert!(slow == fast, "variant {variant}: the two ways differ:\n{slow}\n{fast}");
+        odd.push(slow);
+    }
+    assert!(odd[7].starts_with("error:"), "{}", odd[7]);
+    assert!(odd[..7].iter().all(|o| !o.starts_with("error:")), "{odd:?}");
+}
+
+/// Damaged real pickles (bytes flipped, runs cut out, cut short) decode to the same model or the
+/// same error, offset and all, with and without the fast path.
+#[test]
+fn damaged_events_read_the_same_either_way() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for name in ["cudagraph", "fx_meta"] {
+        let clean = std::fs::read(dir.join(format!("{name}.pickle"))).unwrap();
+        for case in 0..400 {
+            let mut bytes = clean.clone();
+            let at = next(bytes.len());
+            match case % 3 {
+                0 => bytes[at] = next(256) as u8,
+                1 => drop(bytes.drain(at..(at + 1 + next(64)).min(bytes.len()))),
+                _ => bytes.truncate(at),
+            }
+            let (slow, fast, _) = both_ways(&bytes);
+            assert!(slow == fast, "{name} case {case} at {at}: the two ways differ");
+        }
+    }
+}

@@ -113,6 +113,7 @@ impl Val {
 }
 
 /// Decodes a little-endian two's-complement integer of any length (LONG1 / LONG4).
+#[inline]
 pub fn long_from_le(bytes: &[u8]) -> Val {
     if bytes.is_empty() {
         return Val::Int(0);

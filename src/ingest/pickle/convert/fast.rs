@@ -1,0 +1,225 @@
+//! The trace event as torch pickles it, read straight from the input window into a row.
+//!
+//! Nearly all of a snapshot's bytes are trace events of one shape (protocol 4):
+//!
+//! ```text
+//!   }  MEMOIZE  (  h<action> h<"alloc">  h<addr> LONG1 …  h<size> BININT …  h<stream> K …
+//!      h<time_us> LONG1 …  h<compile_context> 'N/A' MEMOIZE  …
+//!      h<frames> ]  MEMOIZE  (  j<frame> j<frame> …  e  u
+//! ```
+//!
+//! The VM would push two dozen values per event, collect them again at `SETITEMS`, look each
+//! key up twice and build the frame list in the arena only to intern and release it. Here the
+//! keys and values are decoded in one loop over the window and applied to an [`EventRow`] as
+//! they come. Anything else — another opcode, a key that is not a memoized string, a value the
+//! schema's fast setters do not take, a memo entry the dict itself made, a dict that is not an
+//! event, a window that ends inside the dict — gives up *before anything is committed*, and the
+//! VM reads the same bytes the general way. What giving up leaves behind is only what the
+//! general way makes too, in the same order: strings and stacks interned (interning again finds
+//! them). So both ways build the same model, byte for byte.
+
+use super::State;
+use crate::ingest::pickle::op;
+use crate::ingest::pickle::value::{Obj, Val, long_from_le};
+use crate::ingest::schema::{self, Field};
+use crate::model::EventRow;
+
+/// In the list of memo entries a dict made, the place of its frame list (the value itself is
+/// made at commit: an arena slot holding the stack).
+const LIST: Val = Val::Obj(u32::MAX);
+
+/// A cursor over the window; every read is checked, so a short window is a `None`, never a
+/// panic.
+struct Bytes<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Bytes<'a> {
+    #[inline(always)]
+    fn u8(&mut self) -> Option<u8> {
+        let v = *self.b.get(self.at)?;
+        self.at += 1;
+        Some(v)
+    }
+
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.at).copied()
+    }
+
+    #[inline(always)]
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    #[inline(always)]
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    /// A memo index after `BINGET` / `LONG_BINGET`, or `None` for another opcode.
+    #[inline(always)]
+    fn get_index(&mut self, opcode: u8) -> Option<usize> {
+        match opcode {
+            op::BINGET => self.u8().map(usize::from),
+            op::LONG_BINGET => self.u32().map(|i| i as usize),
+            _ => None,
+        }
+    }
+}
+
+impl State {
+    /// Reads an event dict from `window`, which starts right after its `EMPTY_DICT`: the bytes
+    /// it used and the event's id, with the memo entries its `MEMOIZE`s made; `None` when the
+    /// VM must read it (see the module doc).
+    pub fn try_event(&mut self, window: &[u8]) -> Option<(usize, u32)> {
+        #[cfg(test)]
+        if knob::GENERAL_ONLY.get() {
+            return None;
+        }
+        let mut r = Bytes { b: window, at: 0 };
+        if r.u8()? != op::MEMOIZE || r.u8()? != op::MARK {
+            return None;
+        }
+        // Memo entries the dict makes, after its own (which becomes the event): the strings and
+        // the frame list, in order. A BINGET of one of them gives up (none is committed yet).
+        let known = self.memo.len();
+        let mut made: [Val; 4] = [Val::None; 4];
+        let mut n_made = 0;
+        let mut row = EventRow::default();
+        let mut is_event = false;
+        let mut frames = false;
+        loop {
+            let opcode = r.u8()?;
+            if opcode == op::SETITEMS {
+                break;
+            }
+            let key = self.memo.str_at(r.get_index(opcode)?)?;
+            let field = *self.str_field.get(key as usize)?;
+            is_event |= field.marks_event();
+            let v = match r.u8()? {
+                op::BININT1 => Val::Int(i64::from(r.u8()?)),
+                op::BININT2 => Val::Int(i64::from(u16::from_le_bytes(r.take(2)?.try_into().ok()?))),
+                op::BININT => Val::Int(i64::from(i32::from_le_bytes(r.take(4)?.try_into().ok()?))),
+                op::LONG1 => {
+                    let n = r.u8()? as usize;
+                    long_from_le(r.take(n)?)
+                }
+                op::SHORT_BINUNICODE => {
+                    let n = r.u8()? as usize;
+                    let v = self.string(r.take(n)?);
+                    if r.peek() == Some(op::MEMOIZE) {
+                        r.at += 1;
+                        *made.get_mut(n_made)? = v;
+                        n_made += 1;
+                    }
+                    v
+                }
+                op::EMPTY_LIST if field == Field::Frames && !frames => {
+                    // Its frames wait in `frame_buf`; the stack is interned at commit (where the
+                    // VM interns it: at SETITEMS) and its memo entry is an arena slot holding it.
+                    if !self.frame_list(&mut r, known) {
+                        return None;
+                    }
+                    *made.get_mut(n_made)? = LIST;
+                    n_made += 1;
+                    frames = true;
+                    continue;
+                }
+                g => {
+                    let i = r.get_index(g)?;
+                    if i >= known {
+                        return None;
+                    }
+                    self.memo.get(i)?
+                }
+            };
+            if !self.set_event_fast(&mut row, field, v) {
+                return None;
+            }
+        }
+        if !is_event || schema::finish_event(&row, &mut self.b.snap.tolerated).is_err() {
+            return None;
+        }
+        // Committed from here: the stack, the row, the dict's memo entry, then the ones it made.
+        if frames {
+            row.stack = match self.last_stack {
+                Some(s) if self.b.stack_frames(s) == self.frame_buf.as_slice() => s,
+                _ => {
+                    let s = self.b.stack(&self.frame_buf);
+                    self.last_stack = Some(s);
+                    s
+                }
+            };
+        }
+        let id = self.b.push_event(&row);
+        self.memo.push(Val::Event(id));
+        for &v in &made[..n_made] {
+            let v = if v == LIST { self.push_obj(Obj::Stack(row.stack)) } else { v };
+            self.memo.push(v);
+        }
+        #[cfg(test)]
+        knob::FAST_EVENTS.set(knob::FAST_EVENTS.get() + 1);
+        Some((r.at, id))
+    }
+
+    /// A frame list after its `EMPTY_LIST`: `MEMOIZE`, then `MARK` and memoized frames up to
+    /// `APPENDS` (or one frame and `APPEND`), possibly several batches, or nothing for an empty
+    /// list. Leaves its frames in `frame_buf`; `false` gives up.
+    fn frame_list(&mut self, r: &mut Bytes<'_>, known: usize) -> bool {
+        if r.u8() != Some(op::MEMOIZE) {
+            return false;
+        }
+        let mut frames = std::mem::take(&mut self.frame_buf);
+        frames.clear();
+        let ok = self.frames_into(r, known, &mut frames);
+        self.frame_buf = frames;
+        ok
+    }
+
+    fn frames_into(&self, r: &mut Bytes<'_>, known: usize, frames: &mut Vec<u32>) -> bool {
+        let frame = |r: &mut Bytes<'_>, opcode: u8| -> Option<u32> {
+            let i = r.get_index(opcode)?;
+            self.memo.frame_at(i).filter(|_| i < known)
+        };
+        loop {
+            match r.peek() {
+                Some(op::MARK) => {
+                    r.at += 1;
+                    loop {
+                        let Some(opcode) = r.u8() else { return false };
+                        if opcode == op::APPENDS {
+                            break;
+                        }
+                        match frame(r, opcode) {
+                            Some(f) => frames.push(f),
+                            None => return false,
+                        }
+                    }
+                }
+                Some(op::BINGET | op::LONG_BINGET) => {
+                    let opcode = r.u8().expect("peeked");
+                    match (frame(r, opcode), r.u8()) {
+                        (Some(f), Some(op::APPEND)) => frames.push(f),
+                        _ => return false,
+                    }
+                }
+                _ => return true,
+            }
+        }
+    }
+}
+
+/// Test-only: read every event the general way on this thread, and count the events read here.
+#[cfg(test)]
+pub mod knob {
+    use std::cell::Cell;
+
+    thread_local! {
+        pub static GENERAL_ONLY: Cell<bool> = const { Cell::new(false) };
+        pub static FAST_EVENTS: Cell<usize> = const { Cell::new(0) };
+    }
+}
