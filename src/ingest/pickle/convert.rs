@@ -38,6 +38,9 @@ pub struct State {
     frame_buf: Vec<u32>,
     /// The stack `stack_of` interned last.
     last_stack: Option<StackId>,
+    /// Per stack, the arena slot holding it for the frame lists the fast path read (`NONE`:
+    /// none yet): a used frame list is immutable, so lists with the same frames share one.
+    stack_slots: Vec<u32>,
     recent: RecentStrings,
     pub scratch: Vec<u8>,
 }

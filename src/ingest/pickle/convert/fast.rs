@@ -22,7 +22,7 @@ use super::State;
 use crate::ingest::pickle::op;
 use crate::ingest::pickle::value::{Obj, Val, long_from_le};
 use crate::ingest::schema::{self, Field};
-use crate::model::EventRow;
+use crate::model::{EventRow, NONE, StackId};
 
 /// In the list of memo entries a dict made, the place of its frame list (the value itself is
 /// made at commit: an arena slot holding the stack).
@@ -158,12 +158,30 @@ impl State {
         let id = self.b.push_event(&row);
         self.memo.push(Val::Event(id));
         for &v in &made[..n_made] {
-            let v = if v == LIST { self.push_obj(Obj::Stack(row.stack)) } else { v };
+            let v = if v == LIST { self.stack_slot(row.stack) } else { v };
             self.memo.push(v);
         }
         #[cfg(test)]
         knob::FAST_EVENTS.set(knob::FAST_EVENTS.get() + 1);
         Some((r.at, id))
+    }
+
+    /// An arena slot holding `stack`, shared by every frame list the fast path read with those
+    /// frames (the VM gives each list its own; as a used frame list cannot change, nothing can
+    /// tell them apart), so the arena grows per distinct stack rather than per event.
+    fn stack_slot(&mut self, stack: StackId) -> Val {
+        let i = stack as usize;
+        if stack == NONE || i > self.b.snap.stacks.len() {
+            return self.push_obj(Obj::Stack(stack));
+        }
+        if self.stack_slots.len() <= i {
+            self.stack_slots.resize(i + 1, NONE);
+        }
+        if self.stack_slots[i] == NONE {
+            self.arena.push(Obj::Stack(stack));
+            self.stack_slots[i] = (self.arena.len() - 1) as u32;
+        }
+        Val::Obj(self.stack_slots[i])
     }
 
     /// A frame list after its `EMPTY_LIST`: `MEMOIZE`, then `MARK` and memoized frames up to
