@@ -91,8 +91,9 @@ pub fn build_root(
             },
         );
         let sections = parts().zip(early.into_iter().zip(late));
-        let allocators: Vec<f::AllocatorSection> =
-            sections.map(|((l, &p), (e, la))| series::section(&snap, &l.view(), p, e, la)).collect();
+        let allocators: Vec<f::AllocatorSection> = super::timed("allocator sections", || {
+            sections.map(|((l, &p), (e, la))| series::section(&snap, &l.view(), p, e, la)).collect()
+        });
         (allocators, lods)
     };
     let summaries: Vec<f::Summary> = super::timed("summaries", || {
@@ -116,7 +117,8 @@ pub fn build_root(
     } = snap;
     let events = event_table(event_count, events, columns);
     let parts = layouts.into_iter().zip(from_events).zip(allocators).zip(lods).zip(summaries);
-    let devices: Vec<f::Device> = parts.map(|((((l, fe), a), lod), s)| device(l, fe, a, lod, s)).collect();
+    let devices: Vec<f::Device> =
+        super::timed("devices", || parts.map(|((((l, fe), a), lod), s)| device(l, fe, a, lod, s)).collect());
     f::Root {
         source: f::Source {
             name: name.to_owned(),
