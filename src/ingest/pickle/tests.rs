@@ -56,24 +56,38 @@ impl Pickler {
     fn end_list(&mut self) {
         self.out.push(b'e');
     }
+
+    /// The start of a one-device snapshot up to its first event — `{segments: [], device_traces:
+    /// [[` — with `keys` memoized (and popped: they only live in the memo); their slots.
+    fn begin_trace(&mut self, keys: &[&str]) -> Vec<u32> {
+        self.out.extend_from_slice(&[0x80, 4]);
+        self.dict();
+        self.str("segments");
+        self.list();
+        self.end_list();
+        self.str("device_traces");
+        self.list();
+        self.list();
+        let slots: Vec<u32> = keys.iter().map(|k| self.str(k)).collect();
+        for _ in &slots {
+            self.out.push(b'0'); // POP
+        }
+        slots
+    }
+
+    /// Closes what [`Self::begin_trace`] opened and stops.
+    fn end_trace(&mut self) {
+        self.end_list(); // the device's events
+        self.end_list(); // device_traces
+        self.end_dict();
+        self.out.push(b'.');
+    }
 }
 
 /// A snapshot whose one device has an `alloc` event per frame list in `stacks` (frame indices).
 fn snapshot_with_stacks(stacks: &[&[usize]]) -> Snapshot {
     let mut p = Pickler::default();
-    p.out.extend_from_slice(&[0x80, 4]);
-    p.dict();
-    p.str("segments");
-    p.list();
-    p.end_list();
-    p.str("device_traces");
-    p.list();
-    p.list();
-    let keys: Vec<u32> =
-        ["action", "addr", "size", "frames", "name", "filename", "line"].iter().map(|k| p.str(k)).collect();
-    for _ in &keys {
-        p.out.push(b'0'); // POP: the keys only live in the memo
-    }
+    let keys = p.begin_trace(&["action", "addr", "size", "frames", "name", "filename", "line"]);
     let mut frames: Vec<u32> = Vec::new();
     for (i, stack) in stacks.iter().enumerate() {
         p.dict();
@@ -104,10 +118,7 @@ fn snapshot_with_stacks(stacks: &[&[usize]]) -> Snapshot {
         p.end_list();
         p.end_dict();
     }
-    p.end_list(); // the device's events
-    p.end_list(); // device_traces
-    p.end_dict();
-    p.out.push(b'.');
+    p.end_trace();
     decode(&p.out[..]).expect("a valid snapshot").0
 }
 
@@ -132,15 +143,7 @@ fn each_event_gets_its_own_stack() {
 #[test]
 fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
     let mut p = Pickler::default();
-    p.out.extend_from_slice(&[0x80, 4]);
-    p.dict();
-    p.str("device_traces");
-    p.list();
-    p.list();
-    let keys: Vec<u32> = ["action", "addr", "size", "time_us"].iter().map(|k| p.str(k)).collect();
-    for _ in &keys {
-        p.out.push(b'0');
-    }
+    let keys = p.begin_trace(&["action", "addr", "size", "time_us"]);
     for i in 0..5u32 {
         p.dict();
         p.get(keys[0]);
@@ -162,10 +165,7 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
             p.end_dict();
         }
     }
-    p.end_list();
-    p.end_list();
-    p.end_dict();
-    p.out.push(b'.');
+    p.end_trace();
 
     let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let log = seen.clone();
@@ -228,18 +228,7 @@ fn the_event_fast_path_builds_what_the_vm_builds() {
     let mut odd = Vec::new();
     for variant in 0..8 {
         let mut p = Pickler::default();
-        p.out.extend_from_slice(&[0x80, 4]);
-        p.dict();
-        p.str("device_traces");
-        p.list();
-        p.list();
-        let keys: Vec<u32> = ["action", "addr", "size", "frames", "name", "filename", "line", "user_metadata"]
-            .iter()
-            .map(|k| p.str(k))
-            .collect();
-        for _ in &keys {
-            p.out.push(b'0');
-        }
+        let keys = p.begin_trace(&["action", "addr", "size", "frames", "name", "filename", "line", "user_metadata"]);
         // A frame in the memo, for the events that fetch theirs.
         let frame = p.dict();
         p.get(keys[4]);
@@ -320,10 +309,7 @@ fn the_event_fast_path_builds_what_the_vm_builds() {
             p.end_list();
             p.end_dict();
         }
-        p.end_list();
-        p.end_list();
-        p.end_dict();
-        p.out.push(b'.');
+        p.end_trace();
         let (slow, fast, _) = both_ways(&p.out);
         assert!(slow == fast, "variant {variant}: the two ways differ:\n{slow}\n{fast}");
         odd.push(slow);
