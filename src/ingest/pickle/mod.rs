@@ -17,7 +17,9 @@
 //!
 //! Where things are: `input` is the window, `value` the 16-byte `Val` and the arena's containers,
 //! `memo` the 4-byte memo, `recent` a cache of short strings, `convert` turns dicts and frame lists
-//! into rows as they arrive and `convert/toplevel` reads the finished top level. The per-event path
+//! into rows as they arrive, `convert/fast` reads a trace event of torch's usual shape straight
+//! from the window (giving the rest back to the VM) and `convert/toplevel` reads the finished top
+//! level. The per-event path
 //! avoids building values in temporaries: see "The reader" in ARCHITECTURE.md for why.
 //!
 //! Safety posture: opcodes that construct objects or call code (GLOBAL, STACK_GLOBAL, REDUCE,

@@ -171,7 +171,7 @@ impl State {
     /// tell them apart), so the arena grows per distinct stack rather than per event.
     fn stack_slot(&mut self, stack: StackId) -> Val {
         let i = stack as usize;
-        if stack == NONE || i > self.b.snap.stacks.len() {
+        if stack == NONE || i >= self.b.snap.stacks.len() {
             return self.push_obj(Obj::Stack(stack));
         }
         if self.stack_slots.len() <= i {
