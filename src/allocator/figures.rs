@@ -168,6 +168,17 @@ impl Figures {
         }
     }
 
+    /// The segment holding `addr` (segments are sorted by address and disjoint).
+    fn segment_at<'s>(&mut self, segs: &'s [Segment], addr: u64) -> Option<&'s Segment> {
+        let holds = |s: &Segment| s.addr <= addr && addr < s.addr + s.size;
+        if let Some(s) = segs.get(self.last_segment).filter(|s| holds(s)) {
+            return Some(s);
+        }
+        let i = segs.partition_point(|s| s.addr <= addr).checked_sub(1)?;
+        self.last_segment = i;
+        Some(&segs[i]).filter(|s| holds(s))
+    }
+
     fn add_hole(&mut self, size: u64) {
         if let (Some(h), true) = (self.holes.as_mut(), size > 0) {
             h.add(size);
@@ -178,18 +189,5 @@ impl Figures {
         if let Some(h) = self.holes.as_mut() {
             h.remove(size);
         }
-    }
-}
-
-impl Figures {
-    /// The segment holding `addr` (segments are sorted by address and disjoint).
-    fn segment_at<'s>(&mut self, segs: &'s [Segment], addr: u64) -> Option<&'s Segment> {
-        let holds = |s: &Segment| s.addr <= addr && addr < s.addr + s.size;
-        if let Some(s) = segs.get(self.last_segment).filter(|s| holds(s)) {
-            return Some(s);
-        }
-        let i = segs.partition_point(|s| s.addr <= addr).checked_sub(1)?;
-        self.last_segment = i;
-        Some(&segs[i]).filter(|s| holds(s))
     }
 }

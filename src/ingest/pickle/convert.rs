@@ -338,15 +338,21 @@ impl State {
                     }
                 }
                 self.b.snap.tolerated.add_n(Oddity::NotAFrame, not_frames);
-                let s = self.b.stack(&frames);
-                self.last_stack = Some(s);
+                self.frame_buf = frames;
+                let s = self.intern_frame_buf();
                 self.arena[i as usize] = Obj::Stack(s);
                 self.pool.release(p);
-                self.frame_buf = frames;
                 Scalar::Stack(s)
             }
             _ => Scalar::Other(Val::Obj(i).type_name(&self.arena)),
         }
+    }
+
+    /// Interns the frames in `frame_buf` as a stack, the one interned last from now on.
+    fn intern_frame_buf(&mut self) -> StackId {
+        let s = self.b.stack(&self.frame_buf);
+        self.last_stack = Some(s);
+        s
     }
 
     /// The stack interned last, when `items` are exactly its frames. Consecutive events usually

@@ -175,16 +175,7 @@ impl Memo {
     /// the CPU reload 16 bytes it just wrote in pieces (a store-forwarding stall per BINGET).
     #[inline(always)]
     pub fn push_to(&self, i: usize, out: &mut Vec<Val>) -> bool {
-        let p = match &self.slots {
-            Slots::Narrow(s) => match s.get(i) {
-                Some(&p) => p as u64,
-                None => return false,
-            },
-            Slots::Wide(s) => match s.get(i) {
-                Some(&p) => p,
-                None => return false,
-            },
-        };
+        let Some(p) = self.slot(i) else { return false };
         let (tag, payload) = (p & TAG_MASK, p >> TAG_BITS);
         if ID_TAGS >> tag & 1 != 0 {
             // Nearly every BINGET: one predictable branch, then arms of one shape, which the
@@ -229,21 +220,23 @@ impl Memo {
 
     #[inline(always)]
     fn id_at(&self, i: usize, tag: u64) -> Option<u32> {
-        let p = match &self.slots {
-            Slots::Narrow(s) => *s.get(i)? as u64,
-            Slots::Wide(s) => *s.get(i)?,
-        };
+        let p = self.slot(i)?;
         (p & TAG_MASK == tag).then_some((p >> TAG_BITS) as u32)
+    }
+
+    /// Slot `i` as packed, whatever the slots' width; `None` past the end.
+    #[inline(always)]
+    fn slot(&self, i: usize) -> Option<u64> {
+        match &self.slots {
+            Slots::Narrow(s) => s.get(i).map(|&p| p as u64),
+            Slots::Wide(s) => s.get(i).copied(),
+        }
     }
 
     /// The value in slot `i`; `None` for a slot never written.
     #[inline]
     pub fn get(&self, i: usize) -> Option<Val> {
-        let p = match &self.slots {
-            Slots::Narrow(s) => *s.get(i)? as u64,
-            Slots::Wide(s) => *s.get(i)?,
-        };
-        self.unpack(p)
+        self.unpack(self.slot(i)?)
     }
 }
 

@@ -15,8 +15,9 @@
 //! schema's fast setters do not take, a memo entry the dict itself made, a dict that is not an
 //! event, a window that ends inside the dict — gives up *before anything is committed*, and the
 //! VM reads the same bytes the general way. What giving up leaves behind is only what the
-//! general way makes too, in the same order: strings and stacks interned (interning again finds
-//! them). So both ways build the same model, byte for byte.
+//! general way makes too, in the same order: strings interned (interning again finds them; the
+//! stack is interned only at commit, where the VM interns it). So both ways build the same
+//! model, byte for byte.
 
 use super::State;
 use crate::ingest::pickle::op;
@@ -85,8 +86,8 @@ impl State {
             return None;
         }
         // Memo entries the dict makes, after its own (which becomes the event): the strings and
-        // the frame list, in order. A BINGET of one of them gives up (none is committed yet).
-        let known = self.memo.len();
+        // the frame list, in order. None is in the memo before the commit, so a BINGET of one
+        // finds nothing and gives up.
         let mut made: [Val; 4] = [Val::None; 4];
         let mut n_made = 0;
         let mut row = EventRow::default();
@@ -121,7 +122,7 @@ impl State {
                 op::EMPTY_LIST if field == Field::Frames && !frames => {
                     // Its frames wait in `frame_buf`; the stack is interned at commit (where the
                     // VM interns it: at SETITEMS) and its memo entry is an arena slot holding it.
-                    if !self.frame_list(&mut r, known) {
+                    if !self.frame_list(&mut r) {
                         return None;
                     }
                     *made.get_mut(n_made)? = LIST;
@@ -129,13 +130,7 @@ impl State {
                     frames = true;
                     continue;
                 }
-                g => {
-                    let i = r.get_index(g)?;
-                    if i >= known {
-                        return None;
-                    }
-                    self.memo.get(i)?
-                }
+                g => self.memo.get(r.get_index(g)?)?,
             };
             if !self.set_event_fast(&mut row, field, v) {
                 return None;
@@ -148,11 +143,7 @@ impl State {
         if frames {
             row.stack = match self.last_stack {
                 Some(s) if self.b.stack_frames(s) == self.frame_buf.as_slice() => s,
-                _ => {
-                    let s = self.b.stack(&self.frame_buf);
-                    self.last_stack = Some(s);
-                    s
-                }
+                _ => self.intern_frame_buf(),
             };
         }
         let id = self.b.push_event(&row);
@@ -187,22 +178,19 @@ impl State {
     /// A frame list after its `EMPTY_LIST`: `MEMOIZE`, then `MARK` and memoized frames up to
     /// `APPENDS` (or one frame and `APPEND`), possibly several batches, or nothing for an empty
     /// list. Leaves its frames in `frame_buf`; `false` gives up.
-    fn frame_list(&mut self, r: &mut Bytes<'_>, known: usize) -> bool {
+    fn frame_list(&mut self, r: &mut Bytes<'_>) -> bool {
         if r.u8() != Some(op::MEMOIZE) {
             return false;
         }
         let mut frames = std::mem::take(&mut self.frame_buf);
         frames.clear();
-        let ok = self.frames_into(r, known, &mut frames);
+        let ok = self.frames_into(r, &mut frames);
         self.frame_buf = frames;
         ok
     }
 
-    fn frames_into(&self, r: &mut Bytes<'_>, known: usize, frames: &mut Vec<u32>) -> bool {
-        let frame = |r: &mut Bytes<'_>, opcode: u8| -> Option<u32> {
-            let i = r.get_index(opcode)?;
-            self.memo.frame_at(i).filter(|_| i < known)
-        };
+    fn frames_into(&self, r: &mut Bytes<'_>, frames: &mut Vec<u32>) -> bool {
+        let frame = |r: &mut Bytes<'_>, opcode: u8| self.memo.frame_at(r.get_index(opcode)?);
         loop {
             match r.peek() {
                 Some(op::MARK) => {
