@@ -981,6 +981,55 @@ fn a_copied_link_reopens_the_same_view() {
     assert_eq!(app3.timeline().unwrap().selection.pinned.map(|h| h.element), Some(hit.element));
 }
 
+/// The minimap draws each pixel column's envelope over the whole trace: its highest total at the
+/// top of the fill, its lowest at the top of the floor below it (the golden layout's totals say
+/// where; the minimap's levels may widen a column's range by a bucket, so a row either way).
+#[test]
+fn the_minimap_draws_each_columns_peak_and_floor() {
+    let (mut gpu, mut app) = open(&golden_archive(), 900, 500);
+    // Zoomed in at the right, so the view's brush (shading what it covers) leaves the rest as drawn.
+    let plot = app.timeline().unwrap().plot_rect;
+    for _ in 0..6 {
+        gpu.frame(&mut app, memviz::viewer::bench::wheel(egui::pos2(plot.right() - 2.0, plot.center().y), 60.0, false));
+    }
+    gpu.settle(&mut app, 3000);
+    let rgba = gpu.read_rgba();
+    let t = app.timeline().unwrap();
+    let rect = t.minimap_rect;
+    let brush_left = rect.left() + (t.view.x0 / t.stacked().layout.actions.len() as f64) as f32 * rect.width();
+    let golden = json_file(&data("gpt2_small.layout.json"));
+    let totals: Vec<u64> =
+        golden["devices"][0]["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let peak = *totals.iter().max().unwrap() as f32;
+    let (n, width) = (totals.len(), rect.width() as usize);
+    let per = n as f64 / width as f64;
+    let px = |x: usize, y: usize| {
+        let i = (y * gpu.width as usize + x) * 4;
+        [rgba[i], rgba[i + 1], rgba[i + 2]]
+    };
+    let rgb = |c: egui::Color32| [c.r(), c.g(), c.b()];
+    let (fill, floor) = (rgb(memviz::viewer::theme::MINIMAP_FILL), rgb(memviz::viewer::theme::MINIMAP_FLOOR));
+    let (mut hits, mut misses) = (0, Vec::new());
+    for i in 0..40 {
+        let c = (brush_left as usize - rect.left() as usize - 2) * (2 * i + 1) / 80;
+        let (a, b) = ((c as f64 * per) as usize, (((c + 1) as f64 * per).ceil() as usize).min(n));
+        let (max, min) = (*totals[a..b].iter().max().unwrap(), *totals[a..b].iter().min().unwrap());
+        let row = |bytes: u64| (rect.bottom() - bytes as f32 / peak * rect.height() - 0.5).ceil() as usize;
+        let x = rect.left() as usize + c;
+        // Scanning down the column: background, then fill from the peak's row, then floor from
+        // the floor's row to the bottom.
+        let first = |colour| (rect.top() as usize..rect.bottom() as usize).find(|&y| px(x, y) == colour);
+        let near = |got: Option<usize>, want: usize| got.is_some_and(|g| g.abs_diff(want) <= 1);
+        let top_ok = near(first(fill), row(max)) || (row(max) == row(min) && near(first(floor), row(min)));
+        if top_ok && near(first(floor), row(min)) && px(x, rect.bottom() as usize - 1) == floor {
+            hits += 1;
+        } else {
+            misses.push((c, max, min, row(max), row(min), first(fill), first(floor)));
+        }
+    }
+    assert!(hits >= 36, "{hits} columns as the totals say; off: {misses:?}");
+}
+
 /// At coarse zoom each pixel column also shows its floor — the lowest total among the actions it
 /// covers — as a mark at that height (the golden layout's totals say where).
 #[test]

@@ -220,7 +220,7 @@ impl ViewerApp {
     /// archive with an id out of range shows its one line instead (see `archive::guard`).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         if self.frames == 0 {
-            theme::apply(ui.ctx());
+            theme::apply(ui);
         }
         self.refresh_status();
         let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.frame_ui(ui))) else {

@@ -49,9 +49,10 @@ impl Timeline {
             self.floor_cache = Some((key, std::sync::Arc::new(self.floors(columns))));
         }
         let Some((_, floors)) = &self.floor_cache else { return };
-        // One mesh of pixel-aligned quads (two triangles a column): a feathered rectangle per
-        // column was ten, which lavapipe paid for on every frame.
-        let mut mesh = egui::Mesh::default();
+        // Pixel-aligned marks, side by side ones at the same rows joined (`strip::joined_mesh`):
+        // lavapipe pays for every triangle on every frame (a feathered rectangle per column was
+        // ten, a quad per column two).
+        let mut marks = Vec::with_capacity(floors.len());
         for (c, f) in floors.iter().enumerate() {
             let Some(f) = *f else { continue };
             let y = self.view.screen_from_bytes(rect, f as f64);
@@ -61,8 +62,8 @@ impl Timeline {
             let x = rect.left() + c as f32;
             let mark =
                 Rect::from_min_max(pos2(x, (y - 1.0).max(rect.top())), pos2(x + 1.0, (y + 1.0).min(rect.bottom())));
-            mesh.add_colored_rect(mark, theme::FLOOR);
+            marks.push((mark, theme::FLOOR));
         }
-        painter.add(mesh);
+        painter.with_clip_rect(rect).add(super::strip::joined_mesh(&marks, self.pixels_per_point));
     }
 }

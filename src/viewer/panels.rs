@@ -194,6 +194,7 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let rect = Rect::from_min_max(pos2(rect.left() + theme::Y_AXIS_WIDTH - 4.0, rect.top()), rect.max);
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let painter = ui.painter_at(rect);
+    t.minimap_rect = rect;
     let session = std::sync::Arc::clone(&t.session);
     let l = super::timeline::stacked_in(&session, t.device, t.plane).layout;
     let n = l.actions.len();
@@ -211,10 +212,10 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     // The segment timeline has few actions: its minimap reads the totals.
     let levels = if t.plane == Plane::Elements { session.minimap(t.device) } else { Vec::new() };
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
-    // One mesh of abutting one-pixel columns each (the envelope down to its floor, then the
-    // floor): each pixel is shaded once, where a line per column smeared its anti-aliasing over
-    // its neighbours. The panel is unfilled: the clear colour is the background.
-    let (mut fill, mut floor) = (egui::Mesh::default(), egui::Mesh::default());
+    // Abutting one-pixel columns (the envelope down to its floor, then the floor) in one texture
+    // (`viewer::strip`): each pixel is shaded once, where a line per column smeared its
+    // anti-aliasing over its neighbours. The panel is unfilled: the clear colour is the background.
+    let mut rects = Vec::with_capacity(2 * width);
     for px in 0..width {
         let (a, b) = (
             (px as f64 * per) as usize,
@@ -238,12 +239,11 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         let y = rect.bottom() - (max as f32 / peak) * rect.height();
         // The floor under the peak envelope: memory that never goes away.
         let y_floor = rect.bottom() - (min as f32 / peak) * rect.height();
-        fill.add_colored_rect(Rect::from_min_max(pos2(x, y), pos2(x + 1.0, y_floor.max(y))), theme::MINIMAP_FILL);
-        floor
-            .add_colored_rect(Rect::from_min_max(pos2(x, y_floor), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FLOOR);
+        rects.push((Rect::from_min_max(pos2(x, y), pos2(x + 1.0, y_floor.max(y))), theme::MINIMAP_FILL));
+        rects.push((Rect::from_min_max(pos2(x, y_floor), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FLOOR));
     }
-    painter.add(egui::Shape::mesh(fill));
-    painter.add(egui::Shape::mesh(floor));
+    let ppp = ui.ctx().pixels_per_point();
+    t.minimap_strip.draw(&painter, "memviz minimap", rect, ppp, &rects);
     brush_ui(&painter, &response, rect, t, n);
 }
 

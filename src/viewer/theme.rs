@@ -7,8 +7,10 @@ pub const BACKGROUND: Color32 = Color32::from_rgb(24, 26, 30);
 /// The viewer's style: panels are left unfilled, so the frame's clear colour ([`BACKGROUND`])
 /// is their background. A software rasteriser (lavapipe) shades every pixel of a fill, and the
 /// panels' fills covered a fifth of the window a second time on every frame.
-pub fn apply(ctx: &egui::Context) {
-    ctx.global_style_mut(|s| s.visuals.panel_fill = Color32::TRANSPARENT);
+pub fn apply(ui: &mut egui::Ui) {
+    ui.ctx().global_style_mut(|s| s.visuals.panel_fill = Color32::TRANSPARENT);
+    // The pass under way took its style before: without this its panels are filled.
+    ui.style_mut().visuals.panel_fill = Color32::TRANSPARENT;
 }
 
 pub const GRID: Color32 = Color32::from_rgb(48, 52, 58);

@@ -86,6 +86,9 @@ pub struct Timeline {
     pub pixels_per_point: f32,
     /// The floor per pixel column for the view it was computed for (`viewer::floor`).
     pub floor_cache: Option<Cached<super::floor::FloorKey, Vec<Option<u64>>>>,
+    /// The minimap, drawn as one texture (`viewer::strip`), and where it was last drawn.
+    pub minimap_strip: super::strip::Strip,
+    pub minimap_rect: Rect,
     /// The search (Ctrl/Cmd+F): its matches and their marks for the shader.
     pub search: super::search::Search,
     /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
@@ -130,6 +133,8 @@ impl Timeline {
             raster_pending: false,
             pixels_per_point: 1.0,
             floor_cache: None,
+            minimap_strip: Default::default(),
+            minimap_rect: Rect::NOTHING,
             search: Default::default(),
             slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
