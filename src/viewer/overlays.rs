@@ -115,6 +115,10 @@ impl Timeline {
         // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the
         // lane solid; labels are placed without overlaps below.
         let mut last_marker = f32::NEG_INFINITY;
+        // Shades and marks as two joined meshes (`strip::joined_mesh`): a stroke or a filled
+        // rectangle per marker was ~10 triangles each, which lavapipe paid for on every frame.
+        let (mut shades, mut marks) = (Vec::new(), Vec::new());
+        let mark = |x: f32| (Rect::from_x_y_ranges(x - 0.5..=x + 0.5, lane.y_range()), theme::ANNOTATION);
         for span in &spans {
             let (start, end, depth) = (span.start_us, span.end_us, span.depth);
             let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
@@ -128,20 +132,20 @@ impl Timeline {
             let (sx0, sx1) =
                 (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
             if depth == 0 && sx0 - last_marker >= 3.0 {
-                if span.is_point() {
-                    painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
-                } else {
-                    painter.rect_filled(
+                if !span.is_point() {
+                    shades.push((
                         Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
-                        0.0,
                         theme::ANNOTATION_SPAN,
-                    );
-                    painter.vline(sx0, lane.y_range(), Stroke::new(1.0, theme::ANNOTATION));
+                    ));
                 }
+                marks.push(mark(sx0));
                 last_marker = sx0;
             }
             labels.push((sx0 + 2.0, (sx1 - sx0) as u32 / (depth + 1), span.name));
         }
+        let ppp = ui.ctx().pixels_per_point();
+        painter.add(super::strip::joined_mesh(&shades, ppp));
+        painter.add(super::strip::joined_mesh(&marks, ppp));
         let places: Vec<(f32, u32)> = labels.iter().map(|l| (l.0, l.1)).collect();
         let shown = axis::place_labels_lazily(&places, 6.0, |i| {
             painter.layout_no_wrap(labels[i].2.to_owned(), font.clone(), theme::ANNOTATION).size().x
