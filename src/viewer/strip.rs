@@ -8,8 +8,9 @@
 //! into one texture and drawn as one quad ([`Strip`]: painted again only when its rectangles
 //! change, hashed each frame, so a pan uploads nothing), and a thin one that spans the plot,
 //! whose bounding box as a texture would be shaded whole, is one mesh with side by side
-//! rectangles at the same rows joined ([`joined_mesh`]). Both fill exactly the pixels a quad per
-//! rectangle fills: those whose centres the rectangle holds.
+//! rectangles at the same rows joined ([`joined_mesh`]). Both fill the pixels whose centres a
+//! rectangle holds — what a quad per rectangle fills, up to the rasteriser's sub-pixel rounding
+//! of a centre on an edge (on gen9m's first frame, 11 pixels of the floor marks moved a row).
 
 use std::hash::{Hash as _, Hasher as _};
 
@@ -58,9 +59,9 @@ impl Strip {
     }
 }
 
-/// `rects` as one mesh, each snapped to the pixels the rasteriser fills for it (those whose centres
-/// it holds, at `ppp` pixels per point) and side by side ones of one colour and the same rows
-/// joined: the same pixels as a quad per rectangle, in fewer triangles. For thin shapes that span
+/// `rects` as one mesh, each snapped to the pixels whose centres it holds (at `ppp` pixels per
+/// point) and side by side ones of one colour and the same rows joined: the pixels of a quad per
+/// rectangle, in fewer triangles. For thin shapes that span
 /// the plot (the floor marks, the unallocated band), whose bounding box as a texture would be
 /// shaded whole.
 pub fn joined_mesh(rects: &[(Rect, Color32)], ppp: f32) -> egui::Mesh {
