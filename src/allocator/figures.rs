@@ -10,7 +10,8 @@
 //!
 //! The multiset is a hash map of counts beside a max-heap of the sizes (see [`Holes`]): a hole
 //! split or joined costs two hash lookups and a heap push, where a tree of sizes took a descent
-//! for each (gen9m: ~4 descents a block event, the pass's hottest code after the block tree's).
+//! for each (gen9m: ~4 descents a block event, the pass's hottest code after the blocks' own
+//! ordered map, [`super::Blocks`], whose neighbours of a changed block bound its hole).
 
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -121,11 +122,9 @@ impl Figures {
         }
         let Some(seg) = self.segment_at(&st.segments, addr) else { return };
         let (start, end) = (seg.addr, seg.addr + seg.size);
-        // One-sided ranges: the tree is searched for one bound only.
-        let before = st.blocks.range(..addr).next_back().filter(|(_, b)| b.addr >= start);
-        let lo = before.map_or(start, |(_, b)| (b.addr + b.size).max(start));
-        let after = st.blocks.range((std::ops::Bound::Excluded(addr), std::ops::Bound::Unbounded)).next();
-        let hi = after.filter(|(_, b)| b.addr < end).map_or(end, |(_, b)| b.addr);
+        let before = st.blocks.before(addr).filter(|b| b.addr >= start);
+        let lo = before.map_or(start, |b| (b.addr + b.size).max(start));
+        let hi = st.blocks.after(addr).filter(|b| b.addr < end).map_or(end, |b| b.addr);
         let split = |b: Option<Block>| match b {
             None => [hi.saturating_sub(lo), 0],
             Some(b) => [b.addr.saturating_sub(lo), hi.saturating_sub(lo.max(b.addr + b.size))],

@@ -18,9 +18,12 @@
 //! Its figures are PyTorch's own: at a real OOM, `allocated` and `reserved − allocated` are the
 //! "allocated by PyTorch" and "reserved by PyTorch but unallocated" of torch's message.
 
+mod blocks;
 mod figures;
 
 use std::collections::{BTreeMap, BTreeSet};
+
+pub use blocks::Blocks;
 
 use serde::Serialize;
 
@@ -54,7 +57,7 @@ pub struct State {
     /// Sorted by address, disjoint.
     pub segments: Vec<Segment>,
     /// By address.
-    pub blocks: BTreeMap<u64, Block>,
+    pub blocks: Blocks,
 }
 
 /// The event columns an undo reads: the in-memory model's, or an archive's decompressed chunk by
@@ -101,10 +104,7 @@ impl State {
                     BlockState::ActivePendingFree => true,
                     _ => continue,
                 };
-                st.blocks.insert(
-                    b.address,
-                    Block { addr: b.address, size: b.size, requested: b.requested_size, pending_free },
-                );
+                st.blocks.insert(Block { addr: b.address, size: b.size, requested: b.requested_size, pending_free });
             }
         }
         st.segments.sort_by_key(|s| s.addr);
@@ -118,13 +118,13 @@ impl State {
         match BlockUndo::of(action, addr, size) {
             Some(BlockUndo::Set(new)) => {
                 let old = match new {
-                    Some(b) => self.blocks.insert(addr, b),
-                    None => self.blocks.remove(&addr),
+                    Some(b) => self.blocks.insert(b),
+                    None => self.blocks.remove(addr),
                 };
                 figures.block_changed(self, addr, old, new);
             }
             Some(BlockUndo::NotPending) => {
-                if let Some(b) = self.blocks.get_mut(&addr) {
+                if let Some(b) = self.blocks.get_mut(addr) {
                     let was = b.pending_free;
                     b.pending_free = false;
                     figures.pending_changed(b, was);
@@ -158,10 +158,10 @@ impl State {
 
     /// The state `undone` events before this one (the last `undone` events of `trace`, this
     /// state being the one after them), without figures: the blocks live in a hash map meanwhile
-    /// (a lookup instead of a tree descent per event) and go back into the tree once.
+    /// (a lookup instead of an ordered search per event) and go back into [`Blocks`] once.
     fn undo_untracked(self, ev: &dyn EventColumns, trace: std::ops::Range<usize>, undone: usize) -> State {
-        let mut blocks: rustc_hash::FxHashMap<u64, Block> = self.blocks.into_iter().collect();
-        let mut rest = State { segments: self.segments, blocks: BTreeMap::new() };
+        let mut blocks: rustc_hash::FxHashMap<u64, Block> = self.blocks.values().map(|b| (b.addr, *b)).collect();
+        let mut rest = State { segments: self.segments, blocks: Blocks::default() };
         let mut figures = Figures::default();
         for e in (trace.end - undone.min(trace.len())..trace.end).rev() {
             let addr = ev.addr(e);
@@ -180,7 +180,7 @@ impl State {
                 None => rest.undo_segments(ev, e, &mut figures),
             }
         }
-        rest.blocks = blocks.into_iter().collect();
+        rest.blocks = blocks.into_values().collect();
         rest
     }
 
@@ -227,7 +227,7 @@ impl State {
     fn segment_maps(&self) -> Vec<SegmentMap> {
         let mut segments = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
-            let blocks = self.blocks.range(s.addr..s.addr + s.size).map(|(_, b)| *b).collect();
+            let blocks = self.blocks.range(s.addr..s.addr + s.size).copied().collect();
             segments.push(SegmentMap { segment: s.clone(), blocks });
         }
         segments
@@ -480,7 +480,7 @@ impl State {
             .collect();
         let blocks = blocks
             .chunks_exact(BLOCK_WORDS)
-            .map(|b| (b[0], Block { addr: b[0], size: b[1], requested: b[2], pending_free: b[3] != 0 }))
+            .map(|b| Block { addr: b[0], size: b[1], requested: b[2], pending_free: b[3] != 0 })
             .collect();
         Some(State { segments, blocks })
     }
@@ -662,7 +662,7 @@ mod tests {
             ..State::default()
         };
         for &(addr, size) in blocks {
-            st.blocks.insert(addr, Block { addr, size, requested: size, pending_free: false });
+            st.blocks.insert(Block { addr, size, requested: size, pending_free: false });
         }
         st.summary(0)
     }
