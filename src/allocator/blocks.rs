@@ -55,13 +55,6 @@ impl Blocks {
         (r, at)
     }
 
-    pub fn get(&self, addr: u64) -> Option<&Block> {
-        match self.find(addr) {
-            (r, Ok(i)) => Some(&self.runs[r][i]),
-            _ => None,
-        }
-    }
-
     pub fn get_mut(&mut self, addr: u64) -> Option<&mut Block> {
         match self.find(addr) {
             (r, Ok(i)) => Some(&mut self.runs[r][i]),
@@ -108,28 +101,23 @@ impl Blocks {
         Some(b)
     }
 
-    /// The block with the highest address below `addr`.
+    /// The block with the highest address below `addr` (the one before `addr`'s place in its
+    /// run, else the previous run's last: every run's addresses are below the next run's first).
     pub fn before(&self, addr: u64) -> Option<&Block> {
         let (r, at) = self.find(addr);
-        let i = match at {
-            Ok(i) | Err(i) => i,
-        };
-        match i.checked_sub(1) {
+        match at.unwrap_or_else(|i| i).checked_sub(1) {
             Some(j) => self.runs.get(r).and_then(|run| run.get(j)),
             None => r.checked_sub(1).and_then(|p| self.runs[p].last()),
         }
-        .filter(|b| b.addr < addr)
     }
 
-    /// The block with the lowest address above `addr`.
+    /// The block with the lowest address above `addr` (the one after `addr`'s place in its run,
+    /// else the next run's first, which is above `addr` since `addr`'s run is the last starting
+    /// at or below it).
     pub fn after(&self, addr: u64) -> Option<&Block> {
         let (r, at) = self.find(addr);
-        let i = match at {
-            Ok(i) => i + 1,
-            Err(i) => i,
-        };
-        let run = self.runs.get(r)?;
-        run.get(i).or_else(|| self.runs.get(r + 1).and_then(|next| next.first())).filter(|b| b.addr > addr)
+        let i = at.map_or_else(|i| i, |i| i + 1);
+        self.runs.get(r)?.get(i).or_else(|| self.runs.get(r + 1).and_then(|next| next.first()))
     }
 
     /// Every block, by address.
@@ -140,9 +128,7 @@ impl Blocks {
     /// The blocks whose addresses lie in `range`, by address.
     pub fn range(&self, range: std::ops::Range<u64>) -> impl Iterator<Item = &Block> {
         let (r, at) = self.find(range.start);
-        let i = match at {
-            Ok(i) | Err(i) => i,
-        };
+        let i = at.unwrap_or_else(|i| i);
         let first = self.runs.get(r).map_or(&[][..], |run| &run[i.min(run.len())..]);
         let end = range.end;
         first.iter().chain(self.runs.iter().skip(r + 1).flatten()).take_while(move |b| b.addr < end)
@@ -198,7 +184,7 @@ mod tests {
                 0 | 1 => assert_eq!(ours.insert(block(addr)), map.insert(addr, block(addr)), "step {step}"),
                 2 => assert_eq!(ours.remove(addr), map.remove(&addr), "step {step}"),
                 _ => {
-                    assert_eq!(ours.get(addr), map.get(&addr));
+                    assert_eq!(ours.get_mut(addr).copied(), map.get(&addr).copied());
                     assert_eq!(ours.before(addr), map.range(..addr).next_back().map(|(_, b)| b));
                     assert_eq!(ours.after(addr + 1), map.range(addr + 2..).next().map(|(_, b)| b));
                     let hi = addr + next() % 4000;

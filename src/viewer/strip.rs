@@ -61,11 +61,13 @@ impl Strip {
 
 /// `rects` as one mesh, each snapped to the pixels whose centres it holds (at `ppp` pixels per
 /// point) and side by side ones of one colour and the same rows joined: the pixels of a quad per
-/// rectangle, in fewer triangles. For thin shapes that span
-/// the plot (the floor marks, the unallocated band), whose bounding box as a texture would be
-/// shaded whole.
+/// rectangle, in fewer triangles. For thin shapes that span the plot (the floor marks, the
+/// unallocated band), whose bounding box as a texture would be shaded whole.
 pub fn joined_mesh(rects: &[(Rect, Color32)], ppp: f32) -> egui::Mesh {
-    let snap = |a: f32, b: f32| ((a * ppp - 0.5).ceil() / ppp, (b * ppp - 0.5).ceil() / ppp);
+    let snap = |a: f32, b: f32| {
+        let (a, b) = pixels(a, b, ppp);
+        (a / ppp, b / ppp)
+    };
     let mut mesh = egui::Mesh::default();
     let mut open: Option<(Rect, Color32)> = None;
     for &(r, c) in rects {
@@ -89,15 +91,20 @@ pub fn joined_mesh(rects: &[(Rect, Color32)], ppp: f32) -> egui::Mesh {
     mesh
 }
 
+/// The pixel columns (or rows) whose centres lie in `[a, b)` points, at `ppp` pixels per point:
+/// the first and one past the last.
+fn pixels(a: f32, b: f32, ppp: f32) -> (f32, f32) {
+    ((a * ppp - 0.5).ceil(), (b * ppp - 0.5).ceil())
+}
+
 /// Columns `[a, b)` and rows `[a, b)` of pixels, and their colour.
 type PixelRect = ((i32, i32), (i32, i32), Color32);
 
 /// The pixels of `rects` over their bounding box inside `clip` (whole pixels), and the box in
 /// points; `None` when nothing is filled.
 fn paint(clip: Rect, ppp: f32, rects: &[(Rect, Color32)]) -> Option<(ColorImage, Rect)> {
-    // Pixel rows / columns whose centres lie in [a, b) points.
     let span = |a: f32, b: f32| {
-        let (a, b) = ((a * ppp - 0.5).ceil(), (b * ppp - 0.5).ceil());
+        let (a, b) = pixels(a, b, ppp);
         (a.max(i32::MIN as f32) as i32, b.min(i32::MAX as f32) as i32)
     };
     let (cx, cy) = (span(clip.min.x, clip.max.x), span(clip.min.y, clip.max.y));
