@@ -316,6 +316,7 @@ fn streamed_and_in_memory_indexing_write_the_same_bytes() {
 /// Past its memory budget, indexing spills what grows with the input to a temp file beside the
 /// output and drops those pages from the process as it goes (`spill.rs`); the archive is the same.
 /// A budget of 1 MiB makes every large allocation spill, on every fixture and on a long run.
+/// Each archive then passes the full check an untrusted file gets (`Archive::verify`).
 #[test]
 fn an_index_under_a_tiny_memory_budget_writes_the_same_bytes() {
     let dir = tempdir();
@@ -334,6 +335,9 @@ fn an_index_under_a_tiny_memory_budget_writes_the_same_bytes() {
         assert!(out.status.success(), "{stderr}");
         let (a, b) = (std::fs::read(&normal).unwrap(), std::fs::read(&small).unwrap());
         assert!(a.len() > 1000 && a == b, "{}: the budget changed the archive", snapshot.display());
+        // What memviz writes passes its own full check (ids, totals as running sums, checksums).
+        let written = Archive::from_memory(&a, &normal).unwrap();
+        written.verify().unwrap_or_else(|e| panic!("{}: {e}", snapshot.display()));
         if snapshot.ends_with("long.pickle") {
             // "… spilled 12.3 MB, pages dropped 40 times)" on the last stage's line.
             let last = stderr.lines().rfind(|l| l.starts_with("timing: write")).unwrap();
@@ -443,4 +447,25 @@ fn golden_archive_still_opens_and_answers_the_same() {
         assert_eq!(a.root().source.name.as_str(), "gpt2_small.pickle");
         assert!(answers(&golden) == answers(&data("gpt2_small.pickle")), "v{version} answers differently");
     }
+}
+
+/// What `cargo fuzz run archive` found: an archive body (valid rkyv, sealed with a valid
+/// checksum) whose totals column is not the running sum of its elements' sizes — totals near
+/// 2^63, so that a step's net (`total_end - total_start`) overflowed. Its ids are all in range;
+/// the totals are what the check refuses, before any answer subtracts them.
+#[test]
+fn totals_that_are_not_the_elements_running_sum_are_refused() {
+    let body = std::fs::read(data("bad/totals_overflow.archive-body")).unwrap();
+    let file = memviz_format::seal(&body, memviz_format::SourceStamp::default());
+    let a = Archive::from_memory(&file, Path::new("fuzz.memviz")).unwrap();
+    a.verify_checksum().unwrap();
+    let err = a.verify().unwrap_err().to_string();
+    assert!(err.contains("is not the running sum of the elements' sizes"), "{err}");
+    // On the command line it is the one-line error of a damaged archive.
+    let dir = tempdir();
+    let bad = dir.path().join("totals.memviz");
+    std::fs::write(&bad, &file).unwrap();
+    let err =
+        assert_bad_input(&memviz(["steps".as_ref(), bad.as_os_str(), "--annotation".as_ref(), "*".as_ref()]), &bad);
+    assert!(err.contains("running sum"), "{err}");
 }

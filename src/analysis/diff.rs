@@ -246,7 +246,7 @@ pub fn diff<FA: FrameSource, FB: FrameSource>(a: &Side<'_, '_, FA>, b: &Side<'_,
     let (new_sites, vanished_sites) = (only(&sb, &sa), only(&sa, &sb));
     let (pa, pb) = (sa.side.peak_bytes, sb.side.peak_bytes);
     DiffReport {
-        peak_delta_bytes: pb as i64 - pa as i64,
+        peak_delta_bytes: units::change(pa, pb),
         peak_delta_pct: (pa > 0).then(|| (pb as f64 - pa as f64) * 100.0 / pa as f64),
         a: sa.side,
         b: sb.side,

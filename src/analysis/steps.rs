@@ -144,7 +144,7 @@ fn family_report<F: FrameSource>(
                 total_end: r.total_end,
                 peak_bytes: r.peak_bytes,
                 peak_action: r.peak_action,
-                net_bytes: r.total_end as i64 - r.total_start as i64,
+                net_bytes: units::change(r.total_start, r.total_end),
                 retained_bytes: None,
                 before_trace: r.before_trace,
                 peak_by_category: t.categories.map(|of| {
@@ -157,7 +157,7 @@ fn family_report<F: FrameSource>(
         .collect();
     let judged: Vec<usize> = (0..steps.len()).filter(|&i| !steps[i].before_trace).collect();
     for w in judged.windows(2) {
-        steps[w[0]].retained_bytes = Some(steps[w[1]].total_start as i64 - steps[w[0]].total_start as i64);
+        steps[w[0]].retained_bytes = Some(units::change(steps[w[0]].total_start, steps[w[1]].total_start));
     }
     let in_trace: Vec<&Step> = steps.iter().filter(|s| !s.before_trace).collect();
     let verdict = verdict(&in_trace, t.layout.peak_bytes);

@@ -1,4 +1,16 @@
-//! Human-readable numbers: bytes (B/KiB/MiB/GiB), durations (µs/ms/s), thousands separators.
+//! Human-readable numbers: bytes (B/KiB/MiB/GiB), durations (µs/ms/s), thousands separators;
+//! the signed change between two byte counts.
+
+/// `to - from` for two totals of live bytes. A consistent archive keeps every total below 2^63
+/// (`archive::consistency`), so the change is exact; one beyond is a damaged or hostile file, and
+/// the panic here is what the command's guard turns into the check's one-line error
+/// (`commands::reading`) rather than a wrapped number.
+pub fn change(from: u64, to: u64) -> i64 {
+    match (i64::try_from(from), i64::try_from(to)) {
+        (Ok(a), Ok(b)) => b - a,
+        _ => panic!("a total of {from} or {to} bytes is beyond any device: the archive is inconsistent"),
+    }
+}
 
 /// `1536` → `"1.5 KiB"`; exact below 1000 B; never more than three digits before the point
 /// (1012 MiB is `0.99 GiB`).

@@ -101,7 +101,7 @@ struct Tables {
 struct Stacked<'a> {
     elements: &'a ArchivedElements,
     actions: &'a [u32],
-    totals: usize,
+    totals: &'a [u64],
     initial: &'a [u32],
     initial_total: u64,
     checkpoints: &'a ArchivedCheckpoints,
@@ -115,7 +115,7 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
         &Stacked {
             elements: &d.elements,
             actions,
-            totals: d.totals.len(),
+            totals: u64s(&d.totals),
             initial: u32s(&d.initial),
             initial_total: d.initial_total.to_native(),
             checkpoints: &d.checkpoints,
@@ -130,7 +130,7 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
         let timeline = Stacked {
             elements: &t.elements,
             actions: u32s(&t.actions),
-            totals: t.totals.len(),
+            totals: u64s(&t.totals),
             initial: u32s(&t.initial),
             initial_total: t.initial_total.to_native(),
             checkpoints: &t.checkpoints,
@@ -143,13 +143,24 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
         id_or_none("a span's name", s.name.to_native(), strings)?;
     }
     if let Some(summary) = d.summary.as_ref() {
-        summary_ids(summary, d.spans.len(), actions.len(), d.allocator.events.to_native() as usize, stacks)
+        let totals = (d.initial_total.to_native(), u64s(&d.totals));
+        summary_ids(summary, d.spans.len(), totals, d.allocator.events.to_native() as usize, stacks)
             .map_err(|e| format!("summary: {e}"))?;
     }
     Ok(())
 }
 
-fn summary_ids(s: &ArchivedSummary, spans: usize, actions: usize, events: usize, stacks: usize) -> Result<(), String> {
+/// The summary's ids in range, and its steps' totals the layout's (`totals`: the initial total
+/// and the total after each action, both checked by [`stacked`]).
+fn summary_ids(
+    s: &ArchivedSummary,
+    spans: usize,
+    (initial_total, totals): (u64, &[u64]),
+    events: usize,
+    stacks: usize,
+) -> Result<(), String> {
+    let actions = totals.len();
+    let total_before = |k: u32| if k == 0 { initial_total } else { totals[k as usize - 1] };
     same_len("spans and their actions", &[spans, s.span_actions.len()])?;
     let range = |a: u32, b: u32| a <= b && b as usize <= actions;
     if let Some((a, b)) = s.span_actions.iter().map(|r| (r.0.to_native(), r.1.to_native())).find(|&(a, b)| !range(a, b))
@@ -164,12 +175,24 @@ fn summary_ids(s: &ArchivedSummary, spans: usize, actions: usize, events: usize,
             return Err("a step's actions are out of range".into());
         }
         id_or_none("a step's peak action", r.peak_action.to_native(), actions)?;
+        let peak = match r.peak_action.to_native() {
+            NONE => total_before(r.start_action.to_native()),
+            k => totals[k as usize],
+        };
+        let (start, end) = (total_before(r.start_action.to_native()), total_before(r.end_action.to_native()));
+        if (r.total_start.to_native(), r.total_end.to_native(), r.peak_bytes.to_native()) != (start, end, peak) {
+            return Err("a step's totals are not the layout's".into());
+        }
     }
     for r in steps.retaining.iter() {
         id_or_none("a retaining site", r.stack.to_native(), stacks)?;
     }
     Ok(())
 }
+
+/// The largest total a device's live bytes may reach: below 2^63, so that the difference of any
+/// two totals is an exact `i64`.
+const MAX_TOTAL: u64 = i64::MAX as u64;
 
 /// How many items a pass over a column reads between two calls of `release`: a pass over a
 /// large column — or, reading ids at random, over the columns it points into — holds no more
@@ -211,8 +234,8 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
     )?;
     let actions = t.actions;
     ids_in_releasing("actions", actions, n, release)?;
-    if t.totals != actions.len() {
-        return Err(format!("{} totals for {} actions", t.totals, actions.len()));
+    if t.totals.len() != actions.len() {
+        return Err(format!("{} totals for {} actions", t.totals.len(), actions.len()));
     }
     for (what, col) in [("start", u32s(&e.start)), ("end", u32s(&e.end))] {
         if releasing(col, release).any(|&k| k != NONE && k as usize >= actions.len()) {
@@ -229,17 +252,30 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
             return Err(format!("an element's {what} is out of range"));
         }
     }
-    // The replay removes an element by binary search over slots and pushes one per start.
-    for (k, &id) in releasing(actions, release).enumerate() {
-        let (start, end) = (u32s(&e.start)[id as usize], u32s(&e.end)[id as usize]);
-        if start as usize != k && end as usize != k {
-            return Err(format!("action {k} neither starts nor ends element {id}"));
-        }
-    }
     ids_in("initial elements", t.initial, n)?;
-    let initial: u64 = t.initial.iter().map(|&i| u64s(&e.size)[i as usize]).sum();
-    if initial != t.initial_total {
+    let sizes = u64s(&e.size);
+    let initial = t.initial.iter().try_fold(0u64, |sum, &i| sum.checked_add(sizes[i as usize]));
+    if initial != Some(t.initial_total) || t.initial_total > MAX_TOTAL {
         return Err("the initial total is not the initial elements' sizes".into());
+    }
+    // The replay removes an element by binary search over slots and pushes one per start; every
+    // answer that subtracts two totals (a step's net, a range's change, a diff) reads them as
+    // running sums of the elements' sizes, each below 2^63 so that any difference is exact.
+    let mut total = t.initial_total;
+    for ((k, &id), &stored) in releasing(actions, release).enumerate().zip(t.totals) {
+        let (start, end) = (u32s(&e.start)[id as usize], u32s(&e.end)[id as usize]);
+        let size = sizes[id as usize];
+        let next = if start as usize == k {
+            total.checked_add(size)
+        } else if end as usize == k {
+            total.checked_sub(size)
+        } else {
+            return Err(format!("action {k} neither starts nor ends element {id}"));
+        };
+        match next.filter(|&v| v == stored && v <= MAX_TOTAL) {
+            Some(v) => total = v,
+            None => return Err(format!("the total after action {k} is not the running sum of the elements' sizes")),
+        }
     }
     ids_in("annotated elements", u32s(&e.annotated), n)?;
     for &s in u32s(&e.annotation) {
