@@ -25,13 +25,22 @@ pub fn range_max(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -
     extreme(totals, levels, a, b, false, |v| v.max())
 }
 
-/// Ranges this long or longer are widened by [`range_min_outward`] and [`range_max_outward`].
-pub const OUTWARD_SPAN: usize = (FINEST_BUCKET * FINEST_BUCKET) as usize;
+/// Ranges this long or longer are widened by [`range_min_outward`] and [`range_max_outward`]:
+/// those that span [`OUTWARD_BUCKETS`] of the finest level's buckets. Shorter ones read the
+/// totals, at most this many a column: what a view reads stays bounded at any trace length.
+pub const OUTWARD_SPAN: usize = (FINEST_BUCKET * OUTWARD_BUCKETS) as usize;
+
+/// Buckets an outward range spans at least: it is widened by less than `1 / OUTWARD_BUCKETS` of
+/// itself at each end (an overlay's column is a pixel or two: well under a pixel).
+pub const OUTWARD_BUCKETS: u64 = 16;
 
 /// [`range_min`] for an overlay's column: a range of at least [`OUTWARD_SPAN`] actions is widened
-/// to the whole buckets it touches (by less than 1/64 of it at each end, as the level is chosen),
-/// so only levels are read. A column's edges read from the totals are scattered over the whole
-/// column of totals (672 MB at 10 GB): cold, the first frame waited a second on the disk for them.
+/// to the whole buckets it touches, of the coarsest level whose buckets are at most
+/// 1/[`OUTWARD_BUCKETS`] of it, so only levels are read, and only 16–64 values a column whatever
+/// the trace's length. A column's edges read from the totals are scattered over the whole column
+/// of totals (672 MB at 10 GB): cold, the first frame waited a second on the disk for them; and
+/// √span buckets a column (the exact path's level) read the whole finest level at 10 GB — 10 MB
+/// of mins and 10 MB of maxes for the floor and the reserved overlay, cold 0.1 s of the first frame.
 pub fn range_min_outward(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
     extreme(totals, levels, a, b, true, |v| v.min())
 }
@@ -53,17 +62,21 @@ fn extreme(
     if a >= b {
         return None;
     }
-    let span = (b - a) as f64;
-    // The level whose buckets cost about as much as the edges they leave: ~√span actions each.
-    let level = levels.iter().rfind(|(apb, _)| (*apb as f64) * (*apb as f64) <= span);
-    let Some(&(apb, buckets)) = level else { return pick(&mut totals[a..b].iter().copied()) };
-    let apb = apb as usize;
-    if outward && b - a >= OUTWARD_SPAN {
+    if outward
+        && b - a >= OUTWARD_SPAN
+        && let Some(&(apb, buckets)) = levels.iter().rfind(|(apb, _)| apb * OUTWARD_BUCKETS <= (b - a) as u64)
+    {
+        let apb = apb as usize;
         let whole = buckets.get(a / apb..b.div_ceil(apb).min(buckets.len())).filter(|w| !w.is_empty());
         if let Some(whole) = whole {
             return pick(&mut whole.iter().copied());
         }
     }
+    let span = (b - a) as f64;
+    // The level whose buckets cost about as much as the edges they leave: ~√span actions each.
+    let level = levels.iter().rfind(|(apb, _)| (*apb as f64) * (*apb as f64) <= span);
+    let Some(&(apb, buckets)) = level else { return pick(&mut totals[a..b].iter().copied()) };
+    let apb = apb as usize;
     let (first, last) = (a.div_ceil(apb), b / apb);
     if first >= last {
         return pick(&mut totals[a..b].iter().copied());
@@ -170,7 +183,8 @@ mod tests {
             }
             let (lo, hi) = (lo.unwrap(), hi.unwrap());
             assert!(lo <= *t.iter().min().unwrap() && hi >= *t.iter().max().unwrap(), "{a}..{b}");
-            let wide = &totals[a.saturating_sub((b - a) / 64)..(b + (b - a) / 64).min(totals.len())];
+            let slack = (b - a) / super::OUTWARD_BUCKETS as usize;
+            let wide = &totals[a.saturating_sub(slack)..(b + slack).min(totals.len())];
             assert!(lo >= *wide.iter().min().unwrap() && hi <= *wide.iter().max().unwrap(), "{a}..{b}");
         }
         // Nothing of the totals is read: they could as well be empty past the range's length.
