@@ -450,12 +450,18 @@ fn golden_archive_still_opens_and_answers_the_same() {
 }
 
 /// What `cargo fuzz run archive` found: an archive body (valid rkyv, sealed with a valid
-/// checksum) whose totals column is not the running sum of its elements' sizes — totals near
+/// checksum; format 6's, converted) whose totals column is not the running sum of its elements' sizes — totals near
 /// 2^63, so that a step's net (`total_end - total_start`) overflowed. Its ids are all in range;
 /// the totals are what the check refuses, before any answer subtracts them.
 #[test]
 fn totals_that_are_not_the_elements_running_sum_are_refused() {
-    let body = std::fs::read(data("bad/totals_overflow.archive-body")).unwrap();
+    use memviz_format::{rkyv, schema, v5};
+    // A version-5 body (what format 6 held), brought to the current schema as opening does.
+    let old = std::fs::read(data("bad/totals_overflow.archive-body")).unwrap();
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(&old);
+    let v5: v5::Root = rkyv::from_bytes::<v5::Root, rkyv::rancor::Error>(&aligned).unwrap();
+    let body = rkyv::to_bytes::<rkyv::rancor::Error>(&schema::Root::from(v5)).unwrap();
     let file = memviz_format::seal(&body, memviz_format::SourceStamp::default());
     let a = Archive::from_memory(&file, Path::new("fuzz.memviz")).unwrap();
     a.verify_checksum().unwrap();
@@ -468,4 +474,45 @@ fn totals_that_are_not_the_elements_running_sum_are_refused() {
     let err =
         assert_bad_input(&memviz(["steps".as_ref(), bad.as_os_str(), "--annotation".as_ref(), "*".as_ref()]), &bad);
     assert!(err.contains("running sum"), "{err}");
+}
+
+/// Format 7 stores the colour keys of the coarse tile levels' texels (`TileKeys`): each key is
+/// the stack id of the texel's element — what the viewer makes from the sites otherwise — and
+/// exactly the levels of at most 16 tiles have them (the levels every whole-trace view draws
+/// from), on every fixture and on a long run whose finer levels have more tiles.
+#[test]
+fn coarse_tiles_carry_their_texels_site_keys() {
+    use memviz::archive::chunks;
+    let dir = tempdir();
+    let mut inputs: Vec<std::path::PathBuf> = fixtures().iter().map(|(_, path, _)| path.clone()).collect();
+    inputs.push(long_run(dir.path(), 400));
+    let mut unkeyed = 0;
+    for snapshot in inputs {
+        let out = dir.path().join("keys.memviz");
+        index(&snapshot, &out);
+        let a = Archive::open_verified(&out).unwrap();
+        for d in a.root().devices.iter() {
+            let stack = memviz_format::view::u32s(&d.elements.stack);
+            for level in d.tiles.iter() {
+                let keys = d.tile_keys.iter().find(|k| k.level == level.level);
+                assert_eq!(keys.is_some(), level.tiles.len() <= 16, "{}: level {}", snapshot.display(), level.level);
+                unkeyed += usize::from(keys.is_none());
+                let Some(keys) = keys else { continue };
+                for (tile, stored) in level.tiles.iter().zip(keys.tiles.iter()) {
+                    let texels = chunks::decode::<u32>(tile).unwrap();
+                    let want: Vec<u32> = texels
+                        .iter()
+                        .map(|&id| stack.get(id as usize).copied().unwrap_or(memviz_format::TEXEL_NO_KEY))
+                        .collect();
+                    assert!(
+                        chunks::decode::<u32>(stored).unwrap() == want,
+                        "{}: level {}",
+                        snapshot.display(),
+                        level.level
+                    );
+                }
+            }
+        }
+    }
+    assert!(unkeyed > 0, "the long run has levels of more than 16 tiles");
 }

@@ -1067,3 +1067,30 @@ fn coarse_columns_show_their_floor() {
     // Every floor mark is where the totals say (a marker or a label may cover one or two).
     assert!(hits >= 30 && misses.len() <= 2, "{hits} at the floor; off: {misses:?}");
 }
+
+/// The coarse tiles of a format-7 archive bring their texels' colour keys (`TileKeys`), uploaded
+/// as they are; an archive without them (format 6, upgraded in memory) makes the keys from the
+/// sites. Both draw the same pixels.
+#[test]
+fn stored_tile_keys_draw_what_keys_from_the_sites_draw() {
+    use memviz::viewer::timeline::tile_key;
+    let frame = |archive: &Path| {
+        let (gpu, app) = open(archive, 1000, 600);
+        let t = app.timeline().unwrap();
+        let coarsest = t.session.elements(DeviceIdx(0)).tiles.len() - 1;
+        let tile = t.textures.texels(&tile_key(DeviceIdx(0), Plane::Elements, coarsest, 0)).expect("the coarsest tile");
+        let stored = tile.site_keys.is_some();
+        let rect = t.plot_rect;
+        let rgba = gpu.read_rgba();
+        let row = |y: usize| &rgba[(y * gpu.width as usize + rect.left() as usize) * 4..][..rect.width() as usize * 4];
+        let plot: Vec<u8> = (rect.top() as usize..rect.bottom() as usize).flat_map(row).copied().collect();
+        (stored, plot)
+    };
+    let (stored, with_keys) = frame(&golden_archive());
+    let (made, from_sites) = frame(&data("golden/gpt2_small.v6.memviz"));
+    assert!(stored && !made, "format 7 stores the coarsest tile's keys, format 6 does not");
+    let bg = memviz::viewer::theme::BACKGROUND;
+    let drawn = with_keys.chunks_exact(4).filter(|c| c[..3] != [bg.r(), bg.g(), bg.b()]).count();
+    assert!(drawn > with_keys.len() / 4 / 4, "the plot is drawn ({drawn} pixels)");
+    assert!(with_keys == from_sites, "stored keys colour the plot as the sites do");
+}

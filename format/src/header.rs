@@ -14,7 +14,7 @@ use crate::hash::xxh64;
 /// PNG-style magic: a high byte, the name, and CR LF / EOF / LF to catch text-mode transfers.
 pub const MAGIC: [u8; 8] = *b"\x89MVZ\r\n\x1a\n";
 /// Bumped on every change to an archived type (validation proves memory safety, not schema).
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The first version with a block table (older ones hash the whole archive).
 pub const FIRST_BLOCKED_VERSION: u32 = 6;
 /// Bytes of the archive each block-table entry covers (the last block may be shorter).

@@ -18,6 +18,7 @@ pub mod v1;
 pub mod v2;
 pub mod v3;
 pub mod v4;
+pub mod v5;
 pub mod view;
 
 pub use header::{
@@ -33,3 +34,5 @@ pub const TILE_H: u32 = 512;
 pub const TEXEL_EMPTY: u32 = u32::MAX;
 /// Tile texel: the summarized band of elements too small to draw individually.
 pub const TEXEL_AGGREGATED: u32 = u32::MAX - 1;
+/// The colour key (`TileKeys`) of a texel that shows no element: empty, or the summarised band.
+pub const TEXEL_NO_KEY: u32 = u32::MAX - 1;

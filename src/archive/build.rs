@@ -85,7 +85,9 @@ pub fn build_root(
             || {
                 let events = events();
                 let late: Vec<_> = parts().map(|(l, &p)| series::late_part(&snap, &events, &l.view(), p)).collect();
-                let lod = |(l, fe): (&Layout, &FromEvents)| (Lod::of(l.view()), Lod::of(fe.segments.0.view()));
+                let lod = |(l, fe): (&Layout, &FromEvents)| {
+                    (Lod::of(l.view(), Some(&fe.stack)), Lod::of(fe.segments.0.view(), None))
+                };
                 let lods = layouts.par_iter().zip(&from_events);
                 (late, super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>()))
             },
@@ -306,8 +308,10 @@ fn device(
     let FromEvents { spans, reserved, action_time_us, stack, segments, .. } = from_events;
     let minimap = minimap::build(&l.totals);
     let device = l.device.0;
-    let t = stacked(l, stack, lods.0);
-    let s = stacked(segments.0, segments.1, lods.1);
+    let (mut element_lod, segment_lod) = lods;
+    let tile_keys = std::mem::take(&mut element_lod.keys);
+    let t = stacked(l, stack, element_lod);
+    let s = stacked(segments.0, segments.1, segment_lod);
     f::Device {
         device,
         elements: t.elements,
@@ -339,28 +343,57 @@ fn device(
             tiles: s.tiles,
         },
         summary: Some(summary),
+        tile_keys,
     }
 }
 
-/// A timeline's checkpoints and tiles.
+/// A timeline's checkpoints and tiles, with the colour keys of its coarse levels' texels.
 struct Lod {
     checkpoints: f::Checkpoints,
     tiles: Vec<f::TileLevel>,
+    keys: Vec<f::TileKeys>,
 }
 
 impl Lod {
-    fn of(view: crate::layout::LayoutRef<'_>) -> Lod {
+    /// `stack`: each element's stack id, for the keys of the levels of at most
+    /// [`KEYED_LEVEL_TILES`] tiles (none for the segment timeline, whose keys the viewer makes).
+    fn of(view: crate::layout::LayoutRef<'_>, stack: Option<&[u32]>) -> Lod {
         let cps = Checkpoints::build(view);
         let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
-        let tiles = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, chunks::encode::<u32>);
-        Lod {
-            checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids },
-            tiles: tiles
-                .into_iter()
-                .map(|t| f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: t.tiles })
-                .collect(),
+        let keyed = |level: u32| {
+            let columns = view.actions.len().div_ceil(1 << level);
+            stack.filter(|_| columns.div_ceil(TILE_W as usize) <= KEYED_LEVEL_TILES)
+        };
+        let encode = |level: u32, texels: &[u32]| {
+            let keys = keyed(level).map(|stack| chunks::encode::<u32>(&texel_keys(texels, stack)));
+            (chunks::encode::<u32>(texels), keys)
+        };
+        let levels = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, encode);
+        let mut tiles = Vec::with_capacity(levels.len());
+        let mut keys = Vec::new();
+        for t in levels {
+            let (chunks, level_keys): (Vec<f::Chunk>, Vec<Option<f::Chunk>>) = t.tiles.into_iter().unzip();
+            if let Some(level_keys) = level_keys.into_iter().collect::<Option<Vec<f::Chunk>>>()
+                && !level_keys.is_empty()
+            {
+                keys.push(f::TileKeys { level: t.level, tiles: level_keys });
+            }
+            tiles.push(f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: chunks });
         }
+        Lod { checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids }, tiles, keys }
     }
+}
+
+/// Tile levels of at most this many tiles carry their texels' colour keys (`TileKeys`): every
+/// whole-trace view up to a 4K screen's width draws from those levels, whose texels show
+/// elements from the whole trace — the sites of which, read at random from a cold 10 GB
+/// archive, were most of the first frame. Finer levels show fewer, neighbouring elements.
+const KEYED_LEVEL_TILES: usize = 16;
+
+/// Each texel's colour key: its element's stack id, [`memviz_format::TEXEL_NO_KEY`] where it
+/// shows no element (the keys the viewer makes of the same texels from the sites).
+fn texel_keys(texels: &[u32], stack: &[u32]) -> Vec<u32> {
+    texels.iter().map(|&id| stack.get(id as usize).copied().unwrap_or(memviz_format::TEXEL_NO_KEY)).collect()
 }
 
 /// What the element timeline and the segment timeline both store: the layout's columns with

@@ -138,6 +138,12 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
         };
         stacked(&timeline, tables, release).map_err(|e| format!("segment timeline: {e}"))?;
     }
+    for keys in d.tile_keys.iter() {
+        let level = d.tiles.iter().find(|l| l.level == keys.level);
+        if level.is_none_or(|l| l.tiles.len() != keys.tiles.len()) {
+            return Err(format!("the keys of tile level {} do not match its tiles", keys.level));
+        }
+    }
     allocator(&d.allocator, actions.len())?;
     for s in d.spans.iter() {
         id_or_none("a span's name", s.name.to_native(), strings)?;

@@ -27,14 +27,15 @@ pub fn top_level(actions: usize, tile_w: u32) -> u32 {
 }
 
 /// Builds levels `min_level..=top_level`, finest first. Each tile is `tile_w × tile_h` texels
-/// (columns past the end of the trace are empty) covering bytes `[0, peak)`.
+/// (columns past the end of the trace are empty) covering bytes `[0, peak)`, handed to
+/// `encode` with its level.
 pub fn build_pyramid<T: Send>(
     layout: LayoutRef<'_>,
     cps: CheckpointsRef<'_>,
     min_level: u32,
     tile_w: u32,
     tile_h: u32,
-    encode: impl Fn(&[u32]) -> T + Sync,
+    encode: impl Fn(u32, &[u32]) -> T + Sync,
 ) -> Vec<TileLevel<T>> {
     let actions = layout.actions.len();
     if actions == 0 {
@@ -62,7 +63,7 @@ pub fn build_pyramid<T: Send>(
     let encoded: Vec<T> = jobs
         .par_iter()
         .map(|&(li, t)| {
-            let s = &samples[li].1;
+            let (level, s) = (samples[li].0, &samples[li].1);
             let cols = &s[t * tile_w as usize..((t + 1) * tile_w as usize).min(s.len())];
             let raster = rasterize(
                 layout,
@@ -70,7 +71,7 @@ pub fn build_pyramid<T: Send>(
                 RasterSpec { samples: cols, rows: tile_h, byte_lo: 0, byte_hi: peak, keep: None },
             );
             if cols.len() == tile_w as usize {
-                encode(&raster.texels)
+                encode(level, &raster.texels)
             } else {
                 // Pad the last tile to full width so every tile uploads the same way.
                 let mut full = vec![super::raster::EMPTY; (tile_w * tile_h) as usize];
@@ -78,7 +79,7 @@ pub fn build_pyramid<T: Send>(
                     let src = &raster.texels[r * cols.len()..(r + 1) * cols.len()];
                     full[r * tile_w as usize..r * tile_w as usize + cols.len()].copy_from_slice(src);
                 }
-                encode(&full)
+                encode(level, &full)
             }
         })
         .collect();

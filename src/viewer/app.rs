@@ -745,6 +745,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
         evict: frame_uploads.evict,
         colours_for: (t.device.0 as u32 * 2 + t.plane as u32, t.colour_key()),
         sites,
+        by_site: t.keys_by_site(),
         colours,
         marks: if t.search.active() {
             (t.search.generation, Arc::clone(&t.search.marks))

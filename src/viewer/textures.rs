@@ -101,6 +101,7 @@ mod tests {
             width: 1,
             height: 1,
             texels: Arc::new(vec![index]),
+            site_keys: None,
         }
     }
 

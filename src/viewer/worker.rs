@@ -10,7 +10,6 @@ use eframe::egui;
 
 use super::data::{Plane, Session};
 use super::gpu::{TexData, TexKey};
-use crate::archive::chunks;
 use crate::lod::raster::{Band, action_columns, rasterize_columns, samples_for_ranges, time_columns};
 use memviz_format::{TILE_H, TILE_W};
 
@@ -136,13 +135,13 @@ impl Worker {
 fn run(session: &Session, job: Job) -> Option<TexData> {
     match job {
         Job::Tile { key, device, plane, level, tile } => {
-            let chunk = session.stacked(device, plane)?.tiles.get(level)?.tiles.get(tile)?;
-            let texels = chunks::decode::<u32>(chunk).ok()?;
+            let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
             (texels.len() == (TILE_W * TILE_H) as usize).then(|| TexData {
                 key,
                 width: TILE_W,
                 height: TILE_H,
                 texels: Arc::new(texels),
+                site_keys: keys.map(Arc::new),
             })
         }
         Job::Raster { key, spec, keep } => Some(raster(session, key, spec, keep.as_deref().map(Mask::band))),
@@ -162,5 +161,5 @@ pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<
     let lo = spec.y0.max(0.0).round() as u64;
     let hi = spec.y1.max(1.0).round() as u64;
     let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi, keep);
-    TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels) }
+    TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys: None }
 }

@@ -28,6 +28,9 @@ pub struct TexData {
     pub width: u32,
     pub height: u32,
     pub texels: Arc<Vec<u32>>,
+    /// The texels' colour keys by site, where the archive stores them (a coarse tile): uploaded
+    /// as they are while the view colours by site, so the sites are never read for them.
+    pub site_keys: Option<Arc<Vec<u32>>>,
 }
 
 /// A texture region drawn onto a screen rectangle (egui points).
@@ -95,15 +98,34 @@ struct GpuTexture {
     ids: wgpu::TextureView,
     /// The ids, to make the keys again when the key table changes.
     texels: Arc<Vec<u32>>,
+    /// The keys by site the archive stores for them, if any.
+    site_keys: Option<Arc<Vec<u32>>>,
     size: wgpu::Extent3d,
 }
 
 /// The key of a texel that shows no element (empty, the summarized band, or an id past the table).
-const NO_ELEMENT_KEY: u32 = u32::MAX - 1;
+const NO_ELEMENT_KEY: u32 = memviz_format::TEXEL_NO_KEY;
 
 /// Each texel's colour key: its element's entry in `table`.
 fn texel_keys(texels: &[u32], table: &[u32]) -> Vec<u32> {
     texels.iter().map(|&id| table.get(id as usize).copied().unwrap_or(NO_ELEMENT_KEY)).collect()
+}
+
+/// A texture's colour keys: the keys by site the archive stores for it (`site_keys`) while the
+/// view colours by site, else each texel's entry in `table`.
+fn keys_texture(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    size: wgpu::Extent3d,
+    texels: &[u32],
+    site_keys: Option<&Vec<u32>>,
+    table: &[u32],
+    by_site: bool,
+) -> wgpu::TextureView {
+    match site_keys.filter(|_| by_site) {
+        Some(stored) => u32_texture(device, queue, "memviz keys", size, stored),
+        None => u32_texture(device, queue, "memviz keys", size, &texel_keys(texels, table)),
+    }
 }
 
 #[repr(C)]
@@ -245,11 +267,11 @@ impl TimelineResources {
         }
         let table: &[u32] = (*paint.sites).as_ref();
         if v.keys_for != Some(paint.colours_for) {
-            v.rekey(device, queue, &texture_layout, table);
+            v.rekey(device, queue, &texture_layout, table, paint.by_site);
             v.keys_for = Some(paint.colours_for);
         }
         for t in &paint.uploads {
-            v.upload(device, queue, &texture_layout, t, table);
+            v.upload(device, queue, &texture_layout, t, table, paint.by_site);
         }
         v.prepare(device, queue, paint.clip, paint);
         self.uploads += paint.uploads.len() as u64;
@@ -361,18 +383,27 @@ impl ViewResources {
         layout: &wgpu::BindGroupLayout,
         data: &TexData,
         table: &[u32],
+        by_site: bool,
     ) {
         let size = wgpu::Extent3d { width: data.width, height: data.height, depth_or_array_layers: 1 };
         let ids = u32_texture(device, queue, "memviz ids", size, &data.texels);
-        let keys = u32_texture(device, queue, "memviz keys", size, &texel_keys(&data.texels, table));
+        let keys = keys_texture(device, queue, size, &data.texels, data.site_keys.as_deref(), table, by_site);
         let bind = texture_group(device, layout, &ids, &keys);
-        self.textures.insert(data.key, GpuTexture { bind, ids, texels: Arc::clone(&data.texels), size });
+        let (texels, site_keys) = (Arc::clone(&data.texels), data.site_keys.clone());
+        self.textures.insert(data.key, GpuTexture { bind, ids, texels, site_keys, size });
     }
 
     /// Makes every texture's keys again from `table` (the colouring changed).
-    fn rekey(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, layout: &wgpu::BindGroupLayout, table: &[u32]) {
+    fn rekey(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        layout: &wgpu::BindGroupLayout,
+        table: &[u32],
+        by_site: bool,
+    ) {
         for t in self.textures.values_mut() {
-            let keys = u32_texture(device, queue, "memviz keys", t.size, &texel_keys(&t.texels, table));
+            let keys = keys_texture(device, queue, t.size, &t.texels, t.site_keys.as_deref(), table, by_site);
             t.bind = texture_group(device, layout, &t.ids, &keys);
         }
     }
@@ -440,6 +471,9 @@ pub struct TimelinePaint {
     /// Each element's colour key (site, category or segment key), read in place: the keys of
     /// each texture's texels are made from it when the texture is uploaded.
     pub sites: Arc<dyn AsRef<[u32]> + Send + Sync>,
+    /// `sites` is each element's stack id (the element timeline coloured by site): a texture's
+    /// stored keys ([`TexData::site_keys`]) are then its texels' keys.
+    pub by_site: bool,
     pub colours: Arc<Vec<u32>>,
     /// The search's marks (one bit per element) and their generation (0: no search).
     pub marks: (u64, Arc<Vec<u32>>),

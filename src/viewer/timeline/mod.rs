@@ -201,14 +201,16 @@ impl Timeline {
         let session = Arc::clone(&self.session);
         let tiles = stacked_in(&session, self.device, self.plane).tiles;
         let Some(li) = tiles.len().checked_sub(1) else { return };
-        for (i, chunk) in tiles[li].tiles.iter().enumerate() {
-            if let Ok(texels) = crate::archive::chunks::decode::<u32>(chunk) {
+        let stacked = stacked_in(&session, self.device, self.plane);
+        for i in 0..tiles[li].tiles.len() {
+            if let Some((texels, keys)) = stacked.tile(li, i) {
                 let key = tile_key(self.device, self.plane, li, i);
                 self.textures.arrived(super::gpu::TexData {
                     key,
                     width: TILE_W,
                     height: TILE_H,
                     texels: Arc::new(texels),
+                    site_keys: keys.map(Arc::new),
                 });
             }
         }
@@ -235,6 +237,12 @@ impl Timeline {
         let table = Arc::new((0..n as u32).map(|k| theme::palette(k ^ salt)).collect::<Vec<u32>>());
         self.colours = Some((want, Arc::clone(&table)));
         table
+    }
+
+    /// Whether [`Self::site_table`] is each element's stack id (so a tile's stored keys are its
+    /// texels' keys).
+    pub fn keys_by_site(&self) -> bool {
+        self.plane == Plane::Elements && !self.by_category()
     }
 
     /// What the shader colours an element by (with [`Self::colours`]): its allocation site, read
