@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Seed corpora for the fuzz targets, made from the bundled real fixtures, the synthetic ones and
 # the mutation corpus of tests/data/mutate.py (every real or synthetic pickle under each of its
-# twelve mutations) and the golden archives' bodies, written to fuzz/corpus/<target>/ (ignored
+# twelve mutations) and the golden archives' bodies (without header or block table), written to fuzz/corpus/<target>/ (ignored
 # by git).
 #   bash fuzz/seed_corpus.sh && cd fuzz && cargo +nightly fuzz run pickle -- -max_len=1048576
 set -euo pipefail
@@ -33,6 +33,13 @@ for f in annotate_meta host_memory two_devices; do
   command -v zstd >/dev/null && zstd -q -c "$p" >"$out/ingest/$f.pickle.zst"
 done
 mkdir -p "$out/archive"
-for f in "$data"/golden/*.memviz; do tail -c +65 "$f" >"$out/archive/$(basename "$f").body"; done
+# A body is the header's archive_len bytes after it (the block table since format 6 follows: the
+# rkyv root sits at the body's end). Only the current version's body validates as the current
+# schema; the older ones stay as seeds the harness turns away.
+for f in "$data"/golden/*.memviz; do
+  python3 -c 'import struct, sys
+d = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write(d[64:64 + struct.unpack_from("<Q", d, 16)[0]])' "$f" >"$out/archive/$(basename "$f").body"
+done
 rm -rf "$tmp"
 echo "seeds: $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/json" | wc -l) json, $(ls "$out/ingest" | wc -l) ingest, $(ls "$out/archive" | wc -l) archive"
