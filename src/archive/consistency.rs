@@ -1,7 +1,8 @@
-//! Every id of an archive in range, every column the length its table says: what makes reading
-//! an archive in place safe from panics when its bytes are valid rkyv with a valid checksum but
-//! were not written by memviz (a colleague's file is untrusted input). One pass over the hot
-//! data, no chunk decompressed (chunks are checked when they are decompressed).
+//! Every id of an archive in range, every column the length its table says, the totals the
+//! running sums of the elements' sizes: what makes reading an archive in place safe from panics
+//! and overflows when its bytes are valid rkyv with a valid checksum but were not written by
+//! memviz (a colleague's file is untrusted input). One pass over the hot data, no chunk
+//! decompressed (chunks are checked when they are decompressed).
 
 use memviz_format::schema::{
     ArchivedAllocatorSection, ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot, ArchivedSummary,
