@@ -102,7 +102,7 @@ fn main() {
 
     let mut decomp = Vec::new();
     for level in dev.tiles.iter() {
-        for tile in level.tiles.iter().take(20) {
+        for tile in level.texel_chunks().iter().take(20) {
             let t = Instant::now();
             std::hint::black_box(chunks::decode::<u32>(tile).unwrap());
             decomp.push(ms(t));

@@ -233,7 +233,7 @@ fn tiles_follow_the_texel_rule() {
             let max = *range.iter().max().unwrap();
             assert_eq!(s as usize, c * per + range.iter().position(|&t| t == max).unwrap(), "sample of column {c}");
         }
-        for (t, tile) in level.tiles.iter().enumerate() {
+        for (t, tile) in level.texel_chunks().iter().enumerate() {
             let texels: Vec<u32> = memviz::archive::chunks::decode(tile).unwrap();
             assert_eq!(texels.len(), (memviz_format::TILE_W * memviz_format::TILE_H) as usize);
             for c in (0..memviz_format::TILE_W as usize).step_by(17) {
@@ -450,18 +450,12 @@ fn golden_archive_still_opens_and_answers_the_same() {
 }
 
 /// What `cargo fuzz run archive` found: an archive body (valid rkyv, sealed with a valid
-/// checksum; format 6's, converted) whose totals column is not the running sum of its elements' sizes — totals near
+/// checksum) whose totals column is not the running sum of its elements' sizes — totals near
 /// 2^63, so that a step's net (`total_end - total_start`) overflowed. Its ids are all in range;
 /// the totals are what the check refuses, before any answer subtracts them.
 #[test]
 fn totals_that_are_not_the_elements_running_sum_are_refused() {
-    use memviz_format::{rkyv, schema, v5};
-    // A version-5 body (what format 6 held), brought to the current schema as opening does.
-    let old = std::fs::read(data("bad/totals_overflow.archive-body")).unwrap();
-    let mut aligned = rkyv::util::AlignedVec::<16>::new();
-    aligned.extend_from_slice(&old);
-    let v5: v5::Root = rkyv::from_bytes::<v5::Root, rkyv::rancor::Error>(&aligned).unwrap();
-    let body = rkyv::to_bytes::<rkyv::rancor::Error>(&schema::Root::from(v5)).unwrap();
+    let body = std::fs::read(data("bad/totals_overflow.archive-body")).unwrap();
     let file = memviz_format::seal(&body, memviz_format::SourceStamp::default());
     let a = Archive::from_memory(&file, Path::new("fuzz.memviz")).unwrap();
     a.verify_checksum().unwrap();
@@ -476,17 +470,18 @@ fn totals_that_are_not_the_elements_running_sum_are_refused() {
     assert!(err.contains("running sum"), "{err}");
 }
 
-/// Format 7 stores the colour keys of the coarse tile levels' texels (`TileKeys`): each key is
-/// the stack id of the texel's element — what the viewer makes from the sites otherwise — and
-/// exactly the levels of at most 16 tiles have them (the levels every whole-trace view draws
-/// from), on every fixture and on a long run whose finer levels have more tiles.
+/// Format 7 stores the colour keys of the coarse tile levels' texels after their texel chunks
+/// (`TileLevel.tiles`, FORMAT.md §5): each key is the stack id of the texel's element — what the
+/// viewer makes from the sites otherwise — and exactly the element timeline's levels of at most
+/// 16 tiles have them (the levels every whole-trace view draws from), on every fixture and on a
+/// long run whose finer levels have more tiles.
 #[test]
 fn coarse_tiles_carry_their_texels_site_keys() {
     use memviz::archive::chunks;
     let dir = tempdir();
     let mut inputs: Vec<std::path::PathBuf> = fixtures().iter().map(|(_, path, _)| path.clone()).collect();
     inputs.push(long_run(dir.path(), 400));
-    let mut unkeyed = 0;
+    let (mut keyed, mut unkeyed) = (0, 0);
     for snapshot in inputs {
         let out = dir.path().join("keys.memviz");
         index(&snapshot, &out);
@@ -494,25 +489,26 @@ fn coarse_tiles_carry_their_texels_site_keys() {
         for d in a.root().devices.iter() {
             let stack = memviz_format::view::u32s(&d.elements.stack);
             for level in d.tiles.iter() {
-                let keys = d.tile_keys.iter().find(|k| k.level == level.level);
-                assert_eq!(keys.is_some(), level.tiles.len() <= 16, "{}: level {}", snapshot.display(), level.level);
-                unkeyed += usize::from(keys.is_none());
-                let Some(keys) = keys else { continue };
-                for (tile, stored) in level.tiles.iter().zip(keys.tiles.iter()) {
+                let (tiles, keys) = (level.texel_chunks(), level.key_chunks());
+                let what = format!("{}: level {}", snapshot.display(), level.level);
+                assert_eq!(keys.is_some(), tiles.len() <= 16, "{what}");
+                let Some(keys) = keys else {
+                    unkeyed += 1;
+                    continue;
+                };
+                keyed += 1;
+                for (tile, stored) in tiles.iter().zip(keys) {
                     let texels = chunks::decode::<u32>(tile).unwrap();
                     let want: Vec<u32> = texels
                         .iter()
                         .map(|&id| stack.get(id as usize).copied().unwrap_or(memviz_format::TEXEL_NO_KEY))
                         .collect();
-                    assert!(
-                        chunks::decode::<u32>(stored).unwrap() == want,
-                        "{}: level {}",
-                        snapshot.display(),
-                        level.level
-                    );
+                    assert!(chunks::decode::<u32>(stored).unwrap() == want, "{what}");
                 }
             }
+            // The segment timeline's keys are the viewer's (streams and pools): none stored.
+            assert!(d.segment_timeline.tiles.iter().all(|l| l.key_chunks().is_none()));
         }
     }
-    assert!(unkeyed > 0, "the long run has levels of more than 16 tiles");
+    assert!(keyed > 0 && unkeyed > 0, "keyed and unkeyed levels: {keyed}, {unkeyed}");
 }

@@ -18,7 +18,6 @@ pub mod v1;
 pub mod v2;
 pub mod v3;
 pub mod v4;
-pub mod v5;
 pub mod view;
 
 pub use header::{

@@ -19,9 +19,6 @@ pub use crate::v4::{
     AllocatorSection, ArchivedAllocatorSection, ArchivedPoolSeries, ArchivedSegmentTimeline, ArchivedSeries,
     PoolSeries, SegmentTimeline, Series,
 };
-pub use crate::v5::{
-    ArchivedRetaining, ArchivedStepRow, ArchivedSteps, ArchivedSummary, Retaining, StepRow, Steps, Summary,
-};
 
 /// The archive root.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -86,26 +83,67 @@ pub struct Device {
     /// What a job's table of ranks and the default steps read, derived at index time so that
     /// they decompress nothing. Since version 5 (`None` in an upgraded older archive).
     pub summary: Option<Summary>,
-    /// The colour keys (allocation sites) of the coarse tile levels' texels, so that the first
-    /// frame reads the tiles alone, never the sites of the elements they show. Since version 7
-    /// (empty in an upgraded older archive).
-    pub tile_keys: Vec<TileKeys>,
 }
 
-/// The colour keys of one tile level's texels (since version 7): tile `i`'s chunk decompresses
-/// to `TILE_W × TILE_H` `u32`s laid out as the tile's texels, each the texel's element's stack id
-/// (`Elements::stack`, `u32::MAX` where it has none), `u32::MAX − 1` where the texel shows no
-/// element (empty, or the summarised band).
+/// A device's summary (since version 5): facts that otherwise take a pass over the event table
+/// or the action times, stored so that `memviz ranks` over a thousand archives reads a few
+/// hundred bytes of each.
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct TileKeys {
-    /// The tile level's `level` (ℓ) in `Device::tiles`.
-    pub level: u32,
-    /// One chunk per tile of that level, left to right.
-    pub tiles: Vec<Chunk>,
+pub struct Summary {
+    /// `time_us` of the device's first event with a time (`i64::MIN`: none).
+    pub trace_start_us: i64,
+    /// Index within the device's trace of every `oom` event, ascending.
+    pub oom_events: Vec<u32>,
+    /// The highest reserved (segment) bytes over the trace, the initial ones included.
+    pub reserved_peak: u64,
+    /// Per span of `Device::spans` (same order): the actions it covers, `[first, end)` — those
+    /// whose time `t` has `start_us ≤ t < end_us`.
+    pub span_actions: Vec<(u32, u32)>,
+    /// The default steps: the numbered span family with the most spans (at least 3), if any.
+    pub steps: Option<Steps>,
 }
 
-impl From<crate::v5::Root> for Root {
-    fn from(r: crate::v5::Root) -> Self {
+/// The steps of one span family (since version 5).
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Steps {
+    /// The family: a span name with every run of digits replaced by `#`.
+    pub family: String,
+    /// The steps in start order (a span starting before the previous one ended is none).
+    pub rows: Vec<StepRow>,
+    /// The sites that keep memory step after step, largest first (at most 5).
+    pub retaining: Vec<Retaining>,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct StepRow {
+    /// Index into `Device::spans`.
+    pub span: u32,
+    /// The step's actions are `start_action .. end_action`.
+    pub start_action: u32,
+    pub end_action: u32,
+    /// Live bytes before the first action and after the last.
+    pub total_start: u64,
+    pub total_end: u64,
+    /// The highest total inside (`total_start` without actions) and its first action
+    /// (`u32::MAX`: none).
+    pub peak_bytes: u64,
+    pub peak_action: u32,
+    /// The span ended before the trace's first event.
+    pub before_trace: bool,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Retaining {
+    /// Stack id of the allocation site (`u32::MAX`: none recorded).
+    pub stack: u32,
+    /// Bytes allocated in a step and still live when the next starts, per judged step.
+    pub bytes_per_step: u64,
+    /// In how many of the judged steps it kept memory.
+    pub steps: u32,
+}
+
+impl From<crate::v4::Root> for Root {
+    fn from(r: crate::v4::Root) -> Self {
         Root {
             source: r.source,
             strings: r.strings,
@@ -126,9 +164,9 @@ impl From<crate::v5::Root> for Root {
     }
 }
 
-/// A version-5 device: everything but the tiles' keys, which readers make from the sites.
-impl From<crate::v5::Device> for Device {
-    fn from(d: crate::v5::Device) -> Self {
+/// A version-4 device: everything but the summary, which readers derive when they need it.
+impl From<crate::v4::Device> for Device {
+    fn from(d: crate::v4::Device) -> Self {
         Device {
             device: d.device,
             elements: d.elements,
@@ -146,8 +184,7 @@ impl From<crate::v5::Device> for Device {
             reserved: d.reserved,
             allocator: d.allocator,
             segment_timeline: d.segment_timeline,
-            summary: d.summary,
-            tile_keys: Vec::new(),
+            summary: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! lay out every device, rebuild live sets from the checkpoints (of the elements and of the
 //! segments), answer `at`, `range` and `steps` (from the summary, and for a pattern), classify every
 //! element's category, rebuild the allocator's state at a few events and before
-//! each OOM, read its series, work out the private pools, restore the whole model.
+//! each OOM, read its series, work out the private pools, decode tiles with their colour keys,
+//! restore the whole model.
 //! Inconsistent ids must be an error, never a panic. The bytes are also read as a whole file (its
 //! own header and block table).
 #![no_main]
@@ -58,6 +59,13 @@ fuzz_target!(|body: &[u8]| {
             }
         }
         let _ = memviz::viewer::pools::compute(&session, d);
+        // The viewer's tiles: texels and (coarse levels) their stored colour keys.
+        let elements = session.elements(d);
+        for (li, level) in elements.tiles.iter().enumerate() {
+            for i in 0..level.texel_chunks().len().min(4) {
+                let _ = elements.tile(li, i);
+            }
+        }
     }
     let _ = restore::snapshot(session.root());
 });

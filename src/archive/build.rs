@@ -308,10 +308,8 @@ fn device(
     let FromEvents { spans, reserved, action_time_us, stack, segments, .. } = from_events;
     let minimap = minimap::build(&l.totals);
     let device = l.device.0;
-    let (mut element_lod, segment_lod) = lods;
-    let tile_keys = std::mem::take(&mut element_lod.keys);
-    let t = stacked(l, stack, element_lod);
-    let s = stacked(segments.0, segments.1, segment_lod);
+    let t = stacked(l, stack, lods.0);
+    let s = stacked(segments.0, segments.1, lods.1);
     f::Device {
         device,
         elements: t.elements,
@@ -343,20 +341,19 @@ fn device(
             tiles: s.tiles,
         },
         summary: Some(summary),
-        tile_keys,
     }
 }
 
-/// A timeline's checkpoints and tiles, with the colour keys of its coarse levels' texels.
+/// A timeline's checkpoints and tiles (the coarse levels' with their texels' colour keys).
 struct Lod {
     checkpoints: f::Checkpoints,
     tiles: Vec<f::TileLevel>,
-    keys: Vec<f::TileKeys>,
 }
 
 impl Lod {
     /// `stack`: each element's stack id, for the keys of the levels of at most
-    /// [`KEYED_LEVEL_TILES`] tiles (none for the segment timeline, whose keys the viewer makes).
+    /// [`KEYED_LEVEL_TILES`] tiles, after their texel chunks (FORMAT.md §5; none for the segment
+    /// timeline, whose keys the viewer makes).
     fn of(view: crate::layout::LayoutRef<'_>, stack: Option<&[u32]>) -> Lod {
         let cps = Checkpoints::build(view);
         let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
@@ -369,22 +366,19 @@ impl Lod {
             (chunks::encode::<u32>(texels), keys)
         };
         let levels = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, encode);
-        let mut tiles = Vec::with_capacity(levels.len());
-        let mut keys = Vec::new();
-        for t in levels {
-            let (chunks, level_keys): (Vec<f::Chunk>, Vec<Option<f::Chunk>>) = t.tiles.into_iter().unzip();
-            if let Some(level_keys) = level_keys.into_iter().collect::<Option<Vec<f::Chunk>>>()
-                && !level_keys.is_empty()
-            {
-                keys.push(f::TileKeys { level: t.level, tiles: level_keys });
-            }
-            tiles.push(f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: chunks });
-        }
-        Lod { checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids }, tiles, keys }
+        let tiles = levels
+            .into_iter()
+            .map(|t| {
+                let (mut chunks, keys): (Vec<f::Chunk>, Vec<Option<f::Chunk>>) = t.tiles.into_iter().unzip();
+                chunks.extend(keys.into_iter().flatten());
+                f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: chunks }
+            })
+            .collect();
+        Lod { checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids }, tiles }
     }
 }
 
-/// Tile levels of at most this many tiles carry their texels' colour keys (`TileKeys`): every
+/// Tile levels of at most this many tiles carry their texels' colour keys: every
 /// whole-trace view up to a 4K screen's width draws from those levels, whose texels show
 /// elements from the whole trace — the sites of which, read at random from a cold 10 GB
 /// archive, were most of the first frame. Finer levels show fewer, neighbouring elements.

@@ -4,6 +4,7 @@
 //! memviz (a colleague's file is untrusted input). One pass over the hot data, no chunk
 //! decompressed (chunks are checked when they are decompressed).
 
+use memviz_format::TILE_W;
 use memviz_format::schema::{
     ArchivedAllocatorSection, ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot, ArchivedSummary,
     ArchivedTileLevel,
@@ -138,12 +139,6 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
             tiles: &t.tiles,
         };
         stacked(&timeline, tables, release).map_err(|e| format!("segment timeline: {e}"))?;
-    }
-    for keys in d.tile_keys.iter() {
-        let level = d.tiles.iter().find(|l| l.level == keys.level);
-        if level.is_none_or(|l| l.tiles.len() != keys.tiles.len()) {
-            return Err(format!("the keys of tile level {} do not match its tiles", keys.level));
-        }
     }
     allocator(&d.allocator, actions.len())?;
     for s in d.spans.iter() {
@@ -304,6 +299,11 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
             return Err(format!("tile level {} has {} samples for {columns} columns", level.level, samples.len()));
         }
         ids_in("tile samples", samples, actions.len())?;
+        // A chunk per tile, or (the coarse levels since format 7) that and a keys chunk per tile.
+        let n = columns.div_ceil(TILE_W as usize);
+        if level.tiles.len() != n && level.tiles.len() != 2 * n {
+            return Err(format!("tile level {} has {} chunks for {n} tiles", level.level, level.tiles.len()));
+        }
     }
     Ok(())
 }

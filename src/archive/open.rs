@@ -1,6 +1,6 @@
 //! Opening an archive: mmap, header checks, one bytecheck validation, then zero-copy access.
 //!
-//! An archive's bytes (since version 6) are checked block by block against its block table (whose own
+//! An archive's bytes (since version 6) are checked block by block against its block table (whose
 //! hash the header holds) as they are read: a command checks, before it prints, every block
 //! it read ([`Archive::verify_read`]: the blocks with a page mapped into this process), and the
 //! viewer checks every block on a background thread with file reads, which map nothing.
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 use memviz_format::schema::{ArchivedRoot, Root};
-use memviz_format::{BLOCK_LEN, FIRST_BLOCKED_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1, v2, v3, v4, v5};
+use memviz_format::{BLOCK_LEN, FIRST_BLOCKED_VERSION, HEADER_LEN, Header, HeaderError, MAGIC, v1, v2, v3, v4};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
@@ -146,23 +146,36 @@ impl Archive {
         if header.format_version >= FIRST_BLOCKED_VERSION && !header.verify(&map) {
             return Err(ArchiveError::Corrupt("checksum mismatch in the block table".into()));
         }
-        // Version 6 changed only the container (the block table): its body is version 5's.
+        // Versions 6 and 7 kept version 5's types: 6 added the block table after the body, 7 the
+        // coarse tiles' key chunks inside `TileLevel.tiles` (`ArchivedTileLevel::key_chunks`).
         let upgraded = match header.format_version {
-            7.. => {
+            5.. => {
                 validate::<ArchivedRoot>(body)?;
                 None
             }
             older => {
                 let corrupt = |e: rkyv::rancor::BoxedError| ArchiveError::Corrupt(e.to_string());
                 // Each older version converts to the next, up to the current one.
-                let v5: v5::Root = match older {
-                    5 | 6 => {
-                        let old = validate::<v5::ArchivedRoot>(body)?;
-                        rkyv::deserialize::<v5::Root, _>(old).map_err(corrupt)?
+                let v4: v4::Root = match older {
+                    1 => {
+                        let old = validate::<v1::ArchivedRoot>(body)?;
+                        let v2: v2::Root = rkyv::deserialize::<v1::Root, _>(old).map_err(corrupt)?.into();
+                        v3::Root::from(v2).into()
                     }
-                    _ => v4_of(older, body)?.into(),
+                    2 => {
+                        let old = validate::<v2::ArchivedRoot>(body)?;
+                        v3::Root::from(rkyv::deserialize::<v2::Root, _>(old).map_err(corrupt)?).into()
+                    }
+                    3 => {
+                        let old = validate::<v3::ArchivedRoot>(body)?;
+                        rkyv::deserialize::<v3::Root, _>(old).map_err(corrupt)?.into()
+                    }
+                    _ => {
+                        let old = validate::<v4::ArchivedRoot>(body)?;
+                        rkyv::deserialize::<v4::Root, _>(old).map_err(corrupt)?
+                    }
                 };
-                let bytes = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&Root::from(v5)).map_err(corrupt)?;
+                let bytes = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&Root::from(v4)).map_err(corrupt)?;
                 validate::<ArchivedRoot>(&bytes)?;
                 Some(bytes)
             }
@@ -333,31 +346,6 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The body of an archive of `version` 1 to 4, validated with that version's frozen types and
-/// converted version by version up to version 4.
-fn v4_of(version: u32, body: &[u8]) -> Result<v4::Root, ArchiveError> {
-    let corrupt = |e: rkyv::rancor::BoxedError| ArchiveError::Corrupt(e.to_string());
-    Ok(match version {
-        1 => {
-            let old = validate::<v1::ArchivedRoot>(body)?;
-            let v2: v2::Root = rkyv::deserialize::<v1::Root, _>(old).map_err(corrupt)?.into();
-            v3::Root::from(v2).into()
-        }
-        2 => {
-            let old = validate::<v2::ArchivedRoot>(body)?;
-            v3::Root::from(rkyv::deserialize::<v2::Root, _>(old).map_err(corrupt)?).into()
-        }
-        3 => {
-            let old = validate::<v3::ArchivedRoot>(body)?;
-            rkyv::deserialize::<v3::Root, _>(old).map_err(corrupt)?.into()
-        }
-        _ => {
-            let old = validate::<v4::ArchivedRoot>(body)?;
-            rkyv::deserialize::<v4::Root, _>(old).map_err(corrupt)?
-        }
-    })
 }
 
 /// Checks the rkyv structure of `body` as `T` (every pointer in bounds, every string UTF-8).

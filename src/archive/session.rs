@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use memviz_format::rkyv;
 use memviz_format::schema::{
-    ArchivedAllocatorSection, ArchivedDevice, ArchivedRoot, ArchivedSeries, ArchivedTileKeys, ArchivedTileLevel,
+    ArchivedAllocatorSection, ArchivedDevice, ArchivedRoot, ArchivedSeries, ArchivedTileLevel,
 };
 use memviz_format::view::{i64s, u32s, u64s};
 
@@ -484,8 +484,9 @@ pub struct StackedRef<'s> {
     pub layout: LayoutRef<'s>,
     pub checkpoints: CheckpointsRef<'s>,
     pub tiles: &'s rkyv::vec::ArchivedVec<ArchivedTileLevel>,
-    /// The colour keys of the coarse levels' texels (since format 7; none for segments).
-    pub tile_keys: &'s [ArchivedTileKeys],
+    /// Whether the coarse tiles' stored colour keys are by site (the element timeline's; the
+    /// segment timeline stores none).
+    pub keyed: bool,
     pub sites: &'s [u32],
 }
 
@@ -495,13 +496,11 @@ impl StackedRef<'_> {
     /// match the tile).
     pub fn tile(&self, level: usize, tile: usize) -> Option<(Vec<u32>, Option<Vec<u32>>)> {
         let l = self.tiles.get(level)?;
-        let texels = chunks::decode::<u32>(l.tiles.get(tile)?).ok()?;
-        let keys = self
-            .tile_keys
-            .iter()
-            .find(|k| k.level.to_native() == l.level.to_native())
-            .and_then(|k| k.tiles.get(tile))
-            .and_then(|c| chunks::decode::<u32>(c).ok())
+        let texels = chunks::decode::<u32>(l.texel_chunks().get(tile)?).ok()?;
+        let keys = l
+            .key_chunks()
+            .filter(|_| self.keyed)
+            .and_then(|k| chunks::decode::<u32>(k.get(tile)?).ok())
             .filter(|k| k.len() == texels.len());
         Some((texels, keys))
     }
@@ -518,7 +517,7 @@ impl Session {
                 layout: restore::segment_layout_ref(dev)?,
                 checkpoints: restore::segment_checkpoints_ref(dev),
                 tiles: &dev.segment_timeline.tiles,
-                tile_keys: &[],
+                keyed: false,
                 sites: u32s(&dev.segment_timeline.elements.stack),
             },
         })
@@ -533,7 +532,7 @@ impl Session {
             layout: restore::layout_ref(dev),
             checkpoints: restore::checkpoints_ref(dev),
             tiles: &dev.tiles,
-            tile_keys: &dev.tile_keys,
+            keyed: true,
             sites: u32s(&dev.elements.stack),
         }
     }

@@ -47,7 +47,7 @@ impl Timeline {
                 let level = &tiles[li];
                 let span = (1u64 << level.level.to_native()) as f64 * f64::from(TILE_W);
                 let first = (vx0 / span).floor() as usize;
-                let last = ((vx1 / span).ceil() as usize).min(level.tiles.len());
+                let last = ((vx1 / span).ceil() as usize).min(level.texel_chunks().len());
                 for tile in first..last {
                     let key = tile_key(self.device, self.plane, li, tile);
                     let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);

@@ -202,7 +202,7 @@ impl Timeline {
         let tiles = stacked_in(&session, self.device, self.plane).tiles;
         let Some(li) = tiles.len().checked_sub(1) else { return };
         let stacked = stacked_in(&session, self.device, self.plane);
-        for i in 0..tiles[li].tiles.len() {
+        for i in 0..tiles[li].texel_chunks().len() {
             if let Some((texels, keys)) = stacked.tile(li, i) {
                 let key = tile_key(self.device, self.plane, li, i);
                 self.textures.arrived(super::gpu::TexData {
