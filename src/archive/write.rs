@@ -1,10 +1,16 @@
 //! Writing an archive atomically: header placeholder, the rkyv archive streamed to a temp file
 //! (each block hashed on its way), its block table, then the real header (with the archive's
 //! length and the table's hash), fsync, rename.
+//!
+//! The bytes bypass the page cache where the file system allows it (`O_DIRECT`, [`Sink`]): the
+//! archive is fsynced anyway, so a buffered write would copy every byte into fresh page-cache
+//! pages only to write them out. On the project's machine the buffered write of gen9m's 273 MB
+//! archive took 0.6–0.9 s of kernel time before its 0.2 s fsync; written direct, 0.1–0.2 s.
 
 use memviz_format::rkyv;
 use std::fs::{self, File};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -29,8 +35,7 @@ pub fn write(root: &Root, path: &Path, source: SourceStamp) -> anyhow::Result<u6
 }
 
 fn write_to(root: &Root, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64> {
-    let file = File::options().write(true).create(true).truncate(true).open(tmp)?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let mut w = Sink::create(tmp)?;
     w.write_all(&[0u8; HEADER_LEN])?;
     let hashing = Hashing { inner: w, block: Xxh64::new(0), table: Vec::new(), len: 0 };
     let hashing =
@@ -40,12 +45,100 @@ fn write_to(root: &Root, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64>
     let (mut w, table, len) = hashing.finish();
     w.write_all(&table)?;
     let header = Header::with_table(len, &table, source);
-    let mut file = w.into_inner().map_err(|e| e.into_error())?;
-    let len = file.stream_position()?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&header.to_bytes())?;
+    let (file, len) = w.finish()?;
+    file.write_all_at(&header.to_bytes(), 0)?;
     file.sync_all()?;
     Ok(len)
+}
+
+/// Direct I/O's alignment of buffers, lengths and offsets (a logical block of 512 or 4096 bytes
+/// divides it).
+const DIRECT_ALIGN: usize = 4096;
+/// The bytes collected before each write.
+const SINK_BUF: usize = 4 << 20;
+
+/// The archive's file, written a [`SINK_BUF`] at a time through a second descriptor opened with
+/// `O_DIRECT` while the file system takes it, else through the page cache (a file system without
+/// direct I/O refuses the open or the first write with `EINVAL`; from there every write is
+/// buffered). The unaligned tail and the header go through the buffered descriptor.
+struct Sink {
+    file: File,
+    direct: Option<File>,
+    /// `SINK_BUF + DIRECT_ALIGN` bytes; the block collected is `buf[start..start + fill]`.
+    buf: Vec<u8>,
+    start: usize,
+    fill: usize,
+    /// The file offset of the block collected.
+    pos: u64,
+}
+
+impl Sink {
+    fn create(path: &Path) -> std::io::Result<Sink> {
+        let file = File::options().write(true).create(true).truncate(true).open(path)?;
+        let direct = Self::open_direct(path);
+        let buf = vec![0u8; SINK_BUF + DIRECT_ALIGN];
+        let start = buf.as_ptr().align_offset(DIRECT_ALIGN);
+        Ok(Sink { file, direct, buf, start, fill: 0, pos: 0 })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_direct(path: &Path) -> Option<File> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        File::options().write(true).custom_flags(libc::O_DIRECT).open(path).ok()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open_direct(_: &Path) -> Option<File> {
+        None
+    }
+
+    /// Writes the first `n` bytes collected (all of them aligned, when direct) at their offset.
+    fn write_out(&mut self, n: usize, aligned: bool) -> std::io::Result<()> {
+        let bytes = &self.buf[self.start..self.start + n];
+        let direct = if aligned { self.direct.as_ref() } else { None };
+        match direct.map(|d| d.write_all_at(bytes, self.pos)) {
+            Some(Ok(())) => {}
+            Some(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => {
+                self.direct = None;
+                self.file.write_all_at(bytes, self.pos)?;
+            }
+            Some(Err(e)) => return Err(e),
+            None => self.file.write_all_at(bytes, self.pos)?,
+        }
+        self.pos += n as u64;
+        self.buf.copy_within(self.start + n..self.start + self.fill, self.start);
+        self.fill -= n;
+        Ok(())
+    }
+
+    /// Writes what is left and returns the file and its length.
+    fn finish(mut self) -> std::io::Result<(File, u64)> {
+        let aligned = self.fill - self.fill % DIRECT_ALIGN;
+        if aligned > 0 {
+            self.write_out(aligned, true)?;
+        }
+        if self.fill > 0 {
+            self.write_out(self.fill, false)?;
+        }
+        Ok((self.file, self.pos))
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(SINK_BUF - self.fill);
+        let at = self.start + self.fill;
+        self.buf[at..at + n].copy_from_slice(&buf[..n]);
+        self.fill += n;
+        if self.fill == SINK_BUF {
+            self.write_out(SINK_BUF, true)?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Hashes each block of the archive bytes on their way to the file and counts them, so nothing
@@ -111,4 +204,49 @@ pub fn stamp(path: &Path) -> std::io::Result<SourceStamp> {
         file.read_exact(&mut tail)?;
     }
     Ok(SourceStamp { size, mtime_ns, fingerprint: SourceStamp::fingerprint(&head, &tail) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `total` bytes through a sink in pieces of uneven sizes, the way rkyv hands them
+    /// over, and returns what the file holds.
+    fn through_sink(total: usize, direct: bool) -> (Vec<u8>, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.memviz");
+        let bytes: Vec<u8> = (0..total as u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8).collect();
+        let mut sink = Sink::create(&path).unwrap();
+        if !direct {
+            sink.direct = None;
+        }
+        let mut rest = &bytes[..];
+        for piece in [0usize, 7, 4096, 1, 3 << 20, 5 << 20, 12_345].iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (now, later) = rest.split_at((*piece).min(rest.len()));
+            sink.write_all(now).unwrap();
+            rest = later;
+        }
+        let (file, len) = sink.finish().unwrap();
+        assert_eq!(len, total as u64);
+        file.write_all_at(b"HEAD", 0).unwrap();
+        drop(file);
+        (bytes, fs::read(&path).unwrap())
+    }
+
+    #[test]
+    fn the_sink_writes_every_byte_where_it_belongs_direct_or_buffered() {
+        for direct in [true, false] {
+            for total in [0, 3, DIRECT_ALIGN, SINK_BUF, SINK_BUF + 1, 2 * SINK_BUF + DIRECT_ALIGN + 17] {
+                let (mut want, got) = through_sink(total, direct);
+                want[..4.min(total)].copy_from_slice(&b"HEAD"[..4.min(total)]);
+                if total < 4 {
+                    want = b"HEAD".to_vec();
+                }
+                assert!(want == got, "{total} bytes, direct {direct}: the file differs");
+            }
+        }
+    }
 }
