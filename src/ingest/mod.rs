@@ -6,6 +6,7 @@
 //! are named in the error. Everything streams: the input is read once, front to back, so
 //! standard input (`-`) and pipes work like files.
 
+mod ahead;
 pub mod builder;
 pub mod json;
 pub mod pickle;
@@ -17,6 +18,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::model::Snapshot;
 
@@ -124,35 +126,84 @@ pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
     read_path_progress(path, &|_| {})
 }
 
-/// [`read_path`], calling `progress` with the number of file bytes read so far.
+/// [`read_path`], calling `progress` with the number of file bytes read so far. A compressed
+/// regular file is decompressed on a thread of its own ([`ahead`]) while the decoder reads.
 pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapshot, SourceInfo), IngestError> {
+    let read_bytes = AtomicU64::new(0);
+    let report = Report { n: &read_bytes, report: progress };
     if path.as_os_str() == STDIN {
-        return read(Progress { inner: io::stdin().lock(), n: 0, report: progress }, 0);
+        // Never read ahead of a stream: the thread could wait on it after the decoder stopped.
+        return read_from(FileBytes { inner: io::stdin(), n: &read_bytes }, 0, report, false);
     }
     let file = File::open(path).map_err(IngestError::Open)?;
     let meta = file.metadata().map_err(IngestError::Open)?;
-    let file_bytes = if meta.is_file() { meta.len() } else { 0 };
-    read(Progress { inner: file, n: 0, report: progress }, file_bytes)
+    let (file_bytes, ahead) = if meta.is_file() { (meta.len(), true) } else { (0, false) };
+    read_from(FileBytes { inner: file, n: &read_bytes }, file_bytes, report, ahead)
 }
 
-/// Reports bytes read from the file (before decompression).
-struct Progress<'a, R> {
+/// Counts the bytes read from the file (before decompression), wherever it is read.
+struct FileBytes<'a, R> {
     inner: R,
-    n: u64,
+    n: &'a AtomicU64,
+}
+
+impl<R: Read> Read for FileBytes<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n.fetch_add(k as u64, Relaxed);
+        Ok(k)
+    }
+}
+
+/// Reports the file bytes read so far each time the decoder reads (on the decoder's thread).
+struct Report<'a> {
+    n: &'a AtomicU64,
     report: &'a dyn Fn(u64),
 }
 
-impl<R: Read> Read for Progress<'_, R> {
+impl Report<'_> {
+    fn now(&self) {
+        (self.report)(self.n.load(Relaxed));
+    }
+}
+
+/// The decoder's reads, each followed by a progress report.
+struct Reported<'a, R> {
+    inner: R,
+    report: Option<Report<'a>>,
+}
+
+impl<R: Read> Read for Reported<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let k = self.inner.read(buf)?;
-        self.n += k as u64;
-        (self.report)(self.n);
+        if let Some(r) = &self.report {
+            r.now();
+        }
         Ok(k)
     }
 }
 
 /// Reads a snapshot from any byte stream (`file_bytes` is only reported back).
-pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
+pub fn read<R: Read + Send>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
+    read_inner(reader, file_bytes, None, false)
+}
+
+fn read_from<R: Read + Send>(
+    reader: R,
+    file_bytes: u64,
+    report: Report<'_>,
+    ahead: bool,
+) -> Result<(Snapshot, SourceInfo), IngestError> {
+    read_inner(reader, file_bytes, Some(report), ahead)
+}
+
+/// `ahead`: decompress on a thread of its own (a regular file only).
+fn read_inner<'r, R: Read + Send + 'r>(
+    reader: R,
+    file_bytes: u64,
+    report: Option<Report<'_>>,
+    ahead: bool,
+) -> Result<(Snapshot, SourceInfo), IngestError> {
     let mut raw = BufReader::with_capacity(1 << 16, reader);
     let head = raw.fill_buf().map_err(IngestError::Open)?;
     if head.is_empty() {
@@ -164,7 +215,7 @@ pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo
     if let Some((_, name)) = UNSUPPORTED.iter().find(|(magic, _)| head.starts_with(magic)) {
         return Err(IngestError::UnsupportedCompression(name));
     }
-    let (compression, inner): (Compression, Box<dyn Read>) = if head.starts_with(&[0x1f, 0x8b]) {
+    let (compression, inner): (Compression, Box<dyn Read + Send + 'r>) = if head.starts_with(&[0x1f, 0x8b]) {
         let gz = flate2::read::MultiGzDecoder::new(raw);
         (Compression::Gzip, Box::new(Named { inner: gz, what: "gzip stream" }))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -184,6 +235,18 @@ pub fn read<R: Read>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo
     } else {
         (Compression::None, Box::new(raw))
     };
+    std::thread::scope(|scope| {
+        // The thread ends when the decoder's side is dropped, before the scope does.
+        let inner: Box<dyn Read + '_> = match ahead && compression != Compression::None {
+            true => ahead::read_ahead(scope, inner),
+            false => inner,
+        };
+        decode(Reported { inner, report }, compression, file_bytes)
+    })
+}
+
+/// Decodes the (decompressed) bytes as JSON or pickle, by their first byte.
+fn decode<R: Read>(inner: R, compression: Compression, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
     let mut counted = Counted { inner, n: 0 };
     let mut peek = BufReader::with_capacity(1 << 16, &mut counted);
     let first = {
