@@ -17,6 +17,7 @@ use crate::model::{Action, Events, StrId};
 
 /// One chunk of rows of the large columns, copied out of the events being read, with the text
 /// of each `annotate` among them (for the layout's walk).
+#[derive(Debug, PartialEq)]
 pub struct RawRows {
     pub(super) first: usize,
     pub(super) action: Vec<u8>,
@@ -29,21 +30,45 @@ pub struct RawRows {
 
 impl RawRows {
     pub fn of(ev: &Events, rows: Range<usize>) -> RawRows {
-        let action = &ev.action[rows.clone()];
-        let annotations = (rows.clone())
-            .zip(action)
-            .filter(|&(_, &a)| a == Action::Annotate)
-            .map(|(e, _)| ev.user_metadata.get(e as u32))
-            .collect();
+        RawRows::empty().refill(ev, rows)
+    }
+
+    fn empty() -> RawRows {
         RawRows {
-            first: rows.start,
-            action: action.iter().map(|&a| a as u8).collect(),
-            addr: ev.addr[rows.clone()].to_vec(),
-            size: ev.size[rows.clone()].to_vec(),
-            time_us: ev.time_us[rows.clone()].to_vec(),
-            stack: ev.stack[rows].to_vec(),
-            annotations,
+            first: 0,
+            action: Vec::new(),
+            addr: Vec::new(),
+            size: Vec::new(),
+            time_us: Vec::new(),
+            stack: Vec::new(),
+            annotations: Vec::new(),
         }
+    }
+
+    /// These columns' memory holding `rows` of `ev` instead (a chunk's rows reuse a chunk's
+    /// capacity: allocating and freeing them each chunk made the heap trim and fault fresh
+    /// pages back in).
+    pub fn refill(mut self, ev: &Events, rows: Range<usize>) -> RawRows {
+        let action = &ev.action[rows.clone()];
+        self.first = rows.start;
+        self.annotations.clear();
+        self.annotations.extend(
+            (rows.clone())
+                .zip(action)
+                .filter(|&(_, &a)| a == Action::Annotate)
+                .map(|(e, _)| ev.user_metadata.get(e as u32)),
+        );
+        self.action.clear();
+        self.action.extend(action.iter().map(|&a| a as u8));
+        self.addr.clear();
+        self.addr.extend_from_slice(&ev.addr[rows.clone()]);
+        self.size.clear();
+        self.size.extend_from_slice(&ev.size[rows.clone()]);
+        self.time_us.clear();
+        self.time_us.extend_from_slice(&ev.time_us[rows.clone()]);
+        self.stack.clear();
+        self.stack.extend_from_slice(&ev.stack[rows]);
+        self
     }
 
     fn compress(&self) -> [Chunk; 5] {
@@ -147,5 +172,30 @@ impl EventColumns for CompressedEvents<'_> {
     }
     fn pool(&self, e: usize) -> Option<(i64, i64)> {
         EventColumns::pool(self.events, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chunk's memory filled again holds what a fresh chunk of the same rows holds, whatever
+    /// it held before (longer, shorter, with annotations or not).
+    #[test]
+    fn a_refilled_chunk_equals_a_fresh_one() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+        let (mut snap, _) = crate::ingest::read_path(&path).unwrap();
+        let n = snap.events.len();
+        // Some rows as `annotate` events, whose texts a chunk carries.
+        for e in (0..n).step_by(97) {
+            snap.events.action[e] = Action::Annotate;
+        }
+        let ev = &snap.events;
+        let ranges = [0..n, 3..10, n / 2..n, 0..0, 1..n / 3, n - 1..n];
+        let mut chunk = RawRows::of(ev, 0..n / 4);
+        for r in ranges {
+            chunk = chunk.refill(ev, r.clone());
+            assert_eq!(chunk, RawRows::of(ev, r.clone()), "{r:?}");
+        }
     }
 }

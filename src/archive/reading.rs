@@ -119,10 +119,13 @@ impl WhileReading {
     pub fn start() -> Option<(WhileReading, crate::ingest::RowObserver)> {
         let (to_compress, compress_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
         let (to_walk, walk_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
-        let compress = spawn("memviz-compress", move || compress_all(&compress_rx))?;
-        let walk = spawn("memviz-lay-out", move || walk_all(&walk_rx))?;
+        // Chunks both workers are done with, back to the observer to be filled again.
+        let (done, spare) = sync_channel::<RawRows>(2 * IN_FLIGHT + 2);
+        let done_too = done.clone();
+        let compress = spawn("memviz-compress", move || compress_all(&compress_rx, &done))?;
+        let walk = spawn("memviz-lay-out", move || walk_all(&walk_rx, &done_too))?;
         let stale = Arc::new(AtomicBool::new(false));
-        let observe = observer(to_compress, to_walk, stale.clone());
+        let observe = observer(to_compress, to_walk, spare, stale.clone());
         Some((WhileReading { compress, walk, stale }, observe))
     }
 
@@ -154,6 +157,7 @@ fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) 
 fn observer(
     to_compress: SyncSender<Arc<RawRows>>,
     to_walk: SyncSender<Arc<RawRows>>,
+    spare: Receiver<RawRows>,
     stale: Arc<AtomicBool>,
 ) -> crate::ingest::RowObserver {
     let mut senders = Some((to_compress, to_walk));
@@ -165,27 +169,39 @@ fn observer(
         }
         end = rows.end;
         if let Some((to_compress, to_walk)) = &senders {
-            let rows = Arc::new(RawRows::of(ev, rows));
+            let rows = Arc::new(match spare.try_recv() {
+                Ok(old) => old.refill(ev, rows),
+                Err(_) => RawRows::of(ev, rows),
+            });
             let _ = to_compress.send(rows.clone());
             let _ = to_walk.send(rows);
         }
     })
 }
 
-fn compress_all(rx: &Receiver<Arc<RawRows>>) -> Columns {
+fn compress_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Columns {
     let mut columns = Columns::default();
     for rows in rx {
         columns.take(&rows);
+        give_back(rows, done);
     }
     columns
 }
 
-fn walk_all(rx: &Receiver<Arc<RawRows>>) -> Walking {
+fn walk_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Walking {
     let mut walking = Walking::default();
     for rows in rx {
         walking.rows(&rows);
+        give_back(rows, done);
     }
     walking
+}
+
+/// The second worker done with a chunk sends it back (never waiting: a full channel drops it).
+fn give_back(rows: Arc<RawRows>, done: &SyncSender<RawRows>) {
+    if let Some(rows) = Arc::into_inner(rows) {
+        let _ = done.try_send(rows);
+    }
 }
 
 /// Every device's layout, in [`Snapshot::device_ids`] order (in parallel).
