@@ -2,7 +2,8 @@
 //! full chunk of rows the reader completes is compressed (the event table's large columns) and
 //! fed to the layout's walk of the trace that starts at the first row — the walk
 //! [`Layout::build`] would make after reading. Both take the same copy of the rows
-//! ([`RawRows`]), each on its own named worker.
+//! ([`RawRows`]), each on its own named worker; the second one done with a copy sends it back,
+//! and the observer fills its memory with a later chunk's rows.
 //!
 //! ```text
 //!   decoder ──rows──▶ observer ──Arc<RawRows>──┬──▶ memviz-compress   → Columns
