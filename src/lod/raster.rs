@@ -150,8 +150,8 @@ pub fn rasterize(layout: LayoutRef<'_>, cps: CheckpointsRef<'_>, spec: RasterSpe
             }
             match spec.keep {
                 // Every element drawn: walk the live ids and the rows together, both ascending,
-                // each id's offset summed on the way (no list of offsets per column: at gen9m the
-                // tiles' columns made 1.5 GB of them).
+                // each id's offset summed on the way (no list of offsets as long as the live stack
+                // per column: the tile pyramid's step took ~14 % less without it at gen9m).
                 None => {
                     let ids = stack.ids();
                     let (mut idx, mut top) = (0usize, ids.first().map_or(0, |&id| sizes[id as usize]));
