@@ -17,7 +17,7 @@ use crate::model::{Action, Events, StrId};
 
 /// One chunk of rows of the large columns, copied out of the events being read, with the text
 /// of each `annotate` among them (for the layout's walk).
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct RawRows {
     pub(super) first: usize,
     pub(super) action: Vec<u8>,
@@ -30,19 +30,7 @@ pub struct RawRows {
 
 impl RawRows {
     pub fn of(ev: &Events, rows: Range<usize>) -> RawRows {
-        RawRows::empty().refill(ev, rows)
-    }
-
-    fn empty() -> RawRows {
-        RawRows {
-            first: 0,
-            action: Vec::new(),
-            addr: Vec::new(),
-            size: Vec::new(),
-            time_us: Vec::new(),
-            stack: Vec::new(),
-            annotations: Vec::new(),
-        }
+        RawRows::default().refill(ev, rows)
     }
 
     /// These columns' memory holding `rows` of `ev` instead (a chunk's rows reuse a chunk's

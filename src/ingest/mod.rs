@@ -133,12 +133,12 @@ pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapsh
     let report = Report { n: &read_bytes, report: progress };
     if path.as_os_str() == STDIN {
         // Never read ahead of a stream: the thread could wait on it after the decoder stopped.
-        return read_from(FileBytes { inner: io::stdin(), n: &read_bytes }, 0, report, false);
+        return read_inner(FileBytes { inner: io::stdin(), n: &read_bytes }, 0, Some(report), false);
     }
     let file = File::open(path).map_err(IngestError::Open)?;
     let meta = file.metadata().map_err(IngestError::Open)?;
     let (file_bytes, ahead) = if meta.is_file() { (meta.len(), true) } else { (0, false) };
-    read_from(FileBytes { inner: file, n: &read_bytes }, file_bytes, report, ahead)
+    read_inner(FileBytes { inner: file, n: &read_bytes }, file_bytes, Some(report), ahead)
 }
 
 /// Counts the bytes read from the file (before decompression), wherever it is read.
@@ -186,15 +186,6 @@ impl<R: Read> Read for Reported<'_, R> {
 /// Reads a snapshot from any byte stream (`file_bytes` is only reported back).
 pub fn read<R: Read + Send>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
     read_inner(reader, file_bytes, None, false)
-}
-
-fn read_from<R: Read + Send>(
-    reader: R,
-    file_bytes: u64,
-    report: Report<'_>,
-    ahead: bool,
-) -> Result<(Snapshot, SourceInfo), IngestError> {
-    read_inner(reader, file_bytes, Some(report), ahead)
 }
 
 /// `ahead`: decompress on a thread of its own (a regular file only).
