@@ -15,3 +15,13 @@ pub mod tiles;
 
 pub use raster::{Raster, RasterSpec, sample_actions};
 pub use tiles::{TileLevel, build_pyramid, top_level};
+
+/// gpt2_small's first device laid out, with its checkpoints: a real trace for the tests.
+#[cfg(test)]
+fn gpt2_small() -> (crate::layout::Layout, crate::layout::Checkpoints) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+    let (snap, _) = crate::ingest::read_path(&path).unwrap();
+    let layout = crate::layout::Layout::build(&snap, snap.device_ids()[0]);
+    let cps = crate::layout::Checkpoints::build(layout.view());
+    (layout, cps)
+}

@@ -324,10 +324,7 @@ mod tests {
     /// whole height or a zoomed byte range, and on a raster of a row per byte.
     #[test]
     fn drawing_every_element_equals_keeping_every_element() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
-        let (snap, _) = crate::ingest::read_path(&path).unwrap();
-        let layout = crate::layout::Layout::build(&snap, snap.device_ids()[0]);
-        let cps = crate::layout::Checkpoints::build(layout.view());
+        let (layout, cps) = super::super::gpt2_small();
         let samples: Vec<u32> = (0..layout.actions.len() as u32).step_by(7).collect();
         let keep = vec![true; layout.elements.size.len()];
         let peak = layout.peak_bytes.max(3);

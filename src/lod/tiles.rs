@@ -163,10 +163,7 @@ mod tests {
     /// stands for), on a real trace with several levels and a partial last tile per level.
     #[test]
     fn every_tile_equals_its_columns_rasterised() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
-        let (snap, _) = crate::ingest::read_path(&path).unwrap();
-        let layout = crate::layout::Layout::build(&snap, snap.device_ids()[0]);
-        let cps = crate::layout::Checkpoints::build(layout.view());
+        let (layout, cps) = super::super::gpt2_small();
         let (w, h) = (16, 24);
         let levels = build_pyramid(layout.view(), cps.view(), 2, w, h, |level, texels| (level, texels.to_vec()));
         assert!(levels.len() >= 4, "{} levels", levels.len());
