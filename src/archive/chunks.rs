@@ -101,25 +101,23 @@ pub fn compress(raw: &[u8], rows: usize) -> Chunk {
 
 /// Compresses one chunk of values.
 pub fn encode<T: Scalar>(values: &[T]) -> Chunk {
-    with_buffer(&RAW, |raw| {
-        raw.reserve(values.len() * T::BYTES);
-        for &v in values {
-            v.put(raw);
-        }
-        compress(raw, values.len())
-    })
+    encode_rows(values.len(), values.iter().copied())
 }
 
 /// Like [`encode`], but stores the first value and then wrapping differences (timestamps).
 pub fn encode_deltas(values: &[i64]) -> Chunk {
+    let deltas = values.iter().scan(0i64, |prev, &v| Some(v.wrapping_sub(std::mem::replace(prev, v))));
+    encode_rows(values.len(), deltas)
+}
+
+/// Compresses `rows` values, written into this thread's raw buffer as they come.
+fn encode_rows<T: Scalar>(rows: usize, values: impl Iterator<Item = T>) -> Chunk {
     with_buffer(&RAW, |raw| {
-        raw.reserve(values.len() * i64::BYTES);
-        let mut prev = 0i64;
-        for &v in values {
-            v.wrapping_sub(prev).put(raw);
-            prev = v;
+        raw.reserve(rows * T::BYTES);
+        for v in values {
+            v.put(raw);
         }
-        compress(raw, values.len())
+        compress(raw, rows)
     })
 }
 

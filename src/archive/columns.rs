@@ -48,14 +48,10 @@ impl RawRows {
         );
         self.action.clear();
         self.action.extend(action.iter().map(|&a| a as u8));
-        self.addr.clear();
-        self.addr.extend_from_slice(&ev.addr[rows.clone()]);
-        self.size.clear();
-        self.size.extend_from_slice(&ev.size[rows.clone()]);
-        self.time_us.clear();
-        self.time_us.extend_from_slice(&ev.time_us[rows.clone()]);
-        self.stack.clear();
-        self.stack.extend_from_slice(&ev.stack[rows]);
+        ev.addr[rows.clone()].clone_into(&mut self.addr);
+        ev.size[rows.clone()].clone_into(&mut self.size);
+        ev.time_us[rows.clone()].clone_into(&mut self.time_us);
+        ev.stack[rows].clone_into(&mut self.stack);
         self
     }
 
