@@ -15,17 +15,17 @@ use crate::lod::minimap::{self, MinMax};
 use crate::model::{ActionIdx, Snapshot};
 
 /// Traces of at least this many events run their pass as two parts side by side
-/// ([`allocator::Part`]), cut near the middle ([`LATE_SHARE`]): the early part undoes the late
+/// ([`allocator::Part`]), cut near the middle ([`LATE_PERMILLE`]): the early part undoes the late
 /// part's events again with no figures (a tenth of the work per event); the late part's worker
 /// goes on to the checkpoints and tiles, which the early part's joins when it is done (gen9m,
 /// when it was first cut: early 1.8–2.1 s, late 1.7–2.1 s, tiles 0.8–1.0 s; the whole pass alone
 /// took 3.5–3.9 s).
 const SPLIT_EVENTS: usize = 1 << 20;
 
-/// The late part's share of a cut trace's events. An untracked undo costs ~0.13 of a tracked
+/// The late part's share of a cut trace's events, in thousandths. An untracked undo costs ~0.13 of a tracked
 /// one (gen9m, the cut in the middle: early part 1.0–1.15 s, late 0.9–1.05 s, interleaved
 /// runs), so the parts end together when the late part takes 1 / (2 − 0.13) ≈ 0.535 of the events.
-const LATE_SHARE: (u64, u64) = (535, 1000);
+const LATE_PERMILLE: u64 = 535;
 
 /// How a device's pass runs: K, and where it is cut (the late part's events) if it is.
 #[derive(Debug, Clone, Copy)]
@@ -36,11 +36,11 @@ pub struct Plan {
 
 impl Plan {
     /// K sized from an estimate of the states' summed size (one pass over the event kinds); a
-    /// long trace cut so both parts take about as long: the late part gets [`LATE_SHARE`] of
+    /// long trace cut so both parts take about as long: the late part gets [`LATE_PERMILLE`] of
     /// the events, since the early part also undoes those untracked first.
     pub fn new(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>) -> Plan {
         let n = snap.trace(l.device).len();
-        let late = (n as u128 * LATE_SHARE.0 as u128 / LATE_SHARE.1 as u128) as usize;
+        let late = (n as u64 * LATE_PERMILLE / 1000) as usize;
         Plan::cut_at(snap, events, l, (n >= SPLIT_EVENTS).then_some(late))
     }
 
