@@ -7,6 +7,7 @@
 //! standard input (`-`) and pipes work like files.
 
 mod ahead;
+mod behind;
 pub mod builder;
 pub mod json;
 pub mod pickle;
@@ -138,6 +139,10 @@ pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapsh
     let file = File::open(path).map_err(IngestError::Open)?;
     let meta = file.metadata().map_err(IngestError::Open)?;
     let (file_bytes, ahead) = if meta.is_file() { (meta.len(), true) } else { (0, false) };
+    if file_bytes >= behind::LARGE {
+        let inner = behind::DropBehind::new(file);
+        return read_inner(FileBytes { inner, n: &read_bytes }, file_bytes, Some(report), ahead);
+    }
     read_inner(FileBytes { inner: file, n: &read_bytes }, file_bytes, Some(report), ahead)
 }
 
