@@ -139,11 +139,8 @@ pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapsh
     let file = File::open(path).map_err(IngestError::Open)?;
     let meta = file.metadata().map_err(IngestError::Open)?;
     let (file_bytes, ahead) = if meta.is_file() { (meta.len(), true) } else { (0, false) };
-    if file_bytes >= behind::LARGE {
-        let inner = behind::DropBehind::new(file);
-        return read_inner(FileBytes { inner, n: &read_bytes }, file_bytes, Some(report), ahead);
-    }
-    read_inner(FileBytes { inner: file, n: &read_bytes }, file_bytes, Some(report), ahead)
+    let inner = behind::DropBehind::new(file, file_bytes);
+    read_inner(FileBytes { inner, n: &read_bytes }, file_bytes, Some(report), ahead)
 }
 
 /// Counts the bytes read from the file (before decompression), wherever it is read.
