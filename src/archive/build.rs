@@ -64,7 +64,11 @@ pub fn build_root(
                 (spans, from_events)
             })
         },
-        || layouts.iter().map(|l| Plan::new(&snap, &snap.events, &l.view())).collect::<Vec<Plan>>(),
+        || {
+            super::timed("the passes' plans", || {
+                layouts.iter().map(|l| Plan::new(&snap, &l.view())).collect::<Vec<Plan>>()
+            })
+        },
     );
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();

@@ -38,14 +38,15 @@ impl Plan {
     /// K sized from an estimate of the states' summed size (one pass over the event kinds); a
     /// long trace cut so both parts take about as long: the late part gets [`LATE_PERMILLE`] of
     /// the events, since the early part also undoes those untracked first.
-    pub fn new(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>) -> Plan {
+    pub fn new(snap: &Snapshot, l: &LayoutRef<'_>) -> Plan {
         let n = snap.trace(l.device).len();
         let late = (n as u64 * LATE_PERMILLE / 1000) as usize;
-        Plan::cut_at(snap, events, l, (n >= SPLIT_EVENTS).then_some(late))
+        Plan::cut_at(snap, l, (n >= SPLIT_EVENTS).then_some(late))
     }
 
-    fn cut_at(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, cut: Option<usize>) -> Plan {
-        Plan { every: allocator::every_for(allocator::estimate_words(snap, events, l.device)), cut }
+    /// Reads the snapshot's raw action column (before the rows are dropped).
+    fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, cut: Option<usize>) -> Plan {
+        Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), cut }
     }
 }
 
@@ -339,7 +340,7 @@ mod tests {
                 let n = snap.trace(l.device).len();
                 let ev = &snap.events;
                 let at = |cut| {
-                    let plan = Plan::cut_at(&snap, ev, &l, cut);
+                    let plan = Plan::cut_at(&snap, &l, cut);
                     section(&snap, &l, plan, early_part(&snap, ev, &l, plan), late_part(&snap, ev, &l, plan))
                 };
                 let whole = at(None);
