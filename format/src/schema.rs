@@ -9,6 +9,8 @@
 
 use rkyv::{Archive, Deserialize, Serialize};
 
+pub mod staged;
+
 pub use crate::v2::{
     Annotation, ArchivedAnnotation, ArchivedBlock, ArchivedCheckpoints, ArchivedChunk, ArchivedElements,
     ArchivedEventTable, ArchivedFrameTable, ArchivedMinMax, ArchivedReserved, ArchivedSegment, ArchivedSource,

@@ -1,6 +1,8 @@
 //! Model + layouts → the archive root: derives what the viewer needs (checkpoints, tiles,
 //! minimap, spans, reserved memory) per device in parallel, and moves the model's columns in.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 
 use memviz_format::schema as f;
@@ -10,12 +12,13 @@ use super::chunks::{self, CHUNK_ROWS};
 use super::columns::{Columns, CompressedEvents};
 use super::reading::{MadeWhileReading, Walked};
 use super::series::{self, Plan};
+use super::write::Heads;
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
 use crate::ingest::SourceInfo;
-use crate::layout::{Checkpoints, CheckpointsRef, Layout};
+use crate::layout::{Checkpoints, CheckpointsRef, ElementsRef, Layout, LayoutRef};
 use crate::lod::{self, minimap};
-use crate::model::{Action, ActionIdx, BlockState, Events, NO_TIME, NONE, Snapshot, Stage};
+use crate::model::{Action, ActionIdx, BlockState, DeviceId, Events, NO_TIME, NONE, Snapshot, Stage};
 
 // The texels lod writes are the texels FORMAT.md documents.
 const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
@@ -32,15 +35,19 @@ pub enum BuildStage {
     Derive,
 }
 
-/// Builds the root. Consumes the model and layouts so their columns move in without copies.
+/// Builds the archive of `snap`. Consumes the model and layouts so their columns move in
+/// without copies.
 ///
 /// Everything that needs the raw event columns (the layouts, given; spans, action times,
 /// element sites, reserved memory, the segment timeline, the summary's first time and OOM
 /// events) is derived first, where the reader's workers did not already (`made`: the event
 /// table compressed, a walked trace's action times and element sites); then the raw large
-/// columns are freed, and the allocator's backward pass — one long sequential walk per device,
+/// columns are freed and what exists of the archive — the root's fields before its devices,
+/// each device's element columns, actions and totals: the [`Heads`] — goes to `begin`, to be
+/// written meanwhile. Then the allocator's backward pass — one long sequential walk per device,
 /// reading the compressed chunks, in two parts side by side on a long trace — runs beside
-/// checkpoints and tiles, so a 2-core machine stays busy.
+/// checkpoints and tiles, so a 2-core machine stays busy. Returns each device's remaining
+/// fields (its others default) once the heads are no longer read.
 pub fn build_root(
     mut snap: Snapshot,
     source: &SourceInfo,
@@ -48,14 +55,15 @@ pub fn build_root(
     layouts: Vec<Layout>,
     made: Option<MadeWhileReading>,
     stage: &dyn Fn(BuildStage),
-) -> f::Root {
+    begin: &mut dyn FnMut(Arc<Heads>),
+) -> Vec<f::Device> {
     let (columns, mut walked) = match made {
         Some(m) => (Some(m.columns), m.walked),
         None => (None, Vec::new()),
     };
     walked.resize(layouts.len(), None);
     // The allocator passes' plans (K, from a walk over the actions) beside the rest.
-    let ((spans, from_events), plans) = rayon::join(
+    let ((spans, mut from_events), plans) = rayon::join(
         || {
             super::timed("spans and what needs the raw events", || {
                 let spans = spans::spans(&snap);
@@ -73,58 +81,53 @@ pub fn build_root(
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();
     snap.events.drop_rows();
+    let devices = layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect();
+    let heads = Arc::new(Heads { root: root_head(&mut snap, source, name, event_count, columns), devices });
+    begin(heads.clone());
     stage(BuildStage::Derive);
+    let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
     // The allocator's pass of each device, the long ones as two parts: this worker takes the
     // early parts; another the late parts, then the checkpoints and tiles, whose jobs this one
     // joins once its parts are done.
     let (allocators, lods) = {
         // Each worker reads the chunks through its own cursor.
-        let events = || CompressedEvents::new(&columns, &snap.events);
-        let parts = || layouts.iter().zip(&plans);
+        let events = || CompressedEvents::new(&heads.root.events, &snap.events);
+        let parts = || views.iter().zip(&plans);
         let (early, (late, lods)) = rayon::join(
             || {
                 let events = events();
-                parts().map(|(l, &p)| series::early_part(&snap, &events, &l.view(), p)).collect::<Vec<_>>()
+                parts().map(|(l, &p)| series::early_part(&snap, &events, l, p)).collect::<Vec<_>>()
             },
             || {
                 let events = events();
-                let late: Vec<_> = parts().map(|(l, &p)| series::late_part(&snap, &events, &l.view(), p)).collect();
-                let lod = |(l, fe): (&Layout, &FromEvents)| {
-                    (Lod::of(l.view(), Some(&fe.stack)), Lod::of(fe.segments.0.view(), None))
+                let late: Vec<_> = parts().map(|(l, &p)| series::late_part(&snap, &events, l, p)).collect();
+                let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
+                    (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
                 };
-                let lods = layouts.par_iter().zip(&from_events);
+                let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
                 (late, super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>()))
             },
         );
         let sections = parts().zip(early.into_iter().zip(late));
         let allocators: Vec<f::AllocatorSection> = super::timed("allocator sections", || {
-            sections.map(|((l, &p), (e, la))| series::section(&snap, &l.view(), p, e, la)).collect()
+            sections.map(|((l, &p), (e, la))| series::section(&snap, l, p, e, la)).collect()
         });
         (allocators, lods)
     };
     let summaries: Vec<f::Summary> = super::timed("summaries", || {
-        let parts = layouts.iter().zip(&from_events).zip(&lods);
-        parts.map(|((l, fe), lod)| summary(&snap, &spans, l, fe, &lod.0.checkpoints)).collect()
+        let parts = views.iter().zip(&heads.devices).zip(&from_events).zip(&lods);
+        parts.map(|(((l, d), fe), lod)| summary(&snap, &spans, *l, &d.elements.stack, fe, &lod.0.checkpoints)).collect()
     });
-    let Snapshot {
-        strings,
-        frames,
-        stacks,
-        events,
-        traces,
-        segments,
-        blocks,
-        annotations,
-        allocator_settings,
-        legacy,
-        unknown_keys,
-        host_trace,
-        tolerated,
-    } = snap;
-    let events = event_table(event_count, events, columns);
-    let parts = layouts.into_iter().zip(from_events).zip(allocators).zip(lods).zip(summaries);
-    let devices: Vec<f::Device> =
-        super::timed("devices", || parts.map(|((((l, fe), a), lod), s)| device(l, fe, a, lod, s)).collect());
+    let parts = from_events.into_iter().zip(allocators).zip(lods).zip(summaries);
+    super::timed("devices", || parts.map(|(((fe, a), lod), s)| device_tail(fe, a, lod, s)).collect())
+}
+
+/// The root's fields before `devices`, moved out of `snap` where the derive stage no longer
+/// reads them, copied where it does (the strings a summary names its spans with; the dump's
+/// segments and blocks, the traces' ranges and the stream and pool columns the allocator's pass
+/// reads).
+fn root_head(snap: &mut Snapshot, source: &SourceInfo, name: &str, event_count: usize, columns: Columns) -> f::Root {
+    let frames = std::mem::take(&mut snap.frames);
     f::Root {
         source: f::Source {
             name: name.to_owned(),
@@ -132,7 +135,7 @@ pub fn build_root(
             file_bytes: source.file_bytes,
             decoded_bytes: source.decoded_bytes,
         },
-        strings: strings.iter().map(str::to_owned).collect(),
+        strings: snap.strings.iter().map(str::to_owned).collect(),
         frames: f::FrameTable {
             name: frames.iter().map(|f| f.name).collect(),
             filename: frames.iter().map(|f| f.filename).collect(),
@@ -144,12 +147,16 @@ pub fn build_root(
                 .map(|(i, f)| (i as u32, f.fx.to_array()))
                 .collect(),
         },
-        stacks: f::StackTable { offsets: stacks.offsets, frames: stacks.frames },
-        events,
-        traces: traces.iter().map(|r| (r.start, r.end)).collect(),
-        host_trace: (host_trace.start, host_trace.end),
-        segments: segments
-            .into_iter()
+        stacks: f::StackTable {
+            offsets: std::mem::take(&mut snap.stacks.offsets),
+            frames: std::mem::take(&mut snap.stacks.frames),
+        },
+        events: event_table(event_count, &mut snap.events, columns),
+        traces: snap.traces.iter().map(|r| (r.start, r.end)).collect(),
+        host_trace: (snap.host_trace.start, snap.host_trace.end),
+        segments: snap
+            .segments
+            .iter()
             .map(|s| f::Segment {
                 device: s.device.0,
                 address: s.address,
@@ -166,8 +173,9 @@ pub fn build_root(
                 blocks: (s.blocks.start, s.blocks.end),
             })
             .collect(),
-        blocks: blocks
-            .into_iter()
+        blocks: snap
+            .blocks
+            .iter()
             .map(|b| {
                 let (state, state_str) = match b.state {
                     BlockState::ActiveAllocated => (0, NONE),
@@ -186,7 +194,7 @@ pub fn build_root(
                 }
             })
             .collect(),
-        annotations: annotations
+        annotations: std::mem::take(&mut snap.annotations)
             .into_iter()
             .map(|a| {
                 let (stage, stage_str) = match a.stage {
@@ -197,11 +205,11 @@ pub fn build_root(
                 f::Annotation { name: a.name, stage, stage_str, device: a.device, time_us: a.time_us }
             })
             .collect(),
-        allocator_settings: allocator_settings.map(|v| v.to_string()),
-        legacy,
-        unknown_keys: unknown_keys.into_iter().collect(),
-        tolerated: tolerated.iter().map(|(o, n)| (o.key().to_owned(), n)).collect(),
-        devices,
+        allocator_settings: snap.allocator_settings.take().map(|v| v.to_string()),
+        legacy: snap.legacy,
+        unknown_keys: std::mem::take(&mut snap.unknown_keys).into_iter().collect(),
+        tolerated: snap.tolerated.iter().map(|(o, n)| (o.key().to_owned(), n)).collect(),
+        devices: Vec::new(),
     }
 }
 
@@ -214,6 +222,7 @@ struct FromEvents {
     spans: Vec<f::Span>,
     reserved: f::Reserved,
     action_time_us: Vec<i64>,
+    /// Each element's stack (moved into the device's head, [`device_head`]).
     stack: Vec<u32>,
     /// The segment timeline and the stack of each of its segments.
     segments: (Layout, Vec<u32>),
@@ -256,13 +265,20 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Opt
 }
 
 /// What `ranks` and the default steps read without a pass over the events (FORMAT.md: Summary).
-fn summary(snap: &Snapshot, all: &[spans::Span], l: &Layout, fe: &FromEvents, cps: &f::Checkpoints) -> f::Summary {
+fn summary(
+    snap: &Snapshot,
+    all: &[spans::Span],
+    l: LayoutRef<'_>,
+    stack: &[u32],
+    fe: &FromEvents,
+    cps: &f::Checkpoints,
+) -> f::Summary {
     let trace_start_us = fe.first_event_time.or_else(|| fe.action_time_us.iter().copied().find(|&t| t != NO_TIME));
     let spans: Vec<NamedSpan<'_>> = all.iter().filter(|s| s.on(l.device)).map(|s| s.named(snap)).collect();
     let t = TimelineRef {
-        layout: l.view(),
+        layout: l,
         checkpoints: CheckpointsRef { every: cps.every, starts: &cps.starts, ids: &cps.ids },
-        sites: &fe.stack,
+        sites: stack,
         spans: &spans,
         times: &fe.action_time_us,
         trace_start_us,
@@ -302,34 +318,63 @@ fn summary(snap: &Snapshot, all: &[spans::Span], l: &Layout, fe: &FromEvents, cp
     }
 }
 
-fn device(
-    l: Layout,
-    from_events: FromEvents,
-    allocator: f::AllocatorSection,
-    lods: (Lod, Lod),
-    summary: f::Summary,
-) -> f::Device {
-    let FromEvents { spans, reserved, action_time_us, stack, segments, .. } = from_events;
+/// A device's fields before `checkpoints` (FORMAT.md: the element timeline's columns), the
+/// layout's and the element stacks moved in; the later fields default.
+fn device_head(l: Layout, fe: &mut FromEvents) -> f::Device {
     let minimap = minimap::build(&l.totals);
-    let device = l.device.0;
-    let t = stacked(l, stack, lods.0);
-    let s = stacked(segments.0, segments.1, lods.1);
+    let Layout { device, elements, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
     f::Device {
-        device,
-        elements: t.elements,
-        actions: t.actions,
-        action_time_us: action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
-        initial: t.initial,
-        initial_total: t.initial_total,
-        totals: t.totals,
-        peak_bytes: t.peak_bytes,
-        peak_action: t.peak_action,
+        device: device.0,
+        elements: archived_elements(elements, std::mem::take(&mut fe.stack)),
+        actions,
+        action_time_us: fe.action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
+        initial,
+        initial_total,
+        totals,
+        peak_bytes,
+        peak_action: peak_action.map_or(-1, ActionIdx::signed),
         minimap: minimap
             .into_iter()
             .map(|m| f::MinMax { actions_per_bucket: m.actions_per_bucket, min: m.min, max: m.max })
             .collect(),
-        checkpoints: t.checkpoints,
-        tiles: t.tiles,
+        ..f::Device::default()
+    }
+}
+
+/// The layout a device head holds, as the derive stage reads it.
+fn layout_view(d: &f::Device) -> LayoutRef<'_> {
+    let e = &d.elements;
+    LayoutRef {
+        device: DeviceId(d.device),
+        elements: ElementsRef {
+            addr: &e.addr,
+            size: &e.size,
+            start: &e.start,
+            end: &e.end,
+            origin: &e.origin,
+            alloc_event: &e.alloc_event,
+            free_event: &e.free_event,
+            block: &e.block,
+            slot: &e.slot,
+            annotated: &e.annotated,
+            annotation: &e.annotation,
+        },
+        actions: &d.actions,
+        initial: &d.initial,
+        initial_total: d.initial_total,
+        totals: &d.totals,
+        peak_bytes: d.peak_bytes,
+        peak_action: u32::try_from(d.peak_action).ok().map(ActionIdx),
+    }
+}
+
+/// A device's fields from `checkpoints` on (the earlier ones default).
+fn device_tail(fe: FromEvents, allocator: f::AllocatorSection, lods: (Lod, Lod), summary: f::Summary) -> f::Device {
+    let FromEvents { spans, reserved, segments, .. } = fe;
+    let s = stacked(segments.0, segments.1, lods.1);
+    f::Device {
+        checkpoints: lods.0.checkpoints,
+        tiles: lods.0.tiles,
         spans,
         reserved,
         allocator,
@@ -345,6 +390,7 @@ fn device(
             tiles: s.tiles,
         },
         summary: Some(summary),
+        ..f::Device::default()
     }
 }
 
@@ -409,22 +455,9 @@ struct Stacked {
 }
 
 fn stacked(l: Layout, stack: Vec<u32>, lod: Lod) -> Stacked {
-    let Layout { device: _, elements: e, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
+    let Layout { device: _, elements, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
     Stacked {
-        elements: f::Elements {
-            addr: e.addr,
-            size: e.size,
-            start: e.start,
-            end: e.end,
-            origin: e.origin,
-            alloc_event: e.alloc_event,
-            free_event: e.free_event,
-            block: e.block,
-            slot: e.slot,
-            stack,
-            annotated: e.annotated,
-            annotation: e.annotation,
-        },
+        elements: archived_elements(elements, stack),
         actions,
         initial,
         initial_total,
@@ -436,9 +469,32 @@ fn stacked(l: Layout, stack: Vec<u32>, lod: Lod) -> Stacked {
     }
 }
 
+/// A layout's element columns with each element's stack, as the archive stores them.
+fn archived_elements(e: crate::layout::Elements, stack: Vec<u32>) -> f::Elements {
+    f::Elements {
+        addr: e.addr,
+        size: e.size,
+        start: e.start,
+        end: e.end,
+        origin: e.origin,
+        alloc_event: e.alloc_event,
+        free_event: e.free_event,
+        block: e.block,
+        slot: e.slot,
+        stack,
+        annotated: e.annotated,
+        annotation: e.annotation,
+    }
+}
+
 /// The event table: the compressed columns and the run-length and sparse columns moved in (the
 /// raw columns are dropped).
-fn event_table(len: usize, ev: Events, c: Columns) -> f::EventTable {
+/// `ev`'s run-length and sparse columns move in, but for the stream and pool columns, which the
+/// allocator's pass still reads from `ev`.
+fn event_table(len: usize, ev: &mut Events, c: Columns) -> f::EventTable {
+    fn runs<T: Copy>(r: &crate::model::Runs<T>) -> Vec<(u32, T)> {
+        r.starts.iter().copied().zip(r.values.iter().copied()).collect()
+    }
     f::EventTable {
         len: len as u32,
         chunk_rows: CHUNK_ROWS as u32,
@@ -447,14 +503,14 @@ fn event_table(len: usize, ev: Events, c: Columns) -> f::EventTable {
         size: c.size,
         time_us: c.time_us,
         stack: c.stack,
-        stream: ev.stream.starts.into_iter().zip(ev.stream.values).collect(),
-        compile_context: ev.compile_context.starts.into_iter().zip(ev.compile_context.values).collect(),
-        user_metadata: ev.user_metadata.starts.into_iter().zip(ev.user_metadata.values).collect(),
-        internal_metadata: ev.internal_metadata.starts.into_iter().zip(ev.internal_metadata.values).collect(),
-        category: ev.category.starts.into_iter().zip(ev.category.values).collect(),
-        other_action: ev.other_action,
-        device_free: ev.device_free,
-        forward_stack: ev.forward_stack,
-        pool_id: ev.pool_id,
+        stream: runs(&ev.stream),
+        compile_context: runs(&std::mem::take(&mut ev.compile_context)),
+        user_metadata: runs(&std::mem::take(&mut ev.user_metadata)),
+        internal_metadata: runs(&std::mem::take(&mut ev.internal_metadata)),
+        category: runs(&std::mem::take(&mut ev.category)),
+        other_action: std::mem::take(&mut ev.other_action),
+        device_free: std::mem::take(&mut ev.device_free),
+        forward_stack: std::mem::take(&mut ev.forward_stack),
+        pool_id: ev.pool_id.clone(),
     }
 }

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use memviz_format::schema::Chunk;
+use memviz_format::schema::{Chunk, EventTable};
 
 use super::chunks::{self, CHUNK_ROWS, Cursor};
 use crate::allocator::EventColumns;
@@ -131,12 +131,13 @@ pub struct CompressedEvents<'a> {
 }
 
 impl<'a> CompressedEvents<'a> {
-    pub fn new(columns: &'a Columns, events: &'a Events) -> Self {
+    /// `table`'s chunks (the archive's event table, made of the compressed [`Columns`]).
+    pub fn new(table: &'a EventTable, events: &'a Events) -> Self {
         CompressedEvents {
             events,
-            action: Cursor::new(&columns.action, CHUNK_ROWS, chunks::decode_owned),
-            addr: Cursor::new(&columns.addr, CHUNK_ROWS, chunks::decode_owned),
-            size: Cursor::new(&columns.size, CHUNK_ROWS, chunks::decode_owned),
+            action: Cursor::new(&table.action, CHUNK_ROWS, chunks::decode_owned),
+            addr: Cursor::new(&table.addr, CHUNK_ROWS, chunks::decode_owned),
+            size: Cursor::new(&table.size, CHUNK_ROWS, chunks::decode_owned),
         }
     }
 }

@@ -12,6 +12,7 @@ use super::build::BuildStage;
 use super::cache::{PendingCache, file_name};
 use super::chunks::CHUNK_ROWS;
 use super::reading::{MadeWhileReading, WhileReading, lay_out};
+use super::write::Writing;
 use crate::ingest;
 use crate::layout::Layout;
 use crate::model::Snapshot;
@@ -89,8 +90,12 @@ pub fn write_archive(
     // per thread: on a 16-core host peak RSS grew from 171 to 200 MB on the 195 MB benchmark.
     // Four workers keep index at ~1× the pickle at the same speed (the decoder is sequential).
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_INDEX_THREADS);
-    let build = || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, made, &stage);
-    let root =
+    // The archive's first part is written while the rest is derived.
+    let mut writing = None;
+    let mut begin = |heads| writing = Some(Writing::start(heads, &pending.path, pending.stamp));
+    let build =
+        || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, made, &stage, &mut begin);
+    let tails =
         match rayon::ThreadPoolBuilder::new().num_threads(workers).thread_name(|i| format!("memviz-index-{i}")).build()
         {
             Ok(pool) => pool.install(build),
@@ -98,7 +103,7 @@ pub fn write_archive(
         };
     timing("derive + compress", started);
     message("writing");
-    let archive_bytes = super::write::write(&root, &pending.path, pending.stamp)?;
+    let archive_bytes = writing.expect("the build began writing").finish(tails)?;
     timing("write", started);
     Ok(IndexSummary {
         devices,

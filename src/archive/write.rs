@@ -1,6 +1,7 @@
 //! Writing an archive atomically: header placeholder, the rkyv archive streamed to a temp file
-//! (each block hashed on its way), its block table, then the real header (with the archive's
-//! length and the table's hash), fsync, rename.
+//! (each block hashed on its way) — its first part while the rest is still being derived
+//! ([`Writing`]) —, its block table, then the real header (with the archive's length and the
+//! table's hash), fsync, rename.
 //!
 //! The bytes bypass the page cache where the file system allows it (`O_DIRECT`, [`Sink`]): the
 //! archive is fsynced anyway, so a buffered write would copy every byte into fresh page-cache
@@ -11,38 +12,138 @@ use memviz_format::rkyv;
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use anyhow::Context as _;
 use memviz_format::hash::Xxh64;
-use memviz_format::schema::Root;
+use memviz_format::schema::{Device, Root, staged};
 use memviz_format::{BLOCK_LEN, FINGERPRINT_SPAN, HEADER_LEN, Header, SourceStamp};
+use rkyv::rancor::{BoxedError, Strategy};
+use rkyv::ser::Serializer;
+use rkyv::ser::allocator::Arena;
+use rkyv::ser::sharing::Share;
+use rkyv::ser::writer::IoWriter;
 
 use crate::output::temp_path;
 
-/// Writes `root` to `path` (all or nothing) and returns the file size.
-pub fn write(root: &Root, path: &Path, source: SourceStamp) -> anyhow::Result<u64> {
-    let tmp = temp_path(path);
-    let result = write_to(root, &tmp, source).and_then(|size| {
-        fs::rename(&tmp, path)?;
-        Ok(size)
-    });
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    // The error names the archive asked for, never the temporary file beside it.
-    result.with_context(|| format!("cannot write {}", path.display()))
+/// What exists of an archive when its derive stage begins: the root's fields before `devices`
+/// (`root.devices` empty), and each device's fields before `checkpoints` (the later ones
+/// default). They are written while the rest is derived ([`Writing`]); the derive stage reads
+/// them (the event table's chunks, the layouts' columns) meanwhile.
+#[derive(Debug, Default)]
+pub struct Heads {
+    pub root: Root,
+    pub devices: Vec<Device>,
 }
 
-fn write_to(root: &Root, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64> {
+/// An archive being written on a thread of its own (`memviz-write`) while its derive stage
+/// runs: the heads at once — on gen9m the first device's element columns, actions and totals
+/// are most of the archive —, the rest once [`Writing::finish`] hands it over. The bytes equal a
+/// whole-root serialization's (`staged` in the format crate); a writer dropped unfinished
+/// removes its temp file.
+pub struct Writing {
+    tails: Option<SyncSender<Vec<Device>>>,
+    thread: Option<std::io::Result<JoinHandle<anyhow::Result<u64>>>>,
+    path: PathBuf,
+}
+
+impl Writing {
+    /// Starts writing the archive of `heads` to a temp file beside `path`.
+    pub fn start(heads: Arc<Heads>, path: &Path, source: SourceStamp) -> Writing {
+        let (tx, rx) = sync_channel(1);
+        let tmp = temp_path(path);
+        let thread = std::thread::Builder::new().name("memviz-write".into()).spawn(move || {
+            let result = write_staged(heads, rx, &tmp, source);
+            if result.is_err() {
+                let _ = fs::remove_file(&tmp);
+            }
+            result
+        });
+        Writing { tails: Some(tx), thread: Some(thread), path: path.to_owned() }
+    }
+
+    /// Hands over each device's fields from `checkpoints` on (`tails[i]` for device `i`, its
+    /// other fields default; nothing else may hold the heads by now), waits until the archive
+    /// is written and moves it to its path (all or nothing); returns the file size.
+    pub fn finish(mut self, tails: Vec<Device>) -> anyhow::Result<u64> {
+        let path = self.path.clone();
+        let result = (|| -> anyhow::Result<u64> {
+            let thread = self.thread.take().expect("finished once")?;
+            // A send fails only when the writer has already stopped; its error is the one to show.
+            let _ = self.tails.take().expect("finished once").send(tails);
+            let size = thread.join().map_err(|_| anyhow::anyhow!("the archive's writer panicked"))??;
+            let tmp = temp_path(&path);
+            let renamed = fs::rename(&tmp, &path);
+            if renamed.is_err() {
+                let _ = fs::remove_file(&tmp);
+            }
+            renamed?;
+            Ok(size)
+        })();
+        // The error names the archive asked for, never the temporary file beside it.
+        result.with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+impl Drop for Writing {
+    /// Unfinished (the derive stage failed or panicked): the writer sees its channel close,
+    /// removes its temp file and ends; this waits for that.
+    fn drop(&mut self) {
+        self.tails = None;
+        if let Some(Ok(thread)) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The writer thread: header placeholder, the heads, then (once handed over) the tails, the
+/// devices and the root object, the block table, the real header, fsync.
+fn write_staged(
+    heads: Arc<Heads>,
+    tails: Receiver<Vec<Device>>,
+    tmp: &Path,
+    source: SourceStamp,
+) -> anyhow::Result<u64> {
     let mut w = Sink::create(tmp)?;
     w.write_all(&[0u8; HEADER_LEN])?;
     let hashing = Hashing { inner: w, block: Xxh64::new(0), table: Vec::new(), len: 0 };
-    let hashing =
-        rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(root, rkyv::ser::writer::IoWriter::new(hashing))
-            .map_err(|e| anyhow::anyhow!("serializing the archive: {e}"))?
-            .into_inner();
-    let (mut w, table, len) = hashing.finish();
+    let mut arena = Arena::new();
+    let mut ser = Serializer::new(IoWriter::new(hashing), arena.acquire(), Share::new());
+    let s = Strategy::<_, BoxedError>::wrap(&mut ser);
+    let rkyv_error = |e: BoxedError| anyhow::anyhow!("serializing the archive: {e}");
+    let head = staged::root_head(&heads.root, s).map_err(rkyv_error)?;
+    let mut first = heads.devices.first().map(|d| staged::device_head(d, s)).transpose().map_err(rkyv_error)?;
+    let tails = tails.recv().context("the archive's derive stage ended before its end was made")?;
+    let Heads { mut root, devices } =
+        Arc::try_unwrap(heads).map_err(|_| anyhow::anyhow!("the archive's heads are still in use"))?;
+    anyhow::ensure!(tails.len() == devices.len(), "{} devices but {} device tails", devices.len(), tails.len());
+    root.devices = devices
+        .into_iter()
+        .zip(tails)
+        .map(|(h, t)| Device {
+            checkpoints: t.checkpoints,
+            tiles: t.tiles,
+            spans: t.spans,
+            reserved: t.reserved,
+            allocator: t.allocator,
+            segment_timeline: t.segment_timeline,
+            summary: t.summary,
+            ..h
+        })
+        .collect();
+    let mut resolvers = Vec::with_capacity(root.devices.len());
+    for d in &root.devices {
+        let h = match first.take() {
+            Some(h) => h,
+            None => staged::device_head(d, s).map_err(rkyv_error)?,
+        };
+        resolvers.push((h, staged::device_tail(d, s).map_err(rkyv_error)?));
+    }
+    staged::finish(&root, head, resolvers, s).map_err(rkyv_error)?;
+    let (mut w, table, len) = ser.into_writer().into_inner().finish();
     w.write_all(&table)?;
     let header = Header::with_table(len, &table, source);
     let (file, len) = w.finish()?;
@@ -234,6 +335,26 @@ mod tests {
         file.write_all_at(b"HEAD", 0).unwrap();
         drop(file);
         (bytes, fs::read(&path).unwrap())
+    }
+
+    /// A writer dropped before its tails arrive, or handed the wrong number of them, leaves no
+    /// file behind; handed them, it writes an archive that opens.
+    #[test]
+    fn a_staged_write_is_all_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.memviz");
+        let heads =
+            || Arc::new(Heads { root: Root::default(), devices: vec![Device { device: 3, ..Device::default() }] });
+        drop(Writing::start(heads(), &path, SourceStamp::default()));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "dropped unfinished: nothing left");
+        let e = Writing::start(heads(), &path, SourceStamp::default()).finish(Vec::new()).unwrap_err();
+        assert!(format!("{e:#}").contains("1 devices but 0 device tails"), "{e:#}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "refused: nothing left");
+        let size = Writing::start(heads(), &path, SourceStamp::default()).finish(vec![Device::default()]).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().len(), size);
+        let archive = crate::archive::Archive::open(&path).unwrap();
+        assert_eq!(archive.root().devices.len(), 1);
+        assert_eq!(archive.root().devices[0].device, 3);
     }
 
     #[test]
