@@ -87,8 +87,10 @@ pub fn build_root(
     stage(BuildStage::Derive);
     let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
     // The allocator's pass of each device, the long ones as two parts: this worker takes the
-    // early parts; another the late parts, then the checkpoints and tiles, whose jobs this one
-    // joins once its parts are done.
+    // early parts; another the late parts, with the checkpoints and tiles queued beside them for
+    // whichever worker is free first (the other joins their tile jobs when its parts are done;
+    // gen9m, seven interleaved pairs: the derive stage shorter in six, median 1.66 → 1.52 s,
+    // than with the tiles queued after the late parts).
     let (allocators, lods) = {
         // Each worker reads the chunks through its own cursor.
         let events = || CompressedEvents::new(&heads.root.events, &snap.events);
@@ -99,13 +101,19 @@ pub fn build_root(
                 parts().map(|(l, &p)| series::early_part(&snap, &events, l, p)).collect::<Vec<_>>()
             },
             || {
-                let events = events();
-                let late: Vec<_> = parts().map(|(l, &p)| series::late_part(&snap, &events, l, p)).collect();
-                let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
-                    (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
-                };
-                let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
-                (late, super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>()))
+                rayon::join(
+                    || {
+                        let events = events();
+                        parts().map(|(l, &p)| series::late_part(&snap, &events, l, p)).collect::<Vec<_>>()
+                    },
+                    || {
+                        let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
+                            (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
+                        };
+                        let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
+                        super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>())
+                    },
+                )
             },
         );
         let sections = parts().zip(early.into_iter().zip(late));

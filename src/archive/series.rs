@@ -16,8 +16,8 @@ use crate::model::{ActionIdx, Snapshot};
 
 /// Traces of at least this many events run their pass as two parts side by side
 /// ([`allocator::Part`]), cut near the middle ([`LATE_PERMILLE`]): the early part undoes the late
-/// part's events again with no figures (a tenth of the work per event); the late part's worker
-/// goes on to the checkpoints and tiles, which the early part's joins when it is done (gen9m,
+/// part's events again with no figures (a tenth of the work per event); the checkpoints and tiles
+/// wait beside the late part for the first worker free (`build.rs`; gen9m,
 /// when it was first cut: early 1.8–2.1 s, late 1.7–2.1 s, tiles 0.8–1.0 s; the whole pass alone
 /// took 3.5–3.9 s).
 const SPLIT_EVENTS: usize = 1 << 20;
