@@ -120,20 +120,7 @@ fn write_staged(
     let Heads { mut root, devices } =
         Arc::try_unwrap(heads).map_err(|_| anyhow::anyhow!("the archive's heads are still in use"))?;
     anyhow::ensure!(tails.len() == devices.len(), "{} devices but {} device tails", devices.len(), tails.len());
-    root.devices = devices
-        .into_iter()
-        .zip(tails)
-        .map(|(h, t)| Device {
-            checkpoints: t.checkpoints,
-            tiles: t.tiles,
-            spans: t.spans,
-            reserved: t.reserved,
-            allocator: t.allocator,
-            segment_timeline: t.segment_timeline,
-            summary: t.summary,
-            ..h
-        })
-        .collect();
+    root.devices = devices.into_iter().zip(tails).map(|(h, t)| staged::joined(h, t)).collect();
     let mut resolvers = Vec::with_capacity(root.devices.len());
     for d in &root.devices {
         let h = match first.take() {

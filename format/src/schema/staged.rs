@@ -158,6 +158,21 @@ where
     Ok(())
 }
 
+/// A device of `head`'s fields before `checkpoints` and `tail`'s from `checkpoints` on (the
+/// stages [`device_head`] and [`device_tail`] write).
+pub fn joined(head: Device, tail: Device) -> Device {
+    Device {
+        checkpoints: tail.checkpoints,
+        tiles: tail.tiles,
+        spans: tail.spans,
+        reserved: tail.reserved,
+        allocator: tail.allocator,
+        segment_timeline: tail.segment_timeline,
+        summary: tail.summary,
+        ..head
+    }
+}
+
 fn device_resolver(h: DeviceHead, t: DeviceTail) -> DeviceResolver {
     DeviceResolver {
         device: h.device,
