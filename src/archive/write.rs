@@ -115,21 +115,13 @@ fn write_staged(
     let s = Strategy::<_, BoxedError>::wrap(&mut ser);
     let rkyv_error = |e: BoxedError| anyhow::anyhow!("serializing the archive: {e}");
     let head = staged::root_head(&heads.root, s).map_err(rkyv_error)?;
-    let mut first = heads.devices.first().map(|d| staged::device_head(d, s)).transpose().map_err(rkyv_error)?;
+    let first = heads.devices.first().map(|d| staged::device_head(d, s)).transpose().map_err(rkyv_error)?;
     let tails = tails.recv().context("the archive's derive stage ended before its end was made")?;
     let Heads { mut root, devices } =
         Arc::try_unwrap(heads).map_err(|_| anyhow::anyhow!("the archive's heads are still in use"))?;
     anyhow::ensure!(tails.len() == devices.len(), "{} devices but {} device tails", devices.len(), tails.len());
     root.devices = devices.into_iter().zip(tails).map(|(h, t)| staged::joined(h, t)).collect();
-    let mut resolvers = Vec::with_capacity(root.devices.len());
-    for d in &root.devices {
-        let h = match first.take() {
-            Some(h) => h,
-            None => staged::device_head(d, s).map_err(rkyv_error)?,
-        };
-        resolvers.push((h, staged::device_tail(d, s).map_err(rkyv_error)?));
-    }
-    staged::finish(&root, head, resolvers, s).map_err(rkyv_error)?;
+    staged::finish(&root, head, first, s).map_err(rkyv_error)?;
     let (mut w, table, len) = ser.into_writer().into_inner().finish();
     w.write_all(&table)?;
     let header = Header::with_table(len, &table, source);

@@ -124,18 +124,22 @@ where
     })
 }
 
-/// Finishes `root` from its head's resolvers and each device's (`devices[i]`: the resolvers of
-/// `root.devices[i]`, whose out-of-line data is written): the devices, then the root object.
-pub fn finish<S>(root: &Root, head: RootHead, devices: Vec<(DeviceHead, DeviceTail)>, s: &mut S) -> Result<(), S::Error>
+/// Finishes `root` after its head (`head`; `first`: the first device's head, if written
+/// already): each device's out-of-line data still to write — its head but the first's, its tail
+/// —, the devices, then the root object.
+pub fn finish<S>(root: &Root, head: RootHead, mut first: Option<DeviceHead>, s: &mut S) -> Result<(), S::Error>
 where
     S: Fallible + Allocator + Writer + ?Sized,
     S::Error: rkyv::rancor::Source,
 {
-    if devices.len() != root.devices.len() {
-        return Err(S::Error::new(StageError("every device needs its resolvers")));
+    let mut staged = Vec::with_capacity(root.devices.len());
+    for d in &root.devices {
+        let h = match first.take() {
+            Some(h) => h,
+            None => device_head(d, s)?,
+        };
+        staged.push(Staged::new(d, device_resolver(h, device_tail(d, s)?)));
     }
-    let staged: Vec<Staged<'_, Device>> =
-        root.devices.iter().zip(devices).map(|(d, (h, t))| Staged::new(d, device_resolver(h, t))).collect();
     let devices = ArchivedVec::<<Device as Archive>::Archived>::serialize_from_slice(&staged, s)?;
     let resolver = RootResolver {
         source: head.source,
@@ -287,17 +291,7 @@ mod tests {
                 let s = Strategy::<_, Error>::wrap(&mut ser);
                 let head = root_head(&root, s).unwrap();
                 let first = root.devices.first().map(|d| device_head(d, s).unwrap());
-                let mut resolvers = Vec::new();
-                for (i, d) in root.devices.iter().enumerate() {
-                    let h = match (i, &first) {
-                        (0, Some(_)) => None,
-                        _ => Some(device_head(d, s).unwrap()),
-                    };
-                    resolvers.push((h, device_tail(d, s).unwrap()));
-                }
-                let mut first = first;
-                let resolvers = resolvers.into_iter().map(|(h, t)| (h.or_else(|| first.take()).unwrap(), t)).collect();
-                finish(&root, head, resolvers, s).unwrap();
+                finish(&root, head, first, s).unwrap();
                 ser.into_writer()
             });
             assert!(whole.as_slice() == staged.as_slice(), "{devices} devices: the bytes differ");
