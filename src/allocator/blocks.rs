@@ -101,23 +101,24 @@ impl Blocks {
         Some(b)
     }
 
-    /// The block with the highest address below `addr` (the one before `addr`'s place in its
-    /// run, else the previous run's last: every run's addresses are below the next run's first).
-    pub fn before(&self, addr: u64) -> Option<&Block> {
+    /// The block with the highest address below `addr` and the one with the lowest above it,
+    /// from one search (a block event's hole lies between them). Before: the one before `addr`'s
+    /// place in its run, else the previous run's last (every run's addresses are below the next
+    /// run's first). After: the one after `addr`'s place in its run, else the next run's first,
+    /// which is above `addr` since `addr`'s run is the last starting at or below it.
+    pub fn around(&self, addr: u64) -> (Option<&Block>, Option<&Block>) {
         let (r, at) = self.find(addr);
-        match at.unwrap_or_else(|i| i).checked_sub(1) {
-            Some(j) => self.runs.get(r).and_then(|run| run.get(j)),
+        let Some(run) = self.runs.get(r) else { return (None, None) };
+        let (below, above) = match at {
+            Ok(i) => (i, i + 1),
+            Err(i) => (i, i),
+        };
+        let before = match below.checked_sub(1) {
+            Some(j) => run.get(j),
             None => r.checked_sub(1).and_then(|p| self.runs[p].last()),
-        }
-    }
-
-    /// The block with the lowest address above `addr` (the one after `addr`'s place in its run,
-    /// else the next run's first, which is above `addr` since `addr`'s run is the last starting
-    /// at or below it).
-    pub fn after(&self, addr: u64) -> Option<&Block> {
-        let (r, at) = self.find(addr);
-        let i = at.map_or_else(|i| i, |i| i + 1);
-        self.runs.get(r)?.get(i).or_else(|| self.runs.get(r + 1).and_then(|next| next.first()))
+        };
+        let after = run.get(above).or_else(|| self.runs.get(r + 1).and_then(|next| next.first()));
+        (before, after)
     }
 
     /// Every block, by address.
@@ -185,8 +186,12 @@ mod tests {
                 2 => assert_eq!(ours.remove(addr), map.remove(&addr), "step {step}"),
                 _ => {
                     assert_eq!(ours.get_mut(addr).copied(), map.get(&addr).copied());
-                    assert_eq!(ours.before(addr), map.range(..addr).next_back().map(|(_, b)| b));
-                    assert_eq!(ours.after(addr + 1), map.range(addr + 2..).next().map(|(_, b)| b));
+                    // Around a present address and an absent one (`addr + 1`).
+                    for at in [addr, addr + 1] {
+                        let before = map.range(..at).next_back().map(|(_, b)| b);
+                        let after = map.range(at + 1..).next().map(|(_, b)| b);
+                        assert_eq!(ours.around(at), (before, after), "step {step}");
+                    }
                     let hi = addr + next() % 4000;
                     assert!(ours.range(addr..hi).eq(map.range(addr..hi).map(|(_, b)| b)), "step {step}");
                 }
@@ -205,6 +210,6 @@ mod tests {
         assert!(rebuilt.values().eq(map.values()));
         // Queries on an empty map.
         let empty = Blocks::default();
-        assert!(empty.before(5).is_none() && empty.after(5).is_none() && empty.range(0..9).next().is_none());
+        assert!(empty.around(5) == (None, None) && empty.range(0..9).next().is_none());
     }
 }

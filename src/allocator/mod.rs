@@ -68,6 +68,11 @@ pub trait EventColumns {
     fn size(&self, e: usize) -> u64;
     fn stream(&self, e: usize) -> u64;
     fn pool(&self, e: usize) -> Option<(i64, i64)>;
+    /// The action, address and size of event `e`: what every undo reads, in one call through a
+    /// `dyn EventColumns` instead of three.
+    fn block_fields(&self, e: usize) -> (Action, u64, u64) {
+        (self.action(e), self.addr(e), self.size(e))
+    }
 }
 
 impl EventColumns for Events {
@@ -114,7 +119,7 @@ impl State {
     /// Undoes event `e` (an absolute index into the snapshot's events), keeping `figures` up to
     /// date.
     pub fn undo(&mut self, ev: &dyn EventColumns, e: usize, figures: &mut Figures) {
-        let (action, addr, size) = (ev.action(e), ev.addr(e), ev.size(e));
+        let (action, addr, size) = ev.block_fields(e);
         match BlockUndo::of(action, addr, size) {
             Some(BlockUndo::Set(new)) => {
                 let old = match new {
@@ -136,7 +141,7 @@ impl State {
 
     /// Undoes event `e` when it is not a block event (see [`BlockUndo`]).
     fn undo_segments(&mut self, ev: &dyn EventColumns, e: usize, figures: &mut Figures) {
-        let (action, addr, size) = (ev.action(e), ev.addr(e), ev.size(e));
+        let (action, addr, size) = ev.block_fields(e);
         match action {
             a @ (Action::SegmentFree | Action::SegmentUnmap) => {
                 let seg = Segment { addr, size, stream: ev.stream(e), pool: pool(ev.pool(e)) };
@@ -164,8 +169,8 @@ impl State {
         let mut rest = State { segments: self.segments, blocks: Blocks::default() };
         let mut figures = Figures::default();
         for e in (trace.end - undone.min(trace.len())..trace.end).rev() {
-            let addr = ev.addr(e);
-            match BlockUndo::of(ev.action(e), addr, ev.size(e)) {
+            let (action, addr, size) = ev.block_fields(e);
+            match BlockUndo::of(action, addr, size) {
                 Some(BlockUndo::Set(Some(b))) => {
                     blocks.insert(addr, b);
                 }
@@ -542,7 +547,7 @@ pub fn pass(
         k = partition(actions as u32, |k| action_event(k as usize) < cut) as usize;
     }
     undo.figures = Figures::of(&undo.state, true);
-    let mut replay = WithFigures { undo, k, action_event, at_action };
+    let mut replay = WithFigures { undo, k, next_event: None, action_event, at_action };
     // The states after every `every` undone events: the late part saves those before the cut,
     // the early part the others.
     let (saved, end) = match part {
@@ -575,6 +580,9 @@ struct WithFigures<'s, A, F> {
     undo: Undo<'s>,
     /// Actions not handed over yet: `0..k`.
     k: usize,
+    /// The event of action `k − 1`, once looked up (`action_event` reads two element columns at
+    /// random; most undone events hand nothing over, and each asked for it again).
+    next_event: Option<u32>,
     action_event: A,
     at_action: F,
 }
@@ -584,11 +592,12 @@ impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> WithFigures<'_, A, F> {
     /// yet: the state now is the one right after it); `None`: all that are left.
     fn hand_over(&mut self, newest: Option<u32>) {
         while self.k > 0 {
-            let e = (self.action_event)(self.k - 1);
+            let e = *self.next_event.get_or_insert_with(|| (self.action_event)(self.k - 1));
             if newest.is_some_and(|newest| e != crate::model::NONE && e < newest) {
                 return;
             }
             self.k -= 1;
+            self.next_event = None;
             (self.at_action)(self.k, &self.undo.figures);
         }
     }

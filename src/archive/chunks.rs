@@ -189,7 +189,12 @@ impl<'s, C, T: Copy + Default> Cursor<'s, C, T> {
     /// The value at row `e` (the default when its chunk does not decode: the checks that
     /// opened the archive say so already).
     pub fn get(&self, e: usize) -> T {
-        let (c, i) = (e / self.rows, e % self.rows);
+        // Shifts for the usual power-of-two chunk (an undo reads three columns per event).
+        let (c, i) = if self.rows.is_power_of_two() {
+            (e >> self.rows.trailing_zeros(), e & (self.rows - 1))
+        } else {
+            (e / self.rows, e % self.rows)
+        };
         let mut last = self.last.borrow_mut();
         if last.as_ref().is_none_or(|(have, _)| *have != c) {
             let values = self.chunks.get(c).and_then(|ch| (self.decode)(ch).ok()).unwrap_or_default();
