@@ -95,16 +95,26 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         .name("memviz-gpu-init".into())
         .spawn(move || Offscreen::new(w, h, gpu_ctx))
         .context("starting the GPU thread")?;
-    if let Some(files) = &args.job {
-        app.open_job(files.clone(), &ctx);
-    } else if crate::archive::is_archive(&args.path) {
-        app.open_archive(&args.path, &ctx);
-    } else {
-        let session = crate::archive::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
-        app.open_session(std::sync::Arc::new(session), &ctx);
-    }
-    if let app::Content::Failed(e) = &app.content {
-        anyhow::bail!("{e}");
+    let opened = (|| {
+        if let Some(files) = &args.job {
+            app.open_job(files.clone(), &ctx);
+        } else if crate::archive::is_archive(&args.path) {
+            app.open_archive(&args.path, &ctx);
+        } else {
+            let session = crate::archive::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
+            app.open_session(std::sync::Arc::new(session), &ctx);
+        }
+        if let app::Content::Failed(e) = &app.content {
+            anyhow::bail!("{e}");
+        }
+        Ok(())
+    })();
+    if let Err(e) = opened {
+        // The driver is still loading on its thread: exiting meanwhile ran LLVM's exit-time
+        // destructors beside lavapipe's start-up, which then aborted ("Option ... registered more
+        // than once") after the error line, so the exit code was not 1.
+        let _ = gpu_init.join();
+        return Err(e);
     }
     let open_ms = ms_since_start();
     stage("opened");
