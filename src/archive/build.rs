@@ -240,9 +240,14 @@ struct FromEvents {
 fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Option<Walked>) -> FromEvents {
     let device = l.device;
     let view = l.view();
-    let (action_time_us, stack) = match walked {
-        Some(w) => (w.action_time_us, w.element_stack),
-        None => (model_action_times(snap, view), sites::element_stacks(snap, view)),
+    let trace = snap.trace(device);
+    let (action_time_us, stack, first_event_time) = match walked {
+        Some(w) => (w.action_time_us, w.element_stack, w.first_time_us),
+        None => {
+            let ev = &snap.events;
+            let first = trace.clone().map(|e| ev.values(e).map_or(NO_TIME, |v| v.time_us)).find(|&t| t != NO_TIME);
+            (model_action_times(snap, view), sites::element_stacks(snap, view), first)
+        }
     };
     let reserved = reserved::timeline(snap, device);
     let spans = spans
@@ -257,8 +262,6 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Opt
     };
     let segments = Layout::segments(snap, device);
     let segment_stacks = sites::segment_stacks(snap, segments.view());
-    let trace = snap.trace(device);
-    let first_event_time = snap.events.time_us[trace.clone()].iter().copied().find(|&t| t != NO_TIME);
     let oom_events =
         trace.clone().filter(|&e| snap.events.action[e] == Action::Oom).map(|e| (e - trace.start) as u32).collect();
     FromEvents {

@@ -14,7 +14,7 @@ use memviz_format::schema::{Chunk, EventTable};
 
 use super::chunks::{self, CHUNK_ROWS};
 use crate::allocator::EventColumns;
-use crate::model::{Action, Events, StrId};
+use crate::model::{Action, Events, RestoredRows, StrId};
 
 /// One chunk of rows of the large columns, copied out of the events being read, with the text
 /// of each `annotate` among them (for the layout's walk).
@@ -37,6 +37,7 @@ impl RawRows {
     /// These columns' memory holding `rows` of `ev` instead (a chunk's rows reuse a chunk's
     /// capacity: allocating and freeing them each chunk made the heap trim and fault fresh
     /// pages back in).
+    /// `rows` are held (not forgotten: [`Events::forget_rows`]).
     pub fn refill(mut self, ev: &Events, rows: Range<usize>) -> RawRows {
         let action = &ev.action[rows.clone()];
         self.first = rows.start;
@@ -49,10 +50,11 @@ impl RawRows {
         );
         self.action.clear();
         self.action.extend(action.iter().map(|&a| a as u8));
-        ev.addr[rows.clone()].clone_into(&mut self.addr);
-        ev.size[rows.clone()].clone_into(&mut self.size);
-        ev.time_us[rows.clone()].clone_into(&mut self.time_us);
-        ev.stack[rows].clone_into(&mut self.stack);
+        let held = rows.start - ev.forgotten..rows.end - ev.forgotten;
+        ev.addr[held.clone()].clone_into(&mut self.addr);
+        ev.size[held.clone()].clone_into(&mut self.size);
+        ev.time_us[held.clone()].clone_into(&mut self.time_us);
+        ev.stack[held].clone_into(&mut self.stack);
         self
     }
 
@@ -102,6 +104,35 @@ impl Columns {
         self.time_us.push(time_us);
         self.stack.push(stack);
         self.rows += rows;
+    }
+
+    /// Rows `0..rows` decompressed (`rows` at most [`Self::rows`]): what an index read forgot,
+    /// put back with [`Events::restore_rows`].
+    pub fn restore(&self, rows: usize) -> RestoredRows {
+        fn column<T: chunks::Scalar + Send>(chunks: &[Chunk], rows: usize) -> Vec<T> {
+            let decoded: Vec<Vec<T>> = chunks[..rows.div_ceil(CHUNK_ROWS)]
+                .par_iter()
+                .map(|c| chunks::decode_owned(c).expect("chunks compressed in this process decode"))
+                .collect();
+            let mut out: Vec<T> = decoded.into_iter().flatten().collect();
+            out.truncate(rows);
+            out
+        }
+        let mut time_us: Vec<i64> = column(&self.time_us, rows);
+        // Each chunk's times are stored as differences from the value before, from 0 at its start.
+        for chunk in time_us.chunks_mut(CHUNK_ROWS) {
+            let mut acc = 0i64;
+            for t in chunk {
+                acc = acc.wrapping_add(*t);
+                *t = acc;
+            }
+        }
+        RestoredRows {
+            addr: column(&self.addr, rows),
+            size: column(&self.size, rows),
+            time_us,
+            stack: column(&self.stack, rows),
+        }
     }
 
     /// The rows of `ev` past those already compressed (a multiple of `CHUNK_ROWS`), in parallel.

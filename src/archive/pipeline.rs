@@ -46,19 +46,24 @@ pub fn build_archive(
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _spilling = crate::spill::activate(dir);
     // The event table is compressed and the first trace walked while the decoder reads (it uses
-    // one core of two); without a thread for that, everything is done after reading.
-    let (beside, observe) = WhileReading::start().unzip();
+    // one core of two), and the rows both took are forgotten — but from an input that cannot
+    // be read twice; without a thread for that, everything is done after reading.
+    let (beside, observe) = WhileReading::start(!ingest::is_stream(snapshot)).unzip();
     let read = {
         let _observing = observe.map(|o| ingest::observe_rows(CHUNK_ROWS, o));
         ingest::read_path_progress(snapshot, progress)
     };
-    let (model, source) = read.with_context(|| snapshot.display().to_string())?;
+    let (mut model, mut source) = read.with_context(|| snapshot.display().to_string())?;
     timing("read", started);
     message("laying out");
-    let (layouts, made) = match beside {
-        Some(b) => {
-            let (layouts, made) = b.finish(&model);
-            (layouts, Some(made))
+    let (layouts, made) = match beside.map(|b| b.finish(&mut model)) {
+        Some(Some((layouts, made))) => (layouts, Some(made)),
+        Some(None) => {
+            // A row the reader forgot was asked for (a pickle that fetches an event dict long
+            // after making it): read again, forgetting nothing.
+            (model, source) =
+                ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
+            (lay_out(&model), None)
         }
         None => (lay_out(&model), None),
     };

@@ -23,8 +23,10 @@ pub fn timeline(snap: &Snapshot, device: DeviceId) -> ReservedTimeline {
     for e in snap.trace(device) {
         let sign = ev.action[e].reserved_sign();
         if sign != 0 {
-            delta += i128::from(sign) * ev.size[e] as i128;
-            path.push((ev.time_us[e], delta));
+            // A segment event's row is held even where an index read forgot the block events'.
+            let v = ev.values(e).expect("segment events' rows are kept");
+            delta += i128::from(sign) * v.size as i128;
+            path.push((v.time_us, delta));
         }
     }
     let final_bytes: u64 = snap.device_segments(device).map(|s| s.total_size).sum();

@@ -15,7 +15,8 @@ pub fn segment_stacks(snap: &Snapshot, segments: LayoutRef<'_>) -> Vec<StackId> 
             let el = segments.element(ElementId::at(i));
             match el.origin {
                 Origin::Ghost => dump.get(&el.addr).copied().unwrap_or(crate::model::NONE),
-                _ => snap.events.stack[el.event().index()],
+                // A segment event's row is held even where an index read forgot the block events'.
+                _ => snap.events.values(el.event().index()).expect("segment events' rows are kept").stack,
             }
         })
         .collect()
@@ -31,6 +32,6 @@ pub fn element_stack(snap: &Snapshot, layout: LayoutRef<'_>, id: ElementId) -> S
     let el = layout.element(id);
     match el.origin {
         Origin::Ghost => snap.blocks[el.block as usize].stack,
-        _ => snap.events.stack[el.event().index()],
+        _ => snap.events.values(el.event().index()).expect("an element's event row is held").stack,
     }
 }

@@ -23,7 +23,10 @@ impl ActionTimes for Vec<i64> {
 /// `action_time_us`, from an in-memory model.
 pub fn model_action_times(snap: &crate::model::Snapshot, l: LayoutRef<'_>) -> Vec<i64> {
     (0..l.actions.len())
-        .map(|k| l.action_event(ActionIdx::at(k)).get().map_or(NO_TIME, |e| snap.events.time_us[e.index()]))
+        .map(|k| {
+            let event = l.action_event(ActionIdx::at(k)).get();
+            event.map_or(NO_TIME, |e| snap.events.values(e.index()).expect("an action's event row is held").time_us)
+        })
         .collect()
 }
 

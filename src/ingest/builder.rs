@@ -22,7 +22,20 @@ pub enum TraceList {
 /// that starts before the end of the one handed over last says that a row already handed over
 /// was rewritten (a pickle that adds keys to an event dict after creating it): what the observer
 /// made of the rows so far is stale.
-pub type RowObserver = Box<dyn FnMut(&crate::model::Events, std::ops::Range<usize>)>;
+///
+/// It returns [`Forget::Before`] when the rows before the ones just handed over are no longer
+/// needed in memory (they were taken, and the input can be read again should a forgotten row be
+/// asked for: [`crate::model::Events::forget_rows`]). The rows just handed over stay one chunk
+/// longer, so a pickle that adds keys to the last event dict of a chunk right after it still
+/// finds its row.
+pub type RowObserver = Box<dyn FnMut(&crate::model::Events, std::ops::Range<usize>) -> Forget>;
+
+/// What the reader may do with the rows before those it just handed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forget {
+    Before,
+    Nothing,
+}
 
 thread_local! {
     /// The observer the next reader on this thread takes ([`observe_rows`]).
@@ -149,7 +162,10 @@ impl Builder {
             let end = self.rows.next;
             self.rows.next = end.saturating_add(self.rows.every);
             if let Some(observe) = self.rows.observe.as_mut() {
-                observe(&self.snap.events, end - self.rows.every..end);
+                let start = end - self.rows.every;
+                if observe(&self.snap.events, start..end) == Forget::Before {
+                    self.snap.events.forget_rows(start);
+                }
             }
         }
         id
@@ -163,7 +179,7 @@ impl Builder {
         if (id as usize) < handed_over
             && let Some(observe) = self.rows.observe.as_mut()
         {
-            observe(&self.snap.events, id as usize..id as usize + 1);
+            let _ = observe(&self.snap.events, id as usize..id as usize + 1);
         }
     }
 

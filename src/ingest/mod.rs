@@ -13,7 +13,7 @@ pub mod json;
 pub mod pickle;
 pub mod schema;
 
-pub use builder::{RowObserver, observe_rows};
+pub use builder::{Forget, RowObserver, observe_rows};
 
 use std::fmt;
 use std::fs::File;

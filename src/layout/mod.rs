@@ -241,6 +241,10 @@ impl Layout {
     /// Computes the layout of `device`: a [`TraceWalk`] over its whole trace.
     pub fn build(snap: &Snapshot, device: DeviceId) -> Layout {
         let trace = snap.trace(device);
+        assert!(
+            trace.is_empty() || snap.events.forgotten <= trace.start,
+            "a layout built from rows an index read forgot"
+        );
         let mut walk = TraceWalk::new(trace.start);
         walk.walk(&snap.events, trace.end);
         walk.finish(snap, device)
@@ -258,8 +262,14 @@ impl Layout {
         let mut initially = Vec::new();
         let mut addr_to: FxHashMap<u64, u32> = FxHashMap::default();
         for e in snap.trace(device) {
-            let (addr, size, e32) = (ev.addr[e], ev.size[e], e as u32);
-            match ev.action[e] {
+            let action = ev.action[e];
+            if !matches!(action, Action::SegmentAlloc | Action::SegmentFree) {
+                continue;
+            }
+            // A segment event's row is held even where an index read forgot the block events'.
+            let v = ev.values(e).expect("segment events' rows are kept");
+            let (addr, size, e32) = (v.addr, v.size, e as u32);
+            match action {
                 Action::SegmentAlloc => {
                     let id = els.push(addr, size, Origin::Alloc, e32, NONE, NONE);
                     els.start[id as usize] = actions.len() as u32;

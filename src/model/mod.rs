@@ -26,7 +26,7 @@ mod tolerated;
 
 pub use category::Category;
 pub use device::DeviceId;
-pub use events::{Action, EventRow, Events, Runs};
+pub use events::{Action, EventRow, Events, RestoredRows, RowValues, Runs, is_block_event};
 pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};
 pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};
 pub use tolerated::{Oddity, Tolerated};

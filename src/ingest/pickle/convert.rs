@@ -207,7 +207,7 @@ impl State {
             Val::Event(id) => {
                 // A pickler that splits an event dict over several SETITEMS (never seen in
                 // practice, legal pickle): apply the extra keys to the row.
-                let mut row = self.b.snap.events.row(id);
+                let mut row = self.b.snap.events.row_to_reuse(id);
                 self.apply_event(&mut row, items, at)?;
                 self.b.set_event(id, &row);
                 *target = Val::Event(id);

@@ -173,6 +173,7 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
         2,
         Box::new(move |ev: &crate::model::Events, rows: std::ops::Range<usize>| {
             log.borrow_mut().push((rows.clone(), ev.time_us[rows].to_vec()));
+            crate::ingest::Forget::Nothing
         }),
     );
     let snap = decode(&p.out[..]).expect("a valid snapshot").0;
@@ -344,4 +345,62 @@ fn damaged_events_read_the_same_either_way() {
             assert!(slow == fast, "{name} case {case} at {at}: the two ways differ");
         }
     }
+}
+
+/// A pickle that adds a key to an event dict long after making it (legal, though torch never
+/// does): an index read has forgotten that row by then (`Events::forget_rows`), so the model is
+/// marked lost and the pipeline reads the file again, forgetting nothing. The archive is the one
+/// built from the whole model.
+#[test]
+fn an_event_dict_rewritten_long_after_is_indexed_by_reading_again() {
+    use crate::archive::{cache, chunks::CHUNK_ROWS, pipeline, reading, write};
+    let mut p = Pickler::default();
+    let keys = p.begin_trace(&["action", "addr", "size", "time_us"]);
+    let mut fifth = 0;
+    for i in 0..(2 * CHUNK_ROWS + 100) as u32 {
+        let slot = p.dict();
+        if i == 5 {
+            fifth = slot;
+        }
+        p.get(keys[0]);
+        p.str(if i % 2 == 0 { "alloc" } else { "free_completed" });
+        p.get(keys[1]);
+        p.int(4096 * (i / 2 % 1000 + 1));
+        p.get(keys[2]);
+        p.int(512 * (i / 2 % 7 + 1));
+        p.get(keys[3]);
+        p.int(10 + i);
+        p.end_dict();
+    }
+    // Event 5's dict again, a key added, popped off the trace list's items.
+    p.get(fifth);
+    p.out.push(b'(');
+    p.get(keys[3]);
+    p.int(7);
+    p.end_dict();
+    p.out.push(b'0');
+    p.end_trace();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rewritten.pickle");
+    std::fs::write(&path, &p.out).unwrap();
+
+    // Read as an index reads it: the rewrite finds its row forgotten.
+    let (beside, observe) = reading::WhileReading::start(true).unwrap();
+    let (mut model, _) = {
+        let _observing = crate::ingest::observe_rows(CHUNK_ROWS, observe);
+        crate::ingest::read_path(&path).unwrap()
+    };
+    assert!(model.events.lost && model.events.forgotten > 0);
+    assert!(beside.finish(&mut model).is_none());
+
+    let stamp = write::stamp(&path).unwrap();
+    let indexed = dir.path().join("indexed.memviz");
+    pipeline::build_archive(&path, stamp, &indexed, &|_| {}, &|_| {}).unwrap();
+    let (whole, source) = crate::ingest::read_path(&path).unwrap();
+    assert_eq!(whole.events.time_us[5], 7);
+    let layouts = reading::lay_out(&whole);
+    let from_whole = dir.path().join("whole.memviz");
+    let pending = cache::PendingCache { path: from_whole.clone(), stamp, source, name: cache::file_name(&path) };
+    pipeline::write_archive(&pending, whole, layouts, None, &|_| {}, std::time::Instant::now()).unwrap();
+    assert!(std::fs::read(&indexed).unwrap() == std::fs::read(&from_whole).unwrap(), "the archives differ");
 }
