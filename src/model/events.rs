@@ -235,11 +235,6 @@ impl Events {
         }
     }
 
-    /// The rows held in the large columns: `forgotten..len()`.
-    pub fn held(&self) -> std::ops::Range<usize> {
-        self.forgotten..self.len()
-    }
-
     /// Lets go of rows `forgotten..end` of the large columns (an index read, once its workers
     /// took them), keeping those of the rare events in [`Self::kept`]. The columns' memory is
     /// reused by the rows that follow.
@@ -310,7 +305,6 @@ impl Events {
         id
     }
 
-    /// Reads one event back as a row (the inverse of [`Events::push`]).
     /// Event `id` as a row, for a reader that goes on with it: a forgotten block event's row
     /// (see [`Self::forget_rows`]) has no values any more, so the model is marked
     /// [`Self::lost`] (and the row has zeros there).
@@ -321,7 +315,8 @@ impl Events {
         self.row(id)
     }
 
-    /// Event `id` as a row (zeros where a forgotten block event's values were).
+    /// Reads one event back as a row (the inverse of [`Events::push`]; zeros where a forgotten
+    /// block event's values were).
     pub fn row(&self, id: u32) -> EventRow {
         let i = id as usize;
         let v = self.values(i).unwrap_or_default();

@@ -167,6 +167,7 @@ impl Snapshot {
     /// The earliest `time_us` of any event (µs since the Unix epoch): what every printed time
     /// counts from.
     pub fn start_time_us(&self) -> Option<i64> {
+        assert!(self.events.forgotten == 0, "the start time of a model whose rows an index read forgot");
         self.events.time_us.iter().copied().filter(|&t| t != NO_TIME).min()
     }
 
