@@ -15,6 +15,14 @@
 
 use super::Block;
 
+/// What [`Blocks::set`] replaced, and the neighbours of its address.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Set {
+    pub old: Option<Block>,
+    pub before: Option<Block>,
+    pub after: Option<Block>,
+}
+
 /// Blocks a run holds before it splits.
 const RUN: usize = 64;
 
@@ -65,15 +73,41 @@ impl Blocks {
     /// Puts `b` at `b.addr`; the block that was there, if any.
     pub fn insert(&mut self, b: Block) -> Option<Block> {
         let (r, at) = self.find(b.addr);
-        let i = match at {
-            Ok(i) => return Some(std::mem::replace(&mut self.runs[r][i], b)),
-            Err(i) => i,
+        match at {
+            Ok(i) => Some(std::mem::replace(&mut self.runs[r][i], b)),
+            Err(i) => {
+                self.insert_at(r, i, b);
+                None
+            }
+        }
+    }
+
+    /// Puts `new` at `addr` (`None`: takes the block there out), from one search: the block
+    /// that was there and its two neighbours, the blocks just below and just above `addr` (which
+    /// a change at `addr` does not move; the tracked pass's hole lies between them).
+    pub fn set(&mut self, addr: u64, new: Option<Block>) -> Set {
+        let (r, at) = self.find(addr);
+        let (before, after) = self.neighbours(r, at);
+        let (before, after) = (before.copied(), after.copied());
+        let old = match (at, new) {
+            (Ok(i), Some(b)) => Some(std::mem::replace(&mut self.runs[r][i], b)),
+            (Ok(i), None) => Some(self.remove_at(r, i)),
+            (Err(i), Some(b)) => {
+                self.insert_at(r, i, b);
+                None
+            }
+            (Err(_), None) => None,
         };
+        Set { old, before, after }
+    }
+
+    /// Inserts `b` at position `i` of run `r` (where [`Self::find`] said it goes).
+    fn insert_at(&mut self, r: usize, i: usize, b: Block) {
         self.len += 1;
         if self.runs.is_empty() {
             self.runs.push(vec![b]);
             self.firsts.push(b.addr);
-            return None;
+            return;
         }
         let run = &mut self.runs[r];
         run.insert(i, b);
@@ -83,12 +117,10 @@ impl Blocks {
             self.firsts.insert(r + 1, tail[0].addr);
             self.runs.insert(r + 1, tail);
         }
-        None
     }
 
-    /// Takes the block at `addr` out.
-    pub fn remove(&mut self, addr: u64) -> Option<Block> {
-        let (r, Ok(i)) = self.find(addr) else { return None };
+    /// Takes out the block at position `i` of run `r`.
+    fn remove_at(&mut self, r: usize, i: usize) -> Block {
         self.len -= 1;
         let run = &mut self.runs[r];
         let b = run.remove(i);
@@ -98,16 +130,15 @@ impl Blocks {
         } else {
             self.firsts[r] = run[0].addr;
         }
-        Some(b)
+        b
     }
 
-    /// The block with the highest address below `addr` and the one with the lowest above it,
-    /// from one search (a block event's hole lies between them). Before: the one before `addr`'s
-    /// place in its run, else the previous run's last (every run's addresses are below the next
-    /// run's first). After: the one after `addr`'s place in its run, else the next run's first,
-    /// which is above `addr` since `addr`'s run is the last starting at or below it.
-    pub fn around(&self, addr: u64) -> (Option<&Block>, Option<&Block>) {
-        let (r, at) = self.find(addr);
+    /// The block with the highest address below the one [`Self::find`] placed at `(r, at)` and
+    /// the one with the lowest above it. Before: the one before that place in its run, else the
+    /// previous run's last (every run's addresses are below the next run's first). After: the
+    /// one after that place in its run, else the next run's first, which is above the address
+    /// since its run is the last starting at or below it.
+    fn neighbours(&self, r: usize, at: Result<usize, usize>) -> (Option<&Block>, Option<&Block>) {
         let Some(run) = self.runs.get(r) else { return (None, None) };
         let (below, above) = match at {
             Ok(i) => (i, i + 1),
@@ -182,16 +213,26 @@ mod tests {
             // Addresses from a few thousand, so inserts hit present ones and removes absent ones.
             let addr = next() % 3000 * 16;
             match next() % 5 {
-                0 | 1 => assert_eq!(ours.insert(block(addr)), map.insert(addr, block(addr)), "step {step}"),
-                2 => assert_eq!(ours.remove(addr), map.remove(&addr), "step {step}"),
+                0 => assert_eq!(ours.insert(block(addr)), map.insert(addr, block(addr)), "step {step}"),
+                // Set, take out, or set again what is there (the neighbours alone), at a present
+                // address or an absent one (`addr + 1`).
+                1 | 2 => {
+                    let at = addr + next() % 2;
+                    let new = match next() % 3 {
+                        0 => Some(block(at)),
+                        1 => None,
+                        _ => map.get(&at).copied(),
+                    };
+                    let before = map.range(..at).next_back().map(|(_, b)| *b);
+                    let after = map.range(at + 1..).next().map(|(_, b)| *b);
+                    let old = match new {
+                        Some(b) => map.insert(at, b),
+                        None => map.remove(&at),
+                    };
+                    assert_eq!(ours.set(at, new), Set { old, before, after }, "step {step}");
+                }
                 _ => {
                     assert_eq!(ours.get_mut(addr).copied(), map.get(&addr).copied());
-                    // Around a present address and an absent one (`addr + 1`).
-                    for at in [addr, addr + 1] {
-                        let before = map.range(..at).next_back().map(|(_, b)| b);
-                        let after = map.range(at + 1..).next().map(|(_, b)| b);
-                        assert_eq!(ours.around(at), (before, after), "step {step}");
-                    }
                     let hi = addr + next() % 4000;
                     assert!(ours.range(addr..hi).eq(map.range(addr..hi).map(|(_, b)| b)), "step {step}");
                 }
@@ -200,7 +241,7 @@ mod tests {
             if step % 20_000 == 0 {
                 // Drain most, so runs empty and go.
                 for a in map.keys().copied().collect::<Vec<_>>().into_iter().take(map.len() * 9 / 10) {
-                    assert_eq!(ours.remove(a), map.remove(&a));
+                    assert_eq!(ours.set(a, None).old, map.remove(&a));
                 }
             }
         }
@@ -210,6 +251,7 @@ mod tests {
         assert!(rebuilt.values().eq(map.values()));
         // Queries on an empty map.
         let empty = Blocks::default();
-        assert!(empty.around(5) == (None, None) && empty.range(0..9).next().is_none());
+        assert!(empty.clone().set(5, None) == Set { old: None, before: None, after: None });
+        assert!(empty.range(0..9).next().is_none());
     }
 }

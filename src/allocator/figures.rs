@@ -107,8 +107,10 @@ impl Figures {
         self.reserved.saturating_sub(self.allocated)
     }
 
-    /// The block at `addr` changed from `old` to `new`; `st` is the state after the change.
-    pub(super) fn block_changed(&mut self, st: &State, addr: u64, old: Option<Block>, new: Option<Block>) {
+    /// The block at `addr` changed from `set.old` to `new` (`set.before` and `set.after`: its
+    /// neighbours); `segments`: the state's.
+    pub(super) fn block_changed(&mut self, segments: &[Segment], addr: u64, set: &super::Set, new: Option<Block>) {
+        let old = set.old;
         for (b, sign) in [(old, false), (new, true)] {
             let Some(b) = b else { continue };
             let pending = if b.pending_free { b.size } else { 0 };
@@ -125,11 +127,10 @@ impl Figures {
         if self.holes.is_none() || old.map(|b| b.size) == new.map(|b| b.size) {
             return;
         }
-        let Some(seg) = self.segment_at(&st.segments, addr) else { return };
+        let Some(seg) = self.segment_at(segments, addr) else { return };
         let (start, end) = (seg.addr, seg.addr + seg.size);
-        let (before, after) = st.blocks.around(addr);
-        let lo = before.filter(|b| b.addr >= start).map_or(start, |b| (b.addr + b.size).max(start));
-        let hi = after.filter(|b| b.addr < end).map_or(end, |b| b.addr);
+        let lo = set.before.filter(|b| b.addr >= start).map_or(start, |b| (b.addr + b.size).max(start));
+        let hi = set.after.filter(|b| b.addr < end).map_or(end, |b| b.addr);
         let split = |b: Option<Block>| match b {
             None => [hi.saturating_sub(lo), 0],
             Some(b) => [b.addr.saturating_sub(lo), hi.saturating_sub(lo.max(b.addr + b.size))],

@@ -23,7 +23,7 @@ mod figures;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use blocks::Blocks;
+pub use blocks::{Blocks, Set};
 
 use serde::Serialize;
 
@@ -122,11 +122,8 @@ impl State {
         let (action, addr, size) = ev.block_fields(e);
         match BlockUndo::of(action, addr, size) {
             Some(BlockUndo::Set(new)) => {
-                let old = match new {
-                    Some(b) => self.blocks.insert(b),
-                    None => self.blocks.remove(addr),
-                };
-                figures.block_changed(self, addr, old, new);
+                let set = self.blocks.set(addr, new);
+                figures.block_changed(&self.segments, addr, &set, new);
             }
             Some(BlockUndo::NotPending) => {
                 if let Some(b) = self.blocks.get_mut(addr) {
