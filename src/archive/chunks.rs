@@ -106,8 +106,17 @@ pub fn encode<T: Scalar>(values: &[T]) -> Chunk {
 
 /// Like [`encode`], but stores the first value and then wrapping differences (timestamps).
 pub fn encode_deltas(values: &[i64]) -> Chunk {
-    let deltas = values.iter().scan(0i64, |prev, &v| Some(v.wrapping_sub(std::mem::replace(prev, v))));
-    encode_rows(values.len(), deltas)
+    encode_rows(values.len(), deltas(values.iter()))
+}
+
+/// [`encode_deltas`] of `values` given last first (the allocator's series, made backwards).
+pub fn encode_deltas_last_first(values: &[i64]) -> Chunk {
+    encode_rows(values.len(), deltas(values.iter().rev()))
+}
+
+/// The first value, then each one's wrapping difference from the one before.
+fn deltas<'v>(values: impl Iterator<Item = &'v i64>) -> impl Iterator<Item = i64> {
+    values.scan(0i64, |prev, &v| Some(v.wrapping_sub(std::mem::replace(prev, v))))
 }
 
 /// Compresses `rows` values, written into this thread's raw buffer as they come.

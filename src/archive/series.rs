@@ -178,39 +178,39 @@ struct SeriesBuilder {
 }
 
 /// A chunk of values given last first.
-fn chunk(mut values: Vec<i64>) -> Chunk {
-    values.reverse();
-    chunks::encode_deltas(&values)
+fn chunk(values: &[i64]) -> Chunk {
+    chunks::encode_deltas_last_first(values)
 }
 
 impl SeriesBuilder {
     fn new(actions: usize) -> SeriesBuilder {
         let levels = minimap::Accumulator::new(actions);
-        SeriesBuilder { block: Vec::new(), head: None, chunks: Vec::new(), levels }
+        SeriesBuilder { block: Vec::with_capacity(CHUNK_ROWS), head: None, chunks: Vec::new(), levels }
     }
 
     fn push(&mut self, k: usize, v: u64) {
         self.block.push(v as i64);
         self.levels.add(k, v);
-        // Chunks start at multiples of CHUNK_ROWS, as every chunked column's do.
+        // Chunks start at multiples of CHUNK_ROWS, as every chunked column's do. The block's
+        // memory is kept for the next chunk (a fresh one grew by doubling into fresh pages).
         if k.is_multiple_of(CHUNK_ROWS) {
-            let values = std::mem::take(&mut self.block);
             if self.head.is_none() && self.chunks.is_empty() {
-                self.head = Some(values);
+                self.head = Some(std::mem::replace(&mut self.block, Vec::with_capacity(CHUNK_ROWS)));
             } else {
-                self.chunks.push(chunk(values));
+                self.chunks.push(chunk(&self.block));
+                self.block.clear();
             }
         }
     }
 
     /// This (late part's) series followed by the early part's below it.
     fn then(self, early: SeriesBuilder) -> SeriesBuilder {
-        let mut chunks: Vec<Chunk> = self.head.map(chunk).into_iter().chain(self.chunks).collect();
+        let mut chunks: Vec<Chunk> = self.head.as_deref().map(chunk).into_iter().chain(self.chunks).collect();
         let mut block = self.block;
         match early.head {
             Some(head) => {
                 block.extend(head);
-                chunks.push(chunk(block));
+                chunks.push(chunk(&block));
                 chunks.extend(early.chunks);
                 block = early.block;
             }
@@ -222,9 +222,9 @@ impl SeriesBuilder {
     }
 
     fn finish(self) -> f::Series {
-        let mut chunks: Vec<Chunk> = self.head.map(chunk).into_iter().chain(self.chunks).collect();
+        let mut chunks: Vec<Chunk> = self.head.as_deref().map(chunk).into_iter().chain(self.chunks).collect();
         if !self.block.is_empty() {
-            chunks.push(chunk(self.block));
+            chunks.push(chunk(&self.block));
         }
         chunks.reverse();
         let levels = self.levels.finish().into_iter().map(|m: MinMax| f::MinMax {
