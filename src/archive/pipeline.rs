@@ -61,6 +61,7 @@ pub fn build_archive(
         Some(None) => {
             // A row the reader forgot was asked for (a pickle that fetches an event dict long
             // after making it): read again, forgetting nothing.
+            message("reading again");
             (model, source) =
                 ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;
             (lay_out(&model), None)
