@@ -72,14 +72,7 @@ impl Blocks {
 
     /// Puts `b` at `b.addr`; the block that was there, if any.
     pub fn insert(&mut self, b: Block) -> Option<Block> {
-        let (r, at) = self.find(b.addr);
-        match at {
-            Ok(i) => Some(std::mem::replace(&mut self.runs[r][i], b)),
-            Err(i) => {
-                self.insert_at(r, i, b);
-                None
-            }
-        }
+        self.set(b.addr, Some(b)).old
     }
 
     /// Puts `new` at `addr` (`None`: takes the block there out), from one search: the block
