@@ -81,7 +81,9 @@ pub fn build_root(
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();
     snap.events.drop_rows();
-    let devices = layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect();
+    let devices = super::timed("device heads", || {
+        layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect()
+    });
     let heads = Arc::new(Heads { root: root_head(&mut snap, source, name, event_count, columns), devices });
     begin(heads.clone());
     stage(BuildStage::Derive);
