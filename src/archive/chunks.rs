@@ -215,14 +215,22 @@ impl<'s, C, T: Copy + Default> Cursor<'s, C, T> {
 
 /// Decodes a chunk written by [`encode_deltas`].
 pub fn decode_deltas(chunk: &rkyv::Archived<Chunk>) -> Result<Vec<i64>, ChunkError> {
+    Ok(running_sums(decode::<i64>(chunk)?))
+}
+
+/// Decodes a chunk written by [`encode_deltas`] still in memory (one being built).
+pub fn decode_deltas_owned(chunk: &Chunk) -> Result<Vec<i64>, ChunkError> {
+    Ok(running_sums(decode_owned::<i64>(chunk)?))
+}
+
+/// The values a chunk's first value and differences stand for.
+fn running_sums(mut deltas: Vec<i64>) -> Vec<i64> {
     let mut acc = 0i64;
-    Ok(decode::<i64>(chunk)?
-        .into_iter()
-        .map(|d| {
-            acc = acc.wrapping_add(d);
-            acc
-        })
-        .collect())
+    for d in &mut deltas {
+        acc = acc.wrapping_add(*d);
+        *d = acc;
+    }
+    deltas
 }
 
 /// Decodes a whole column (all its chunks, in order).

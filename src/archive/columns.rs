@@ -109,29 +109,24 @@ impl Columns {
     /// Rows `0..rows` decompressed (`rows` at most [`Self::rows`]): what an index read forgot,
     /// put back with [`Events::restore_rows`].
     pub fn restore(&self, rows: usize) -> RestoredRows {
-        fn column<T: chunks::Scalar + Send>(chunks: &[Chunk], rows: usize) -> Vec<T> {
+        fn column<T: Send>(
+            chunks: &[Chunk],
+            rows: usize,
+            decode: fn(&Chunk) -> Result<Vec<T>, chunks::ChunkError>,
+        ) -> Vec<T> {
             let decoded: Vec<Vec<T>> = chunks[..rows.div_ceil(CHUNK_ROWS)]
                 .par_iter()
-                .map(|c| chunks::decode_owned(c).expect("chunks compressed in this process decode"))
+                .map(|c| decode(c).expect("chunks compressed in this process decode"))
                 .collect();
             let mut out: Vec<T> = decoded.into_iter().flatten().collect();
             out.truncate(rows);
             out
         }
-        let mut time_us: Vec<i64> = column(&self.time_us, rows);
-        // Each chunk's times are stored as differences from the value before, from 0 at its start.
-        for chunk in time_us.chunks_mut(CHUNK_ROWS) {
-            let mut acc = 0i64;
-            for t in chunk {
-                acc = acc.wrapping_add(*t);
-                *t = acc;
-            }
-        }
         RestoredRows {
-            addr: column(&self.addr, rows),
-            size: column(&self.size, rows),
-            time_us,
-            stack: column(&self.stack, rows),
+            addr: column(&self.addr, rows, chunks::decode_owned),
+            size: column(&self.size, rows, chunks::decode_owned),
+            time_us: column(&self.time_us, rows, chunks::decode_deltas_owned),
+            stack: column(&self.stack, rows, chunks::decode_owned),
         }
     }
 

@@ -162,7 +162,7 @@ impl WhileReading {
         }
         // The walk's device, if one takes it; every other device is laid out from the rows.
         let ids = snap.device_ids();
-        let walked_device = walk.as_ref().and_then(|w| walked_device(snap, w));
+        let walked_device = walk.as_ref().and_then(|w| walked_device(snap, &ids, w));
         let others_read_rows =
             ids.iter().enumerate().any(|(i, &d)| Some(i) != walked_device && !snap.trace(d).is_empty());
         let forgotten = snap.events.forgotten;
@@ -255,8 +255,8 @@ pub fn lay_out(snap: &Snapshot) -> Vec<Layout> {
 /// The device whose trace a walk of the first rows belongs to, as its position in
 /// [`Snapshot::device_ids`]: the one whose trace starts at row 0 and reaches past what was
 /// walked (none: several devices' traces in the first chunks, a trace list out of order).
-fn walked_device(snap: &Snapshot, w: &Walking) -> Option<usize> {
-    snap.device_ids().iter().position(|&d| {
+fn walked_device(snap: &Snapshot, ids: &[crate::model::DeviceId], w: &Walking) -> Option<usize> {
+    ids.iter().position(|&d| {
         let trace = snap.trace(d);
         trace.start == 0 && !trace.is_empty() && trace.end >= w.walk.next()
     })
@@ -322,7 +322,7 @@ mod tests {
                     let text = || ev.user_metadata.get(e as u32);
                     walking.step((ev.action[e], ev.addr[e], ev.size[e]), ev.time_us[e], ev.stack[e], text);
                 }
-                let at = walked_device(&snap, &walking);
+                let at = walked_device(&snap, &snap.device_ids(), &walking);
                 let (layouts, walked): (Vec<Layout>, Vec<Option<Walked>>) =
                     lay_out_walked(&snap, Some(walking), at).into_iter().unzip();
                 same(&layouts, &fresh);
