@@ -37,12 +37,12 @@ fn main() {
         let (mut early, mut late) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
         for _ in 0..runs {
             let t = Instant::now();
-            let e = series::early_part(&snap, &CompressedEvents::new(&table, &snap.events), &l, plan);
+            let e = series::early_part(&snap, &CompressedEvents::new(&table, &snap.events), &l, &plan);
             early.push(t.elapsed().as_secs_f64());
             let t = Instant::now();
-            let la = series::late_part(&snap, &CompressedEvents::new(&table, &snap.events), &l, plan);
+            let la = series::late_part(&snap, &CompressedEvents::new(&table, &snap.events), &l, &plan);
             late.push(t.elapsed().as_secs_f64());
-            std::hint::black_box(series::section(&snap, &l, plan, e, la));
+            std::hint::black_box(series::section(&snap, &l, &plan, e, la));
         }
         let median = |mut v: Vec<f64>| {
             v.sort_by(f64::total_cmp);

@@ -19,11 +19,13 @@
 //! "allocated by PyTorch" and "reserved by PyTorch but unallocated" of torch's message.
 
 mod blocks;
+pub(crate) mod cut;
 mod figures;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use blocks::{Blocks, Set};
+pub use cut::Cut;
 
 use serde::Serialize;
 
@@ -507,11 +509,12 @@ fn words(st: &State) -> u64 {
 /// for 4.5 M events, where the tracked late part takes 1.7–2.1 s), then, from the state at the
 /// cut, tracks the figures, hands over the actions before the cut and saves the states from it
 /// on. The figures at the cut are derived afresh from the state there, which is what the whole
-/// pass's running figures equal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+/// pass's running figures equal. The late part starts before its cut is settled ([`Cut`]); one
+/// that reaches the first event first was the whole pass.
+#[derive(Debug, Clone, Copy)]
+pub enum Part<'c> {
     Whole,
-    Late { undone: usize },
+    Late(&'c Cut),
     Early { undone: usize },
 }
 
@@ -529,7 +532,7 @@ pub fn pass(
     actions: usize,
     action_event: impl Fn(usize) -> u32,
     every: u32,
-    part: Part,
+    part: Part<'_>,
     at_action: impl FnMut(usize, &Figures),
     keep: impl FnMut(&[u64]),
 ) {
@@ -546,16 +549,22 @@ pub fn pass(
     undo.figures = Figures::of(&undo.state, true);
     let mut replay = WithFigures { undo, k, next_event: None, action_event, at_action };
     // The states after every `every` undone events: the late part saves those before the cut,
-    // the early part the others.
-    let (saved, end) = match part {
-        Part::Whole => (0..n + 1, n),
-        Part::Late { undone } => (0..undone.min(n), undone.min(n)),
+    // the early part the others; a late part is the whole pass until its cut is settled.
+    let (mut saved, mut end) = match part {
+        Part::Whole | Part::Late(_) => (0..n + 1, n),
         Part::Early { undone } => (undone.min(n)..n + 1, n),
     };
     let mut keep = keep;
     let mut words = Vec::new();
     loop {
         let undone = replay.undo.undone;
+        if let Part::Late(cut) = part
+            && (undone.is_multiple_of(cut::CHECK) || undone == n)
+            && let Some(settled) = cut.report(undone)
+            && settled < n
+        {
+            (saved, end) = (0..settled, settled);
+        }
         if undone.is_multiple_of(every.max(1) as usize) && saved.contains(&undone) {
             words.clear();
             replay.save(&mut words);
@@ -567,7 +576,7 @@ pub fn pass(
     }
     // Every action at or after a late part's cut was handed over before the cut's event was
     // undone; the rest go now.
-    if !matches!(part, Part::Late { .. }) {
+    if end == n {
         replay.hand_over(None);
     }
 }

@@ -88,45 +88,40 @@ pub fn build_root(
     begin(heads.clone());
     stage(BuildStage::Derive);
     let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
-    // The allocator's pass of each device, the long ones as two parts: this worker takes the
-    // early parts; another the late parts, with the checkpoints and tiles queued beside them for
-    // whichever worker is free first (the other joins their tile jobs when its parts are done;
-    // gen9m, seven interleaved pairs: the derive stage shorter in six, median 1.66 → 1.52 s,
-    // than with the tiles queued after the late parts).
-    let (allocators, lods) = {
-        // Each worker reads the chunks through its own cursor.
-        let events = || CompressedEvents::new(&heads.root.events, &snap.events);
-        let parts = || views.iter().zip(&plans);
-        let (early, (late, lods)) = rayon::join(
-            || {
-                let events = events();
-                parts().map(|(l, &p)| series::early_part(&snap, &events, l, p)).collect::<Vec<_>>()
-            },
-            || {
-                rayon::join(
-                    || {
-                        let events = events();
-                        parts().map(|(l, &p)| series::late_part(&snap, &events, l, p)).collect::<Vec<_>>()
-                    },
-                    || {
-                        let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
-                            (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
-                        };
-                        let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
-                        super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>())
-                    },
-                )
-            },
-        );
+    // The allocator's pass of each device beside its checkpoints and tiles: this worker runs the
+    // late parts of the long traces' passes, from the start; another makes the checkpoints and
+    // tiles and the summaries that read them, then each device's early part (or its whole pass,
+    // when it is short), its cut settled so that both parts end together (`series::Plan`; gen9m,
+    // when the checkpoints and tiles waited for the first part to end instead: the 0.1 s of
+    // checkpoints, one core's, came after both parts).
+    let parts = || views.iter().zip(&plans);
+    // Each worker reads the chunks through its own cursor.
+    let events = || CompressedEvents::new(&heads.root.events, &snap.events);
+    let (late, (lods, summaries, early)) = rayon::join(
+        || {
+            let events = events();
+            parts().map(|(l, p)| series::late_part(&snap, &events, l, p)).collect::<Vec<_>>()
+        },
+        || {
+            let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
+                (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
+            };
+            let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
+            let lods = super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>());
+            let summaries: Vec<f::Summary> = super::timed("summaries", || {
+                let parts = views.iter().zip(&heads.devices).zip(&from_events).zip(&lods);
+                parts
+                    .map(|(((l, d), fe), lod)| summary(&snap, &spans, *l, &d.elements.stack, fe, &lod.0.checkpoints))
+                    .collect()
+            });
+            let events = events();
+            let early = parts().map(|(l, p)| series::early_part(&snap, &events, l, p)).collect::<Vec<_>>();
+            (lods, summaries, early)
+        },
+    );
+    let allocators: Vec<f::AllocatorSection> = super::timed("allocator sections", || {
         let sections = parts().zip(early.into_iter().zip(late));
-        let allocators: Vec<f::AllocatorSection> = super::timed("allocator sections", || {
-            sections.map(|((l, &p), (e, la))| series::section(&snap, l, p, e, la)).collect()
-        });
-        (allocators, lods)
-    };
-    let summaries: Vec<f::Summary> = super::timed("summaries", || {
-        let parts = views.iter().zip(&heads.devices).zip(&from_events).zip(&lods);
-        parts.map(|(((l, d), fe), lod)| summary(&snap, &spans, *l, &d.elements.stack, fe, &lod.0.checkpoints)).collect()
+        sections.map(|((l, p), (e, la))| series::section(&snap, l, p, e, la)).collect()
     });
     let parts = from_events.into_iter().zip(allocators).zip(lods).zip(summaries);
     super::timed("devices", || parts.map(|(((fe, a), lod), s)| device_tail(fe, a, lod, s)).collect())
@@ -418,7 +413,7 @@ impl Lod {
     /// [`KEYED_LEVEL_TILES`] tiles, after their texel chunks (FORMAT.md §5; none for the segment
     /// timeline, whose keys the viewer makes).
     fn of(view: crate::layout::LayoutRef<'_>, stack: Option<&[u32]>) -> Lod {
-        let cps = Checkpoints::build(view);
+        let cps = super::timed("checkpoints", || Checkpoints::build(view));
         let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
         let keyed = |level: u32| {
             let columns = view.actions.len().div_ceil(1 << level);

@@ -39,13 +39,23 @@ pub fn default_path(snapshot: &Path) -> PathBuf {
     snapshot.with_file_name(format!("{stem}.memviz"))
 }
 
-/// Runs `f`; with `MEMVIZ_TIMINGS` set, prints how long it took (a part of a stage, for
-/// benchmarks).
+/// When the index began, for [`timed`]'s lines (set by the pipeline; a part timed outside an
+/// index prints its length alone).
+static INDEX_STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Runs `f`; with `MEMVIZ_TIMINGS` set, prints how long it took and when it ended (a part of a
+/// stage, for benchmarks: which parts ran side by side, and which one the stage waited for).
 pub(crate) fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let started = std::time::Instant::now();
     let out = f();
     if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
-        eprintln!("timing:   {what} took {:.3} s", started.elapsed().as_secs_f64());
+        let took = started.elapsed().as_secs_f64();
+        match INDEX_STARTED.get() {
+            Some(index) => {
+                eprintln!("timing:   {what} took {took:.3} s, ended at {:.3} s", index.elapsed().as_secs_f64())
+            }
+            None => eprintln!("timing:   {what} took {took:.3} s"),
+        }
     }
     out
 }

@@ -9,43 +9,49 @@ use std::collections::{BTreeMap, BTreeSet};
 use memviz_format::schema::{self as f, Chunk};
 
 use super::chunks::{self, CHUNK_ROWS};
-use crate::allocator::{self, EventColumns, Figures, Part};
+use crate::allocator::{self, Cut, EventColumns, Figures, Part};
 use crate::layout::LayoutRef;
 use crate::lod::minimap::{self, MinMax};
 use crate::model::{ActionIdx, Snapshot};
 
 /// Traces of at least this many events run their pass as two parts side by side
-/// ([`allocator::Part`]), cut near the middle ([`LATE_PERMILLE`]): the early part undoes the late
-/// part's events again with no figures (a tenth of the work per event); the checkpoints and tiles
-/// wait beside the late part for the first worker free (`build.rs`; gen9m,
-/// when it was first cut: early 1.8–2.1 s, late 1.7–2.1 s, tiles 0.8–1.0 s; the whole pass alone
-/// took 3.5–3.9 s).
+/// ([`allocator::Part`]): one worker starts the late part at once; the other first makes the
+/// checkpoints and tiles (`build.rs`), then settles the cut from how far the late part got
+/// ([`allocator::Cut`]) and runs the early part, which undoes the late part's events again with
+/// no figures (a fraction of the work per event, [`UNTRACKED_COST`]) before tracking its own.
+/// (gen9m, when it was first cut: early 1.8–2.1 s, late 1.7–2.1 s, tiles 0.8–1.0 s; the whole
+/// pass alone took 3.5–3.9 s.)
 const SPLIT_EVENTS: usize = 1 << 20;
 
-/// The late part's share of a cut trace's events, in thousandths. An untracked undo costs ~0.13 of a tracked
-/// one (gen9m, the cut in the middle: early part 1.0–1.15 s, late 0.9–1.05 s, interleaved
-/// runs), so the parts end together when the late part takes 1 / (2 − 0.13) ≈ 0.535 of the events.
-const LATE_PERMILLE: u64 = 535;
+/// An untracked undo's cost next to a tracked one's (gen9m, the cut in the middle: early part
+/// 1.0–1.15 s, late 0.9–1.05 s, interleaved runs: ~0.13). The early part, settling its cut when
+/// the late part has undone `r` of `n` events, takes `c` events for the late part such that
+/// both end together: `c − r = 0.13 c + (n − c)`.
+const UNTRACKED_COST: f64 = 0.13;
 
-/// How a device's pass runs: K, and where it is cut (the late part's events) if it is.
-#[derive(Debug, Clone, Copy)]
+/// How a device's pass runs: K, and, for a long trace, where it is cut.
+#[derive(Debug)]
 pub struct Plan {
     every: u32,
-    cut: Option<usize>,
+    cut: Option<Cut>,
 }
 
 impl Plan {
     /// K sized from an estimate of the states' summed size (one pass over the event kinds); a
-    /// long trace cut so both parts take about as long: the late part gets [`LATE_PERMILLE`] of
-    /// the events, since the early part also undoes those untracked first.
+    /// long trace runs as two parts, its cut settled while the late part runs.
     pub fn new(snap: &Snapshot, l: &LayoutRef<'_>) -> Plan {
         let n = snap.trace(l.device).len();
-        let late = (n as u64 * LATE_PERMILLE / 1000) as usize;
-        Plan::cut_at(snap, l, (n >= SPLIT_EVENTS).then_some(late))
+        Plan::with(snap, l, (n >= SPLIT_EVENTS).then(|| Cut::open(n)))
+    }
+
+    /// A plan cut after the last `undone` events, whatever the trace's length (benches, tests).
+    pub fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, undone: Option<usize>) -> Plan {
+        let n = snap.trace(l.device).len();
+        Plan::with(snap, l, undone.map(|u| Cut::at(n, u)))
     }
 
     /// Reads the snapshot's raw action column (before the rows are dropped).
-    fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, cut: Option<usize>) -> Plan {
+    fn with(snap: &Snapshot, l: &LayoutRef<'_>, cut: Option<Cut>) -> Plan {
         Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), cut }
     }
 }
@@ -56,23 +62,27 @@ pub struct PartOut {
     states: Vec<Chunk>,
 }
 
-/// The early part of `l`'s pass (the whole pass when it is not cut), undoing `events` (the
-/// snapshot's, or its compressed chunks).
-pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan) -> PartOut {
-    let (part, what) = match plan.cut {
-        None => (Part::Whole, "allocator pass"),
-        Some(undone) => (Part::Early { undone }, "allocator pass, early part"),
+/// The early part of `l`'s pass — its cut settled now, where both parts end together — or the
+/// whole pass when it is not cut; `None` when the late part was the whole pass (it got to the
+/// first event before the cut was settled), undoing `events` (the snapshot's, or its compressed
+/// chunks).
+pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
+    let Some(cut) = &plan.cut else {
+        return Some(super::timed("allocator pass", || run(snap, events, l, plan, Part::Whole)));
     };
-    super::timed(what, || run(snap, events, l, plan, part))
+    let n = cut.events();
+    let undone = cut.settle(|reached| ((n + reached) as f64 / (2.0 - UNTRACKED_COST)) as usize);
+    (undone < n)
+        .then(|| super::timed("allocator pass, early part", || run(snap, events, l, plan, Part::Early { undone })))
 }
 
 /// The late part of `l`'s pass, if it is cut.
-pub fn late_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan) -> Option<PartOut> {
-    let undone = plan.cut?;
-    Some(super::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late { undone })))
+pub fn late_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
+    let cut = plan.cut.as_ref()?;
+    Some(super::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late(cut))))
 }
 
-fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan, part: Part) -> PartOut {
+fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan, part: Part<'_>) -> PartOut {
     let n = l.actions.len();
     let mut figures = FiguresBuilder::new(n);
     // Each state is compressed as it is made: the raw words are never all held.
@@ -92,20 +102,22 @@ fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: Plan
 }
 
 /// The section of `l`'s device from its pass's parts: the series and states of the late part
-/// (if any) followed by the early part's.
+/// (if any) followed by the early part's (if any: one of the two is the whole pass when the
+/// other is missing).
 pub fn section(
     snap: &Snapshot,
     l: &LayoutRef<'_>,
-    plan: Plan,
-    early: PartOut,
+    plan: &Plan,
+    early: Option<PartOut>,
     late: Option<PartOut>,
 ) -> f::AllocatorSection {
-    let (figures, states) = match late {
-        None => (early.figures, early.states),
-        Some(mut late) => {
+    let (figures, states) = match (early, late) {
+        (Some(whole), None) | (None, Some(whole)) => (whole.figures, whole.states),
+        (Some(early), Some(mut late)) => {
             late.states.extend(early.states);
             (late.figures.then(early.figures), late.states)
         }
+        (None, None) => unreachable!("a pass has at least one part"),
     };
     let FiguresBuilder { series, pools } = figures;
     let [reserved, allocated, requested, pending_free, unallocated, largest_free, segments] =
@@ -341,7 +353,7 @@ mod tests {
                 let ev = &snap.events;
                 let at = |cut| {
                     let plan = Plan::cut_at(&snap, &l, cut);
-                    section(&snap, &l, plan, early_part(&snap, ev, &l, plan), late_part(&snap, ev, &l, plan))
+                    section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan), late_part(&snap, ev, &l, &plan))
                 };
                 let whole = at(None);
                 assert!(whole.states.len() > 1 || n < 512, "{name}: states");
@@ -349,6 +361,44 @@ mod tests {
                     assert!(at(Some(cut)) == whole, "{name} device {:?}: cut {cut} of {n}", l.device);
                 }
             }
+        }
+    }
+
+    /// A cut settled while the late part runs — before it starts, part way, after it ended
+    /// (then it was the whole pass) — gives the whole pass's section.
+    #[test]
+    fn a_cut_settled_while_the_late_part_runs_gives_the_whole_section() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+        let (snap, _) = crate::ingest::read_path(&path).unwrap();
+        let layouts = super::super::reading::lay_out(&snap);
+        let l = layouts[0].view();
+        let n = snap.trace(l.device).len();
+        assert!(n > 4 * allocator::cut::CHECK, "{n} events");
+        let ev = &snap.events;
+        let whole = {
+            let plan = Plan::cut_at(&snap, &l, None);
+            section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan), None)
+        };
+        for when in ["before", "meanwhile", "after"] {
+            let plan = Plan::with(&snap, &l, Some(Cut::open(n)));
+            let (early, late) = std::thread::scope(|s| {
+                let early = (when == "before").then(|| early_part(&snap, ev, &l, &plan));
+                let late = s.spawn(|| late_part(&snap, ev, &l, &plan));
+                let early = match (early, when) {
+                    (Some(early), _) => early,
+                    (None, "meanwhile") => early_part(&snap, ev, &l, &plan),
+                    (None, _) => {
+                        while !late.is_finished() {
+                            std::thread::yield_now();
+                        }
+                        let early = early_part(&snap, ev, &l, &plan);
+                        assert!(early.is_none(), "the late part was the whole pass");
+                        early
+                    }
+                };
+                (early, late.join().unwrap())
+            });
+            assert!(section(&snap, &l, &plan, early, late) == whole, "settled {when}");
         }
     }
 }
