@@ -12,7 +12,7 @@ use super::chunks::{self, CHUNK_ROWS};
 use super::columns::{Columns, CompressedEvents};
 use super::reading::{MadeWhileReading, Walked};
 use super::series::{self, Plan};
-use super::write::Heads;
+use super::write::{FirstLods, Heads};
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
 use crate::ingest::SourceInfo;
@@ -44,10 +44,12 @@ pub enum BuildStage {
 /// table compressed, a walked trace's action times and element sites); then the raw large
 /// columns are freed and what exists of the archive — the root's fields before its devices,
 /// each device's element columns, actions and totals: the [`Heads`] — goes to `begin`, to be
-/// written meanwhile. Then the allocator's backward pass — one long sequential walk per device,
-/// reading the compressed chunks, in two parts side by side on a long trace — runs beside
-/// checkpoints and tiles, so a 2-core machine stays busy. Returns each device's remaining
-/// fields (its others default) once the heads are no longer read.
+/// written meanwhile (`begin` gives back where the first device's checkpoints and tiles go,
+/// written next as soon as they exist). Then the allocator's backward pass — one long sequential
+/// walk per device, reading the compressed chunks, in two parts side by side on a long trace —
+/// runs beside checkpoints and tiles, so a 2-core machine stays busy. Returns each device's
+/// remaining fields (its others default, and the first's checkpoints and tiles, handed over
+/// already) once the heads are no longer read.
 pub fn build_root(
     mut snap: Snapshot,
     source: &SourceInfo,
@@ -55,7 +57,7 @@ pub fn build_root(
     layouts: Vec<Layout>,
     made: Option<MadeWhileReading>,
     stage: &dyn Fn(BuildStage),
-    begin: &mut dyn FnMut(Arc<Heads>),
+    begin: &mut dyn FnMut(Arc<Heads>) -> FirstLods,
 ) -> Vec<f::Device> {
     let (columns, mut walked) = match made {
         Some(m) => (Some(m.columns), m.walked),
@@ -85,7 +87,7 @@ pub fn build_root(
         layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect()
     });
     let heads = Arc::new(Heads { root: root_head(&mut snap, source, name, event_count, columns), devices });
-    begin(heads.clone());
+    let first_lods = begin(heads.clone());
     stage(BuildStage::Derive);
     let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
     // The allocator's pass of each device beside its checkpoints and tiles: this worker runs the
@@ -107,13 +109,17 @@ pub fn build_root(
                 (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
             };
             let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
-            let lods = super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>());
+            let mut lods = super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>());
             let summaries: Vec<f::Summary> = super::timed("summaries", || {
                 let parts = views.iter().zip(&heads.devices).zip(&from_events).zip(&lods);
                 parts
                     .map(|(((l, d), fe), lod)| summary(&snap, &spans, *l, &d.elements.stack, fe, &lod.0.checkpoints))
                     .collect()
             });
+            // What follows the heads in the archive is written while the passes run.
+            if let Some((first, _)) = lods.first_mut() {
+                first_lods.hand(std::mem::take(&mut first.checkpoints), std::mem::take(&mut first.tiles));
+            }
             let events = events();
             let early = parts().map(|(l, p)| series::early_part(&snap, &events, l, p)).collect::<Vec<_>>();
             (lods, summaries, early)

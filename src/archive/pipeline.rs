@@ -99,7 +99,12 @@ pub fn write_archive(
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_INDEX_THREADS);
     // The archive's first part is written while the rest is derived.
     let mut writing = None;
-    let mut begin = |heads| writing = Some(Writing::start(heads, &pending.path, pending.stamp));
+    let mut begin = |heads| {
+        let w = Writing::start(heads, &pending.path, pending.stamp);
+        let first_lods = w.first_lods();
+        writing = Some(w);
+        first_lods
+    };
     let build =
         || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, made, &stage, &mut begin);
     let tails =

@@ -1,7 +1,8 @@
 //! Serializing a [`Root`] in stages, so the archive's first bytes are written while the rest is
 //! still being computed: the root's fields before `devices` and the first device's fields before
 //! `checkpoints` (its element columns, actions and totals — most of a one-device archive) first,
-//! the rest once it exists.
+//! then the first device's `checkpoints` and `tiles` once they exist (the allocator's pass still
+//! runs), the rest once it exists.
 //!
 //! rkyv writes a struct's out-of-line data field by field, in declaration order, then the struct
 //! itself; a `Vec` its items' out-of-line data, then the items. The stages below make the same
@@ -52,10 +53,14 @@ pub struct DeviceHead {
     minimap: R<Vec<super::MinMax>>,
 }
 
-/// The resolvers of a device's fields from `checkpoints` on.
-pub struct DeviceTail {
+/// The resolvers of a device's `checkpoints` and `tiles`.
+pub struct DeviceLods {
     checkpoints: R<super::Checkpoints>,
     tiles: R<Vec<super::TileLevel>>,
+}
+
+/// The resolvers of a device's fields after `tiles`.
+struct DeviceTail {
     spans: R<Vec<super::Span>>,
     reserved: R<super::Reserved>,
     allocator: R<super::AllocatorSection>,
@@ -107,15 +112,22 @@ where
     })
 }
 
-/// Writes the out-of-line data of `d`'s fields from `checkpoints` on.
-pub fn device_tail<S>(d: &Device, s: &mut S) -> Result<DeviceTail, S::Error>
+/// Writes the out-of-line data of `d`'s `checkpoints` and `tiles` (the other fields are not read).
+pub fn device_lods<S>(d: &Device, s: &mut S) -> Result<DeviceLods, S::Error>
+where
+    S: Fallible + Allocator + Writer + ?Sized,
+    S::Error: rkyv::rancor::Source,
+{
+    Ok(DeviceLods { checkpoints: d.checkpoints.serialize(s)?, tiles: d.tiles.serialize(s)? })
+}
+
+/// Writes the out-of-line data of `d`'s fields after `tiles`.
+fn device_tail<S>(d: &Device, s: &mut S) -> Result<DeviceTail, S::Error>
 where
     S: Fallible + Allocator + Writer + ?Sized,
     S::Error: rkyv::rancor::Source,
 {
     Ok(DeviceTail {
-        checkpoints: d.checkpoints.serialize(s)?,
-        tiles: d.tiles.serialize(s)?,
         spans: d.spans.serialize(s)?,
         reserved: d.reserved.serialize(s)?,
         allocator: d.allocator.serialize(s)?,
@@ -124,21 +136,30 @@ where
     })
 }
 
-/// Finishes `root` after its head (`head`; `first`: the first device's head, if written
-/// already): each device's out-of-line data still to write — its head but the first's, its tail
-/// —, the devices, then the root object.
-pub fn finish<S>(root: &Root, head: RootHead, mut first: Option<DeviceHead>, s: &mut S) -> Result<(), S::Error>
+/// What of the first device is written already: its head, and its checkpoints and tiles if
+/// they were written after it.
+pub type First = (DeviceHead, Option<DeviceLods>);
+
+/// Finishes `root` after its head (`head`; `first`: what of the first device is written
+/// already): each device's out-of-line data still to write — its head but the first's, its
+/// checkpoints and tiles but the first's if written, its tail —, the devices, then the root
+/// object.
+pub fn finish<S>(root: &Root, head: RootHead, mut first: Option<First>, s: &mut S) -> Result<(), S::Error>
 where
     S: Fallible + Allocator + Writer + ?Sized,
     S::Error: rkyv::rancor::Source,
 {
     let mut staged = Vec::with_capacity(root.devices.len());
     for d in &root.devices {
-        let h = match first.take() {
-            Some(h) => h,
-            None => device_head(d, s)?,
+        let (h, lods) = match first.take() {
+            Some(first) => first,
+            None => (device_head(d, s)?, None),
         };
-        staged.push(Staged::new(d, device_resolver(h, device_tail(d, s)?)));
+        let lods = match lods {
+            Some(lods) => lods,
+            None => device_lods(d, s)?,
+        };
+        staged.push(Staged::new(d, device_resolver(h, lods, device_tail(d, s)?)));
     }
     let devices = ArchivedVec::<<Device as Archive>::Archived>::serialize_from_slice(&staged, s)?;
     let resolver = RootResolver {
@@ -162,12 +183,14 @@ where
     Ok(())
 }
 
-/// A device of `head`'s fields before `checkpoints` and `tail`'s from `checkpoints` on (the
-/// stages [`device_head`] and [`device_tail`] write).
-pub fn joined(head: Device, tail: Device) -> Device {
+/// A device of `head`'s fields before `checkpoints`, `lods`' `checkpoints` and `tiles` (`tail`'s
+/// when `None`) and `tail`'s fields after them (the stages [`device_head`], [`device_lods`] and
+/// [`finish`] write).
+pub fn joined(head: Device, lods: Option<Device>, tail: Device) -> Device {
+    let lods = lods.unwrap_or_else(|| Device { checkpoints: tail.checkpoints, tiles: tail.tiles, ..Device::default() });
     Device {
-        checkpoints: tail.checkpoints,
-        tiles: tail.tiles,
+        checkpoints: lods.checkpoints,
+        tiles: lods.tiles,
         spans: tail.spans,
         reserved: tail.reserved,
         allocator: tail.allocator,
@@ -177,7 +200,7 @@ pub fn joined(head: Device, tail: Device) -> Device {
     }
 }
 
-fn device_resolver(h: DeviceHead, t: DeviceTail) -> DeviceResolver {
+fn device_resolver(h: DeviceHead, l: DeviceLods, t: DeviceTail) -> DeviceResolver {
     DeviceResolver {
         device: h.device,
         elements: h.elements,
@@ -189,8 +212,8 @@ fn device_resolver(h: DeviceHead, t: DeviceTail) -> DeviceResolver {
         peak_bytes: h.peak_bytes,
         peak_action: h.peak_action,
         minimap: h.minimap,
-        checkpoints: t.checkpoints,
-        tiles: t.tiles,
+        checkpoints: l.checkpoints,
+        tiles: l.tiles,
         spans: t.spans,
         reserved: t.reserved,
         allocator: t.allocator,
@@ -282,7 +305,7 @@ mod tests {
 
     #[test]
     fn staged_bytes_equal_the_whole_roots() {
-        for devices in [0, 1, 2] {
+        for (devices, lods_early) in [(0, false), (1, false), (1, true), (2, false), (2, true)] {
             let mut root = root();
             root.devices.truncate(devices);
             let whole = rkyv::to_bytes::<Error>(&root).unwrap();
@@ -290,7 +313,10 @@ mod tests {
                 let mut ser = Serializer::new(AlignedVec::<16>::new(), arena.acquire(), Share::new());
                 let s = Strategy::<_, Error>::wrap(&mut ser);
                 let head = root_head(&root, s).unwrap();
-                let first = root.devices.first().map(|d| device_head(d, s).unwrap());
+                let first = root.devices.first().map(|d| {
+                    let h = device_head(d, s).unwrap();
+                    (h, lods_early.then(|| device_lods(d, s).unwrap()))
+                });
                 finish(&root, head, first, s).unwrap();
                 ser.into_writer()
             });
