@@ -233,6 +233,9 @@ struct FromEvents {
     spans: Vec<f::Span>,
     reserved: f::Reserved,
     action_time_us: Vec<i64>,
+    /// The first chunks of `action_time_us`, encoded while the reader read (moved into the
+    /// device's head).
+    action_time_chunks: Vec<f::Chunk>,
     /// Each element's stack (moved into the device's head, [`device_head`]).
     stack: Vec<u32>,
     /// The segment timeline and the stack of each of its segments.
@@ -244,12 +247,12 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Opt
     let device = l.device;
     let view = l.view();
     let trace = snap.trace(device);
-    let (action_time_us, stack, first_event_time) = match walked {
-        Some(w) => (w.action_time_us, w.element_stack, w.first_time_us),
+    let (action_time_us, action_time_chunks, stack, first_event_time) = match walked {
+        Some(w) => (w.action_time_us, w.action_time_chunks, w.element_stack, w.first_time_us),
         None => {
             let ev = &snap.events;
             let first = trace.clone().map(|e| ev.values(e).map_or(NO_TIME, |v| v.time_us)).find(|&t| t != NO_TIME);
-            (model_action_times(snap, view), sites::element_stacks(snap, view), first)
+            (model_action_times(snap, view), Vec::new(), sites::element_stacks(snap, view), first)
         }
     };
     let reserved = reserved::timeline(snap, device);
@@ -273,6 +276,7 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Opt
         spans,
         reserved,
         action_time_us,
+        action_time_chunks,
         stack,
         segments: (segments, segment_stacks),
     }
@@ -341,7 +345,13 @@ fn device_head(l: Layout, fe: &mut FromEvents) -> f::Device {
         device: device.0,
         elements: archived_elements(elements, std::mem::take(&mut fe.stack)),
         actions,
-        action_time_us: fe.action_time_us.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas).collect(),
+        action_time_us: {
+            // The chunks the walk did not encode yet.
+            let mut done = std::mem::take(&mut fe.action_time_chunks);
+            let rest = fe.action_time_us.get(done.len() * CHUNK_ROWS..).unwrap_or_default();
+            done.par_extend(rest.par_chunks(CHUNK_ROWS).map(chunks::encode_deltas));
+            done
+        },
         initial,
         initial_total,
         totals,

@@ -39,8 +39,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
+use memviz_format::schema::Chunk;
 use rayon::prelude::*;
 
+use super::chunks::{self, CHUNK_ROWS};
 use super::columns::{Columns, RawRows};
 use crate::derive::sites;
 use crate::derive::timeline::model_action_times;
@@ -70,6 +72,10 @@ pub struct MadeWhileReading {
 pub struct Walked {
     /// The time of each action's event (`derive::timeline::model_action_times`).
     pub action_time_us: Vec<i64>,
+    /// `action_time_us`' chunks as the archive stores them, each encoded as soon as its
+    /// [`CHUNK_ROWS`] actions were walked (the reader's second core has time for them; the
+    /// rest are encoded after the read).
+    pub action_time_chunks: Vec<Chunk>,
     /// The stack of each element's event (`derive::sites::element_stacks`).
     pub element_stack: Vec<u32>,
     /// The time of the trace's first event with one.
@@ -91,7 +97,11 @@ impl Walking {
         }
         let did = self.walk.step(action, addr, size, text);
         if did.action {
-            self.walked.action_time_us.push(time);
+            let times = &mut self.walked.action_time_us;
+            times.push(time);
+            if times.len().is_multiple_of(CHUNK_ROWS) {
+                self.walked.action_time_chunks.push(chunks::encode_deltas(&times[times.len() - CHUNK_ROWS..]));
+            }
         }
         if did.new_element {
             self.walked.element_stack.push(stack);
@@ -126,6 +136,7 @@ impl Walking {
         );
         if walked.action_time_us.len() != l.actions.len() {
             walked.action_time_us = model_action_times(snap, l);
+            walked.action_time_chunks.clear();
         }
         (layout, walked)
     }
