@@ -244,7 +244,7 @@ mod tests {
                 x ^= x << 17;
                 let size = 1 + x % distinct;
                 // Adds outnumber removes early on, so the multiset grows before it churns.
-                if x % 3 == 0 || (step > 2_000 && x % 2 == 0) {
+                if x.is_multiple_of(3) || (step > 2_000 && x.is_multiple_of(2)) {
                     holes.remove(size);
                     if let Some(n) = model.get_mut(&size) {
                         *n -= 1;
