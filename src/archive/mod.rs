@@ -39,9 +39,14 @@ pub fn default_path(snapshot: &Path) -> PathBuf {
     snapshot.with_file_name(format!("{stem}.memviz"))
 }
 
-/// When the index began, for [`timed`]'s lines (set by the pipeline; a part timed outside an
-/// index prints its length alone).
-static INDEX_STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+/// When the last index begun began, for [`timed`]'s lines (set by the pipeline; a part timed
+/// outside an index prints its length alone).
+static INDEX_STARTED: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+
+/// An index begins at `at` (for [`timed`]'s lines).
+fn index_started(at: std::time::Instant) {
+    *INDEX_STARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(at);
+}
 
 /// Runs `f`; with `MEMVIZ_TIMINGS` set, prints how long it took and when it ended (a part of a
 /// stage, for benchmarks: which parts ran side by side, and which one the stage waited for).
@@ -50,7 +55,7 @@ pub(crate) fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let out = f();
     if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
         let took = started.elapsed().as_secs_f64();
-        match INDEX_STARTED.get() {
+        match *INDEX_STARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
             Some(index) => {
                 eprintln!("timing:   {what} took {took:.3} s, ended at {:.3} s", index.elapsed().as_secs_f64())
             }

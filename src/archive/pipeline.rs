@@ -42,7 +42,7 @@ pub fn build_archive(
     message: &(dyn Fn(&'static str) + Sync),
 ) -> anyhow::Result<IndexSummary> {
     let started = Instant::now();
-    let _ = super::INDEX_STARTED.set(started);
+    super::index_started(started);
     // Past the memory budget, what grows with the input spills to a temp file beside the output.
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _spilling = crate::spill::activate(dir);

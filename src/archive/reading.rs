@@ -205,7 +205,7 @@ fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) 
 /// Chunks handed over between two forgettings of the rows before them (gen9m: each forgetting
 /// moved the 1.8 MB of the chunk still held, 25 ms over the read on the decoder's thread when
 /// done every chunk).
-const FORGET_EVERY: usize = 4;
+pub(crate) const FORGET_EVERY: usize = 4;
 
 /// Hands each chunk of rows to both workers; a rewritten row (a range before the last one's
 /// end) marks their results stale and stops the handing over.

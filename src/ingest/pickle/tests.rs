@@ -357,7 +357,7 @@ fn an_event_dict_rewritten_long_after_is_indexed_by_reading_again() {
     let mut p = Pickler::default();
     let keys = p.begin_trace(&["action", "addr", "size", "time_us"]);
     let mut fifth = 0;
-    for i in 0..(2 * CHUNK_ROWS + 100) as u32 {
+    for i in 0..((reading::FORGET_EVERY + 1) * CHUNK_ROWS + 100) as u32 {
         let slot = p.dict();
         if i == 5 {
             fifth = slot;
