@@ -44,8 +44,9 @@ impl Plan {
         Plan::with(snap, l, (n >= SPLIT_EVENTS).then(|| Cut::open(n)))
     }
 
-    /// A plan cut after the last `undone` events, whatever the trace's length (benches, tests).
-    pub fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, undone: Option<usize>) -> Plan {
+    /// A plan cut after the last `undone` events, whatever the trace's length (tests).
+    #[cfg(test)]
+    fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, undone: Option<usize>) -> Plan {
         let n = snap.trace(l.device).len();
         Plan::with(snap, l, undone.map(|u| Cut::at(n, u)))
     }

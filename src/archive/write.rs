@@ -63,7 +63,6 @@ enum Handed {
 /// Hands the first device's checkpoints and tiles to a [`Writing`] as soon as they exist: they
 /// follow the heads in the archive, so they are written while the allocator's pass runs
 /// (gen9m: 39 of the 57 MB written after the derive stage before).
-#[derive(Clone)]
 pub struct FirstLods(SyncSender<Handed>);
 
 impl FirstLods {
