@@ -7,12 +7,18 @@
 //! ```text
 //!   packed = payload << 4 | tag
 //!   tag:  0 None   1 Bool   2 Int   3 Str   4 Bytes   5 NewDict   6 Obj   7 Event   8 Frame
-//!         9 index into `wide` (floats, UInt, Huge, ints that do not fit)   15 unset slot
+//!         9 index into `wide` (floats, UInt, Huge, ints that do not fit)
+//!        10 NewDict of this very slot (no payload)   15 unset slot
 //! ```
 //!
-//! Entries are stored as `u32` (payloads below 2^28: ids of a pickle up to a few GB). The first
-//! value that does not fit switches the memo to `u64` entries once, with the same packing and
-//! 60-bit payloads, so no input is refused for its size.
+//! A dict is memoized the moment it is made, before its items arrive, as `NewDict(its slot)`:
+//! its payload would be the slot's own index, which passes 2^28 once a snapshot has made that
+//! many memo entries (a 7 GB pickle), so tag 10 stores it without one.
+//!
+//! Entries are stored as `u32` (payloads below 2^28: the event, frame and object ids of a
+//! pickle up to about 20 GB). The first value that does not fit switches the memo to `u64`
+//! entries once, with the same packing and 60-bit payloads, so no input is refused for its
+//! size.
 
 use super::value::Val;
 
@@ -38,6 +44,8 @@ impl Default for Memo {
 const TAG_BITS: u32 = 4;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 const TAG_WIDE: u64 = 9;
+/// `NewDict(i)` in slot `i`.
+const TAG_OWN_DICT: u64 = 10;
 /// Tags whose payload is a u32 id: Str, NewDict, Obj, Event, Frame.
 const ID_TAGS: u64 = 1 << 3 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8;
 /// Marks a slot that was never written (gaps left by BINPUT with a far index).
@@ -56,15 +64,16 @@ impl Memo {
         ((self.wide.len() - 1) as u64) << TAG_BITS | TAG_WIDE
     }
 
-    /// Packs `v` with a payload of up to 60 bits, boxing what does not fit.
-    fn pack(&mut self, v: Val) -> u64 {
-        Self::pack_inline(v).unwrap_or_else(|| self.box_wide(v))
+    /// Packs `v` for slot `i` with a payload of up to 60 bits, boxing what does not fit.
+    fn pack(&mut self, v: Val, i: usize) -> u64 {
+        Self::pack_inline(v, i).unwrap_or_else(|| self.box_wide(v))
     }
 
-    /// Packs `v` without the side table; `None` for floats and ints beyond 60 bits.
+    /// Packs `v` for slot `i` without the side table; `None` for floats and ints beyond 60 bits.
     #[inline]
-    fn pack_inline(v: Val) -> Option<u64> {
+    fn pack_inline(v: Val, i: usize) -> Option<u64> {
         let (tag, payload): (u64, u64) = match v {
+            Val::NewDict(m) if m as usize == i => (TAG_OWN_DICT, 0),
             Val::None => (0, 0),
             Val::Bool(b) => (1, b as u64),
             Val::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => (2, i as u64 & ((1 << 60) - 1)),
@@ -79,21 +88,22 @@ impl Memo {
         Some(payload << TAG_BITS | tag)
     }
 
-    /// `v` packed into a narrow slot, when the memo is narrow and `v` fits one.
+    /// `v` packed into narrow slot `i`, when the memo is narrow and `v` fits one.
     #[inline]
-    fn narrow_slot(&mut self, v: Val) -> Option<(&mut Vec<u32>, u32)> {
+    fn narrow_slot(&mut self, v: Val, i: usize) -> Option<(&mut Vec<u32>, u32)> {
         match &mut self.slots {
             Slots::Narrow(s) => {
-                let p = u32::try_from(Self::pack_inline(v)?).ok()?;
+                let p = u32::try_from(Self::pack_inline(v, i)?).ok()?;
                 Some((s, p))
             }
             Slots::Wide(_) => None,
         }
     }
 
-    /// Packs `v` for the current slot width, switching to wide slots if it does not fit.
-    fn pack_for_slots(&mut self, v: Val) -> u64 {
-        let mut p = self.pack(v);
+    /// Packs `v` for slot `i` at the current slot width, switching to wide slots if it does not
+    /// fit.
+    fn pack_for_slots(&mut self, v: Val, i: usize) -> u64 {
+        let mut p = self.pack(v, i);
         if p > u32::MAX as u64 && matches!(self.slots, Slots::Narrow(_)) {
             if matches!(v, Val::Int(_)) {
                 // A negative int: sign bits fill the payload. Box it rather than widen.
@@ -108,8 +118,9 @@ impl Memo {
         p
     }
 
+    /// The value packed as `p` in slot `i`.
     #[inline]
-    fn unpack(&self, p: u64) -> Option<Val> {
+    fn unpack(&self, p: u64, i: usize) -> Option<Val> {
         let payload = p >> TAG_BITS;
         Some(match p & TAG_MASK {
             0 => Val::None,
@@ -122,20 +133,22 @@ impl Memo {
             7 => Val::Event(payload as u32),
             8 => Val::Frame(payload as u32),
             9 => self.wide[payload as usize],
+            10 => Val::NewDict(i as u32),
             _ => return None,
         })
     }
 
     #[inline]
     pub fn push(&mut self, v: Val) {
-        match self.narrow_slot(v) {
+        let i = self.len();
+        match self.narrow_slot(v, i) {
             Some((s, p)) => s.push(p),
             None => self.push_slow(v),
         }
     }
 
     fn push_slow(&mut self, v: Val) {
-        let p = self.pack_for_slots(v);
+        let p = self.pack_for_slots(v, self.len());
         match &mut self.slots {
             Slots::Narrow(s) => s.push(p as u32),
             Slots::Wide(s) => s.push(p),
@@ -145,14 +158,14 @@ impl Memo {
     /// Writes slot `i`, filling any gap before it with unset slots.
     #[inline]
     pub fn set(&mut self, i: usize, v: Val) {
-        match self.narrow_slot(v) {
+        match self.narrow_slot(v, i) {
             Some((s, p)) if i < s.len() => s[i] = p,
             _ => self.set_slow(i, v),
         }
     }
 
     fn set_slow(&mut self, i: usize, v: Val) {
-        let p = self.pack_for_slots(v);
+        let p = self.pack_for_slots(v, i);
         match &mut self.slots {
             Slots::Narrow(s) => {
                 if i >= s.len() {
@@ -201,6 +214,7 @@ impl Memo {
             7 => out.push(Val::Event(payload as u32)),
             8 => out.push(Val::Frame(payload as u32)),
             9 => out.push(self.wide[payload as usize]),
+            10 => out.push(Val::NewDict(i as u32)),
             _ => return false,
         }
         true
@@ -236,7 +250,7 @@ impl Memo {
     /// The value in slot `i`; `None` for a slot never written.
     #[inline]
     pub fn get(&self, i: usize) -> Option<Val> {
-        self.unpack(self.slot(i)?)
+        self.unpack(self.slot(i)?, i)
     }
 }
 
@@ -293,5 +307,27 @@ mod tests {
         assert_eq!(m.get(VALS.len()), Some(Val::Obj(u32::MAX - 1)));
         assert_eq!(m.get(29), None);
         assert_eq!(m.get(30), Some(Val::Event(1 << 30)));
+    }
+
+    #[test]
+    fn a_dict_in_its_own_slot_packs_without_its_index() {
+        // A pickle with more than 2^28 memo entries memoizes dicts at slots that wide: packing
+        // each as its own slot keeps the memo narrow.
+        let far = 1usize << 30;
+        let p = Memo::pack_inline(Val::NewDict(far as u32), far).unwrap();
+        assert_eq!(p, TAG_OWN_DICT);
+        let m = Memo::default();
+        assert_eq!(m.unpack(p, far), Some(Val::NewDict(far as u32)));
+        // The same dict memoized a second time, at another slot, keeps its first slot.
+        assert!(Memo::pack_inline(Val::NewDict(far as u32), 7).unwrap() > u32::MAX as u64);
+        let mut m = Memo::default();
+        m.push(Val::NewDict(0));
+        m.push(Val::NewDict(0));
+        m.set(5, Val::NewDict(5));
+        assert!(matches!(m.slots, Slots::Narrow(_)));
+        assert_eq!([m.get(0), m.get(1), m.get(5)], [Some(Val::NewDict(0)), Some(Val::NewDict(0)), Some(Val::NewDict(5))]);
+        let mut out = Vec::new();
+        assert!(m.push_to(5, &mut out) && m.push_to(1, &mut out));
+        assert_eq!(out, [Val::NewDict(5), Val::NewDict(0)]);
     }
 }
