@@ -325,7 +325,10 @@ mod tests {
         m.push(Val::NewDict(0));
         m.set(5, Val::NewDict(5));
         assert!(matches!(m.slots, Slots::Narrow(_)));
-        assert_eq!([m.get(0), m.get(1), m.get(5)], [Some(Val::NewDict(0)), Some(Val::NewDict(0)), Some(Val::NewDict(5))]);
+        assert_eq!(
+            [m.get(0), m.get(1), m.get(5)],
+            [Some(Val::NewDict(0)), Some(Val::NewDict(0)), Some(Val::NewDict(5))]
+        );
         let mut out = Vec::new();
         assert!(m.push_to(5, &mut out) && m.push_to(1, &mut out));
         assert_eq!(out, [Val::NewDict(5), Val::NewDict(0)]);
