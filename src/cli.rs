@@ -138,9 +138,15 @@ pub struct OpenArgs {
     /// Window or screenshot size in pixels.
     #[arg(long, default_value = "1600x900", value_parser = parse_size)]
     pub size: (u32, u32),
-    /// Replay a fixed zoom/pan/hover script offscreen and print frame-time percentiles as JSON.
+    /// Replay a fixed zoom/pan/hover script offscreen and print frame-time percentiles as JSON:
+    /// frame_ms (UI and GPU), ui_ms (the UI thread's CPU time, the GPU's work and wait excluded)
+    /// and ui_thread_chunks (chunks the UI thread decompressed after the first frame).
     #[arg(long)]
     pub bench: bool,
+    /// --bench in this view: timeline, pools, segments, state (also steps 1,000 events with →)
+    /// or ranks (the rank strip of a folder or several files).
+    #[arg(long, value_enum, value_name = "VIEW", conflicts_with = "view")]
+    pub bench_view: Option<BenchViewArg>,
     /// Draw a GPU's memory capacity: h100, a100, a100-40, h200, a10g, l40s, v100, v100-16, 4090.
     #[arg(long, value_name = "NAME")]
     pub gpu: Option<String>,
@@ -185,6 +191,29 @@ pub struct OpenArgs {
     pub device: Option<crate::model::DeviceId>,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `open --bench-view`: the views a bench script runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchViewArg {
+    Timeline,
+    Pools,
+    Segments,
+    State,
+    Ranks,
+}
+
+impl BenchViewArg {
+    /// The view of one file it opens (the rank strip is not one).
+    pub fn view(self) -> Option<ViewArg> {
+        match self {
+            BenchViewArg::Timeline => Some(ViewArg::Timeline),
+            BenchViewArg::Pools => Some(ViewArg::Pools),
+            BenchViewArg::Segments => Some(ViewArg::Segments),
+            BenchViewArg::State => Some(ViewArg::State),
+            BenchViewArg::Ranks => None,
+        }
+    }
 }
 
 /// `open --colour`.

@@ -91,6 +91,15 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
             Some(crate::archive::folder::job(many).map_err(anyhow::Error::msg)?)
         }
     };
+    let ranks_bench = args.bench_view == Some(crate::cli::BenchViewArg::Ranks);
+    if ranks_bench != job.is_some() && args.bench_view.is_some() {
+        let why = if ranks_bench {
+            "--bench-view ranks runs in the rank strip: give a folder of ranks or several files"
+        } else {
+            "a job's ranks open the rank strip: --bench-view ranks (or --bench) is the view to bench"
+        };
+        return Err(UsageError(why.into()).into());
+    }
     let input = &args.inputs[0];
     // Say what is wrong with the file here, in one line, rather than in a window.
     for f in job.iter().flatten() {
@@ -104,7 +113,7 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
         job,
         screenshot: args.screenshot.clone(),
         size: args.size,
-        bench: args.bench,
+        bench: args.bench || args.bench_view.is_some(),
         exit_after_frames: args.exit_after_frames,
         options: crate::viewer::ViewerOptions { no_cache: !cache, ..viewer_options(args)? },
     })
@@ -132,7 +141,7 @@ pub fn viewer_options(args: &crate::cli::OpenArgs) -> anyhow::Result<crate::view
         model,
         max_entries: args.max_entries,
         no_cache: false,
-        tab: match args.view {
+        tab: match args.view.or(args.bench_view.and_then(crate::cli::BenchViewArg::view)) {
             Some(ViewArg::Timeline) => Tab::Timeline,
             Some(ViewArg::Pools) => Tab::Pools,
             Some(ViewArg::Segments) => Tab::Segments,

@@ -1,5 +1,7 @@
 //! `--bench`: a fixed script of zooms, pans and hovers replayed offscreen; frame times are
-//! measured on the UI side including the GPU's work (each frame waits for the GPU).
+//! measured on the UI side including the GPU's work (each frame waits for the GPU), the UI
+//! thread's own CPU time beside them, and the chunks the UI thread decompressed after the first
+//! frame (the goal is none: what a frame needs from the whole trace is made once, on a worker).
 
 use std::time::Instant;
 
@@ -7,10 +9,16 @@ use eframe::egui::{self, Event, Modifiers, MouseWheelSource, MouseWheelUnit, Poi
 
 use super::app::ViewerApp;
 use super::offscreen::Offscreen;
+use crate::archive::chunks;
 
 pub struct BenchResult {
     pub frames: usize,
     pub frame_ms: serde_json::Value,
+    /// The UI thread's CPU time a frame: the UI, tessellation, uploads and recording the pass,
+    /// neither the GPU's work nor the wait for it ([`Offscreen::ui_cpu_ms`]).
+    pub ui_ms: serde_json::Value,
+    /// Chunks the UI thread decompressed during the script, after the first frame settled.
+    pub ui_thread_chunks: u64,
     pub hover_ms: serde_json::Value,
     /// In the Allocator State view: frames of stepping 1,000 events with → held down (one
     /// key repeat a frame; each frame rebuilds the state and draws the map).
@@ -41,14 +49,24 @@ fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
 
 pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
     gpu.settle(app, 500);
-    let Some(rect) = app.timeline().map(|t| t.plot_rect) else {
-        return BenchResult {
-            frames: 0,
-            frame_ms: serde_json::Value::Null,
-            hover_ms: serde_json::Value::Null,
-            step_ms: None,
-        };
+    // The plot, or the whole window for the rank strip (its cells fill it).
+    let rect = match app.timeline() {
+        Some(t) => t.plot_rect,
+        None if app.ranks.is_some() => {
+            egui::Rect::from_min_size(pos2(0.0, 0.0), vec2(gpu.width as f32, gpu.height as f32)).shrink(40.0)
+        }
+        None => {
+            return BenchResult {
+                frames: 0,
+                frame_ms: serde_json::Value::Null,
+                ui_ms: serde_json::Value::Null,
+                ui_thread_chunks: 0,
+                hover_ms: serde_json::Value::Null,
+                step_ms: None,
+            };
+        }
     };
+    let chunks_before = chunks::decompressed_on_this_thread();
     let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
     let mut script: Vec<Vec<Event>> = Vec::new();
     for &(fx, fy) in &[(0.3, 0.5), (0.6, 0.4), (0.45, 0.6)] {
@@ -87,10 +105,12 @@ pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
         }
     }
     let mut times = Vec::with_capacity(script.len());
+    let mut ui = Vec::with_capacity(script.len());
     for events in script {
         let t = Instant::now();
         gpu.frame(app, events);
         times.push(t.elapsed().as_secs_f64() * 1e3);
+        ui.push(gpu.ui_cpu_ms);
     }
     let mut hover = Vec::new();
     if let Some(t) = app.timeline() {
@@ -127,8 +147,16 @@ pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
             let t = Instant::now();
             gpu.frame(app, vec![right]);
             steps.push(t.elapsed().as_secs_f64() * 1e3);
+            ui.push(gpu.ui_cpu_ms);
         }
         percentiles(steps)
     });
-    BenchResult { frames: times.len(), frame_ms: percentiles(times), hover_ms: percentiles(hover), step_ms }
+    BenchResult {
+        frames: times.len(),
+        frame_ms: percentiles(times),
+        ui_ms: percentiles(ui),
+        ui_thread_chunks: chunks::decompressed_on_this_thread() - chunks_before,
+        hover_ms: percentiles(hover),
+        step_ms,
+    }
 }

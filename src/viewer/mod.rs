@@ -159,7 +159,10 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     if args.bench {
         let b = bench::run(&mut gpu, &mut app);
         report["frames"] = b.frames.into();
+        report["view"] = if args.job.is_some() { "ranks" } else { app.tab.arg() }.into();
         report["frame_ms"] = b.frame_ms;
+        report["ui_ms"] = b.ui_ms;
+        report["ui_thread_chunks"] = b.ui_thread_chunks.into();
         report["hover_ms"] = b.hover_ms;
         if let Some(s) = b.step_ms {
             report["step_1000_events_ms"] = s;

@@ -24,6 +24,9 @@ pub struct Offscreen {
     /// `ModifiersChanged` when they change; here the test's or bench's events are all there is.
     modifiers: egui::Modifiers,
     pub adapter: String,
+    /// The UI thread's CPU time in the last [`Self::frame`]: the UI, tessellation, texture and
+    /// buffer uploads and recording the pass, not the submission and the wait for the GPU.
+    pub ui_cpu_ms: f64,
 }
 
 impl Offscreen {
@@ -70,11 +73,13 @@ impl Offscreen {
             time: 0.0,
             modifiers: egui::Modifiers::NONE,
             adapter: format!("{} ({:?})", info.name, info.backend),
+            ui_cpu_ms: 0.0,
         })
     }
 
     /// Runs the UI once with `events` and renders it; waits for the GPU to finish.
     pub fn frame(&mut self, app: &mut ViewerApp, events: Vec<egui::Event>) {
+        let cpu = thread_cpu_ms();
         self.time += 1.0 / 60.0;
         let held = events.iter().rev().find_map(|e| match e {
             egui::Event::PointerButton { modifiers, .. }
@@ -88,11 +93,13 @@ impl Offscreen {
             events.insert(0, egui::Event::ModifiersChanged(m));
         }
         let ui = run_ui(&self.ctx, app, (self.width, self.height), self.time, events);
-        self.render(ui);
+        let submitting = self.render(ui);
+        self.ui_cpu_ms = submitting - cpu;
     }
 
-    /// Renders a frame whose UI already ran (see [`run_ui`]).
-    pub fn render(&mut self, frame: UiFrame) {
+    /// Renders a frame whose UI already ran (see [`run_ui`]); returns [`thread_cpu_ms`] when the
+    /// frame was ready to submit.
+    pub fn render(&mut self, frame: UiFrame) -> f64 {
         let UiFrame { out, prims } = frame;
         for (id, deltas) in &out.textures_delta.set {
             for delta in deltas {
@@ -138,8 +145,10 @@ impl Offscreen {
             self.renderer.free_texture(id);
         }
         buffers.push(encoder.finish());
+        let ready = thread_cpu_ms();
         self.queue.submit(buffers);
         let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        ready
     }
 
     /// Frames until the workers and uploads are idle (at most `max_frames`).
@@ -214,6 +223,20 @@ impl Offscreen {
             enc.write_header()?.write_image_data(&rgba)?;
             Ok(())
         })
+    }
+}
+
+/// This thread's CPU time so far, in ms (wall time where the platform has no thread clock): what
+/// a frame costs the UI thread, whatever the GPU or other threads do meanwhile.
+pub fn thread_cpu_ms() -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        t.tv_sec as f64 * 1e3 + t.tv_nsec as f64 / 1e6
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        super::ms_since_start()
     }
 }
 
