@@ -9,7 +9,7 @@ use eframe::egui::{self, Rect, Sense, pos2};
 use eframe::egui_wgpu;
 
 use super::data::{Plane, Session};
-use super::details::{ElementInfo, stack_text};
+use super::details::stack_text;
 use super::gpu::{Globals, TimelinePaint};
 use super::memory_map::MemoryMap;
 use super::tabs::{OpenAt, Tab};
@@ -125,6 +125,8 @@ impl ViewerApp {
                 || (t.colour_by_category && t.categories_ready().is_none())
                 || t.shapes_pending()
                 || t.raster_pending
+                || t.details_pending()
+                || t.reserved_cache.busy()
         };
         match &self.content {
             Content::Open(t) => self.draws_timeline() && timeline_busy(t),
@@ -771,14 +773,8 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     }
     if let Some(hit) = t.selection.hovered
         && !t.tooltip_hidden
-        && let Some(mut info) = ElementInfo::gather(
-            &t.session,
-            t.device,
-            t.plane,
-            hit.element,
-            options.model.as_ref(),
-            &options.annotations,
-        )
+        && let Some(gathered) = t.element_info(hit.element, options)
+        && let Some(mut info) = Option::clone(&gathered)
     {
         if let Some(c) = t.category_of(hit.element) {
             info.attributes.insert(0, ("category", c.name().to_owned()));

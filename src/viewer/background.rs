@@ -1,7 +1,12 @@
-//! One device's derived view data worked out once on a named thread (the OOM markers, the pools,
-//! the categories), so the UI never waits for it: [`Pending::ready`] is empty until it is in.
+//! Work the UI never waits for. [`Pending`]: one device's derived view data worked out once on a
+//! named thread (the OOM markers, the pools, the categories, the annotation lane), empty until it
+//! is in. [`Latest`]: answers that follow the pointer (an element's details), worked out on a
+//! named thread for the newest key asked, a few recent ones kept.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+
+use eframe::egui;
 
 use super::data::Session;
 use crate::model::DeviceIdx;
@@ -33,5 +38,114 @@ impl<T: Send + Sync + 'static> Pending<T> {
 
     pub fn get(&self) -> Option<&T> {
         self.ready.get()
+    }
+}
+
+/// Answers kept by a [`Latest`] (a hovered and a pinned element's, a few moves back).
+const LATEST_KEPT: usize = 8;
+
+/// Answers worked out on a named thread for the newest key asked: asking for a key while another
+/// is being worked out replaces the waiting one, so a pointer sweeping over thousands of elements
+/// costs the answers for the few it rests on. The UI reads an answer once it is in (the thread
+/// asks for a repaint) and never waits.
+pub struct Latest<K, V> {
+    shared: Arc<Shared<K, V>>,
+}
+
+struct Shared<K, V> {
+    state: Mutex<LatestState<K, V>>,
+    wake: Condvar,
+}
+
+struct LatestState<K, V> {
+    asked: Option<K>,
+    working: Option<K>,
+    done: VecDeque<(K, Arc<V>)>,
+    /// An answer came in since [`Latest::busy`] last said: no frame may have shown it yet.
+    arrived: bool,
+    closed: bool,
+}
+
+impl<K, V> Shared<K, V> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LatestState<K, V>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<K: Clone + PartialEq + Send + 'static, V: Send + Sync + 'static> Latest<K, V> {
+    /// Starts the thread `memviz-{what}` that runs `compute`; if it cannot start, says so once
+    /// on standard error and never answers.
+    pub fn start(what: &'static str, ctx: egui::Context, compute: impl Fn(&K) -> V + Send + 'static) -> Self {
+        let shared: Arc<Shared<K, V>> = Arc::new(Shared {
+            state: Mutex::new(LatestState {
+                asked: None,
+                working: None,
+                done: VecDeque::new(),
+                arrived: false,
+                closed: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let worker = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new().name(format!("memviz-{what}")).spawn(move || {
+            loop {
+                let key = {
+                    let mut s = worker.lock();
+                    while s.asked.is_none() && !s.closed {
+                        s = worker.wake.wait(s).unwrap_or_else(PoisonError::into_inner);
+                    }
+                    if s.closed {
+                        return;
+                    }
+                    let key = s.asked.take().expect("asked");
+                    s.working = Some(key.clone());
+                    key
+                };
+                let value = Arc::new(compute(&key));
+                let mut s = worker.lock();
+                s.working = None;
+                s.done.push_front((key, value));
+                s.done.truncate(LATEST_KEPT);
+                s.arrived = true;
+                drop(s);
+                ctx.request_repaint();
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: could not start the {what} thread ({e}): no {what}");
+        }
+        Latest { shared }
+    }
+
+    /// The answer for `key` once it is in; until then asks for it (once) and returns `None`.
+    pub fn get(&self, key: &K) -> Option<Arc<V>> {
+        let mut s = self.shared.lock();
+        if let Some((_, v)) = s.done.iter().find(|(k, _)| k == key) {
+            return Some(Arc::clone(v));
+        }
+        if s.working.as_ref() != Some(key) && s.asked.as_ref() != Some(key) {
+            s.asked = Some(key.clone());
+            self.shared.wake.notify_one();
+        }
+        None
+    }
+
+    /// The answer most recently worked out, whatever its key.
+    pub fn last(&self) -> Option<(K, Arc<V>)> {
+        self.shared.lock().done.front().map(|(k, v)| (k.clone(), Arc::clone(v)))
+    }
+
+    /// True while an answer is asked for or being worked out, and once after one came in (so
+    /// whoever waits for the view to settle draws a frame that shows it).
+    pub fn busy(&self) -> bool {
+        let mut s = self.shared.lock();
+        s.asked.is_some() || s.working.is_some() || std::mem::take(&mut s.arrived)
+    }
+}
+
+impl<K, V> Drop for Latest<K, V> {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_all();
     }
 }

@@ -33,6 +33,7 @@ pub mod reserved;
 pub mod search;
 pub mod selection;
 pub mod settings;
+pub mod span_marks;
 pub mod strip;
 pub mod tabs;
 pub mod textures;

@@ -3,8 +3,11 @@
 
 use eframe::egui::{self, Rect, Sense, Stroke, pos2, vec2};
 
+use super::data::Plane;
+use super::span_marks::Axis;
 use super::timeline::{Drag, Timeline};
 use super::{axis, theme};
+use crate::analysis::annotations::AnnotationFilter;
 
 impl Timeline {
     /// Grid lines, painted before the GPU quads so the data covers them.
@@ -96,20 +99,21 @@ impl Timeline {
     }
 
     /// Annotation spans and points above the plot, labels thinned so none overlap and the data
-    /// is never covered; the rest show on hover.
-    pub fn annotations_ui(
-        &self,
-        ui: &mut egui::Ui,
-        lane: Rect,
-        filter: &crate::analysis::annotations::AnnotationFilter,
-    ) {
-        let Some(times) = self.action_times() else { return };
+    /// is never covered; the rest show on hover. The spans come placed from a worker
+    /// ([`super::span_marks`]): a frame visits those in view, one a pixel column per depth.
+    pub fn annotations_ui(&mut self, ui: &mut egui::Ui, lane: Rect, filter: &AnnotationFilter) {
+        if self.plane == Plane::Segments {
+            return;
+        }
+        let Some(placed) = self.span_marks(filter) else {
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
+            return;
+        };
         let painter = ui.painter_at(lane);
         let v = &self.view;
         let rect = self.plot_rect;
-        let to_x = |t: i64| -> f64 { if self.time_axis { t as f64 } else { times.partition_point(|a| a < t) as f64 } };
-        let spans: Vec<_> =
-            self.session.named_spans(self.device).into_iter().filter(|s| filter.keeps(s.name)).collect();
+        let axis = if self.time_axis { Axis::Micros } else { Axis::Actions };
+        let per_pixel = (v.x1 - v.x0) / f64::from(rect.width().max(1.0));
         let font = egui::FontId::proportional(11.0);
         let mut labels = Vec::new();
         // Thinned by zoom: at most one marker per 3 px, so thousands of steps never paint the
@@ -119,30 +123,26 @@ impl Timeline {
         // rectangle per marker was ~10 triangles each, which lavapipe paid for on every frame.
         let (mut shades, mut marks) = (Vec::new(), Vec::new());
         let mark = |x: f32| (Rect::from_x_y_ranges(x - 0.5..=x + 0.5, lane.y_range()), theme::ANNOTATION);
-        for span in &spans {
-            let (start, end, depth) = (span.start_us, span.end_us, span.depth);
-            let (x0, x1) = (to_x(start), end.map_or(v.x1, to_x));
-            // Spans are in start order: none after this one starts inside the view.
-            if x0 > v.x1 {
-                break;
-            }
-            if x1 < v.x0 {
-                continue;
-            }
-            let (sx0, sx1) =
-                (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
-            if depth == 0 && sx0 - last_marker >= 3.0 {
-                if !span.is_point() {
-                    shades.push((
-                        Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
-                        theme::ANNOTATION_SPAN,
-                    ));
+        for depth in &placed.depths {
+            for span in depth.visible(axis, v.x0, v.x1, per_pixel) {
+                let (x0, x1) = (span.start(axis), span.end(axis).min(v.x1));
+                let (sx0, sx1) =
+                    (v.screen_from_action(rect, x0).max(rect.left()), v.screen_from_action(rect, x1).min(rect.right()));
+                if depth.depth == 0 && sx0 - last_marker >= 3.0 {
+                    if !span.point {
+                        shades.push((
+                            Rect::from_x_y_ranges(sx0..=sx1.max(sx0 + 1.0), lane.y_range()),
+                            theme::ANNOTATION_SPAN,
+                        ));
+                    }
+                    marks.push(mark(sx0));
+                    last_marker = sx0;
                 }
-                marks.push(mark(sx0));
-                last_marker = sx0;
+                labels.push((sx0 + 2.0, (sx1 - sx0) as u32 / (depth.depth + 1), self.session.str(span.name)));
             }
-            labels.push((sx0 + 2.0, (sx1 - sx0) as u32 / (depth + 1), span.name));
         }
+        // In start order, as the lane reads: equal rooms go to the earlier label.
+        labels.sort_by(|a, b| a.0.total_cmp(&b.0));
         let ppp = ui.ctx().pixels_per_point();
         painter.add(super::strip::joined_mesh(&shades, ppp));
         painter.add(super::strip::joined_mesh(&marks, ppp));

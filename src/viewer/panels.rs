@@ -4,7 +4,6 @@
 use eframe::egui::{self, Rect, Sense, Stroke, pos2};
 
 use super::data::Plane;
-use super::details::ElementInfo;
 use super::tabs::Tab;
 use super::theme;
 use super::timeline::Timeline;
@@ -114,9 +113,8 @@ pub fn bottom_bar_ui(
         ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
         return;
     };
-    let Some(mut info) =
-        ElementInfo::gather(&t.session, t.device, t.plane, pin.element, options.model.as_ref(), &options.annotations)
-    else {
+    let Some(mut info) = t.element_info(pin.element, options).and_then(|i| Option::clone(&i)) else {
+        ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
         return;
     };
     if let Some(c) = t.category_of(pin.element) {

@@ -4,13 +4,13 @@
 //!
 //! Per screen column the line is the highest reserved value over the column's actions, read from
 //! the series' min/max levels when a column covers many actions and from its chunks (a few,
-//! decoded once each) when zoomed in: the cost follows the screen, not the trace.
+//! decoded once each on a worker) when zoomed in: the cost follows the screen, not the trace.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Rect, Stroke, pos2};
 
+use super::background::Latest;
 use super::data::Plane;
 use super::timeline::Timeline;
 use crate::archive::chunks::{self, CHUNK_ROWS};
@@ -21,14 +21,21 @@ pub const RESERVED_LINE: Color32 = Color32::from_rgb(250, 250, 250);
 pub const UNALLOCATED: Color32 = Color32::from_rgba_premultiplied(40, 34, 10, 70);
 pub const OOM: Color32 = Color32::from_rgb(255, 40, 40);
 
-/// Decoded chunks of the reserved series, by (device, chunk).
+/// Decoded chunks of the reserved series, by (device, chunk): decoded on a worker, so a frame
+/// that zooms in where the levels are too coarse draws the line once its chunks are in.
 #[derive(Default)]
 pub struct ReservedCache {
-    chunks: HashMap<(DeviceIdx, usize), Arc<Vec<i64>>>,
+    chunks: Option<Latest<(DeviceIdx, usize), Vec<i64>>>,
 }
 
 impl ReservedCache {
-    /// The highest reserved bytes after any action of `[a, b)`; `None` without the series.
+    /// True while a chunk is being decoded.
+    pub fn busy(&self) -> bool {
+        self.chunks.as_ref().is_some_and(Latest::busy)
+    }
+
+    /// The highest reserved bytes after any action of `[a, b)`; `None` without the series, or
+    /// while a chunk it needs is being decoded.
     fn max(&mut self, t: &Timeline, a: usize, b: usize) -> Option<u64> {
         let series = &t.session.device(t.device).allocator.reserved;
         if series.chunks.is_empty() || a >= b {
@@ -41,21 +48,16 @@ impl ReservedCache {
             let (i, j) = (a / per, b.div_ceil(per).min(l.max.len()));
             return l.max.get(i..j.max(i + 1).min(l.max.len()))?.iter().map(|v| v.to_native()).max();
         }
+        let loader = self.chunks.get_or_insert_with(|| {
+            let session = Arc::clone(&t.session);
+            Latest::start("reserved", t.ctx().clone(), move |&(d, c): &(DeviceIdx, usize)| {
+                let series = &session.device(d).allocator.reserved;
+                series.chunks.get(c).and_then(|ch| chunks::decode_deltas(ch).ok()).unwrap_or_default()
+            })
+        });
         let mut best = None;
         for c in a / CHUNK_ROWS..=(b - 1) / CHUNK_ROWS {
-            if self.chunks.len() > 8 {
-                self.chunks.clear();
-            }
-            let values = match self.chunks.get(&(t.device, c)) {
-                Some(v) => Arc::clone(v),
-                None => {
-                    let v = Arc::new(
-                        series.chunks.get(c).and_then(|ch| chunks::decode_deltas(ch).ok()).unwrap_or_default(),
-                    );
-                    self.chunks.insert((t.device, c), Arc::clone(&v));
-                    v
-                }
-            };
+            let values = loader.get(&(t.device, c))?;
             let (lo, hi) = (a.max(c * CHUNK_ROWS) - c * CHUNK_ROWS, (b.min((c + 1) * CHUNK_ROWS)) - c * CHUNK_ROWS);
             let m = values.get(lo..hi.min(values.len())).and_then(|v| v.iter().max().copied());
             best = best.max(m.map(|v| v as u64));

@@ -11,7 +11,7 @@ mod draw;
 mod input;
 mod pick;
 
-use crate::model::DeviceIdx;
+use crate::model::{DeviceIdx, ElementId};
 use std::sync::Arc;
 
 use eframe::egui::{self, Pos2, Rect};
@@ -70,6 +70,11 @@ pub struct Timeline {
     segment_keys: Option<Cached<DeviceIdx, Vec<u32>>>,
     /// The device's OOM events for the markers, worked out in the background.
     ooms: Option<Pending<Vec<super::ooms::OomMark>>>,
+    /// What the tooltip and the bottom bar show of an element, gathered on a worker.
+    ctx: egui::Context,
+    details: Option<super::background::Latest<DetailsKey, Option<super::details::ElementInfo>>>,
+    /// The annotation lane's spans, placed on a worker (`viewer::span_marks`).
+    span_marks: Option<Pending<Arc<super::span_marks::SpanMarks>>>,
     /// *Allocated Memory (incl. Private Pools)*: each private pool drawn as one band.
     pub pools_view: bool,
     pools: Option<Pending<Option<Arc<super::pools::Pools>>>>,
@@ -95,6 +100,9 @@ pub struct Timeline {
     /// a file opened after another never draws the other's textures.
     pub slot: u32,
 }
+
+/// Whose details [`Timeline::element_info`] gathers.
+type DetailsKey = (DeviceIdx, Plane, ElementId);
 
 static NEXT_SLOT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -123,6 +131,9 @@ impl Timeline {
             colours: None,
             segment_keys: None,
             ooms: None,
+            span_marks: None,
+            details: None,
+            ctx: ctx.clone(),
             pools_view: false,
             pools: None,
             reserved_cache: Default::default(),
@@ -307,6 +318,48 @@ impl Timeline {
     }
 
     /// The device's OOM markers once worked out (asked for in the background on first call).
+    /// Element `id`'s details on the device and plane shown, once gathered: the tooltip and the
+    /// bottom bar show them a frame after they are first asked for, so a hover never reads the
+    /// archive's compressed columns on the UI thread.
+    pub fn element_info(
+        &mut self,
+        id: ElementId,
+        options: &super::ViewerOptions,
+    ) -> Option<Arc<Option<super::details::ElementInfo>>> {
+        let details = self.details.get_or_insert_with(|| {
+            let session = Arc::clone(&self.session);
+            let (model, filter) = (options.model.clone(), options.annotations.clone());
+            super::background::Latest::start("details", self.ctx.clone(), move |&(d, plane, id): &DetailsKey| {
+                super::details::ElementInfo::gather(&session, d, plane, id, model.as_ref(), &filter)
+            })
+        });
+        details.get(&(self.device, self.plane, id))
+    }
+
+    /// The context the viewer runs in (its workers ask it for a repaint when their work is in).
+    pub fn ctx(&self) -> &egui::Context {
+        &self.ctx
+    }
+
+    /// True while an element's details are being gathered.
+    pub fn details_pending(&self) -> bool {
+        self.details.as_ref().is_some_and(super::background::Latest::busy)
+    }
+
+    /// The annotation lane's spans of the device shown, once placed (asked for on first use).
+    pub fn span_marks(
+        &mut self,
+        filter: &crate::analysis::annotations::AnnotationFilter,
+    ) -> Option<Arc<super::span_marks::SpanMarks>> {
+        if self.span_marks.as_ref().is_none_or(|p| p.device != self.device) {
+            let filter = filter.clone();
+            self.span_marks = Some(Pending::start("annotations", &self.session, self.device, move |s, d| {
+                Arc::new(super::span_marks::SpanMarks::compute(s, d, &filter))
+            }));
+        }
+        self.span_marks.as_ref().and_then(Pending::get).cloned()
+    }
+
     pub fn ooms(&mut self) -> Option<&[super::ooms::OomMark]> {
         if self.ooms.as_ref().is_none_or(|p| p.device != self.device) {
             self.ooms = Some(Pending::start("ooms", &self.session, self.device, super::ooms::marks));
