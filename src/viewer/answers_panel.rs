@@ -1,11 +1,16 @@
 //! The answers side panel: what is live at the cursor (table and an icicle of live bytes by
 //! stack), and the analysis of the last selected range. The same `analysis::live` and
-//! `analysis::range` code answers `memviz at` / `memviz range`.
+//! `analysis::range` code answers `memviz at` / `memviz range`, on a worker: the panel shows the
+//! answer for the cursor once it is in, the last one until then.
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use eframe::egui::{self, Rect, Sense, Stroke, pos2, vec2};
 
+use super::background::Latest;
+use super::categories::DeviceCategories;
+use super::data::Session;
 use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::frames::{self, FrameSource};
@@ -24,8 +29,52 @@ const ROW: f32 = 16.0;
 #[derive(Default)]
 pub struct AnswersPanel {
     pub open: bool,
-    live: Option<((DeviceIdx, i64, bool), LiveSet, Icicle)>,
-    range: Option<((DeviceIdx, u32, u32, bool), RangeReport)>,
+    /// The worker answering for the session shown.
+    worker: Option<(Arc<Session>, Latest<Key, Answer>)>,
+}
+
+/// What the panel asks: what is live after an action, or what a range of actions did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ask {
+    Live(i64),
+    Range(u32, u32),
+}
+
+#[derive(Clone, PartialEq)]
+struct Key {
+    device: DeviceIdx,
+    ask: Ask,
+    /// The device's categories once they are in (answers then say them too).
+    categories: Option<Categories>,
+}
+
+/// A device's categories, shared with the timeline; equal when they are the same.
+#[derive(Clone)]
+struct Categories(Arc<OnceLock<DeviceCategories>>);
+
+impl PartialEq for Categories {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+enum Answer {
+    Live(LiveSet, Icicle),
+    Range(RangeReport),
+}
+
+fn answer(session: &Session, key: &Key) -> Answer {
+    let data = DeviceData::new(session, key.device);
+    let cats = key.categories.as_ref().and_then(|c| c.0.get()).map(|c| c.categories.as_slice());
+    let tl = TimelineRef { categories: cats, ..data.timeline() };
+    match key.ask {
+        Ask::Live(k) => {
+            let set = live::at(&tl, session.root(), k, GroupBy::Stack);
+            let ids = session.checkpoints(key.device).stack_after(tl.layout, k).ids;
+            Answer::Live(set, Icicle::build(session, key.device, &ids))
+        }
+        Ask::Range(a, b) => Answer::Range(range::range(&tl, session.root(), a, b)),
+    }
 }
 
 /// A tree of live bytes by frame, outermost frame at the root.
@@ -37,10 +86,10 @@ struct Icicle {
 }
 
 impl Icicle {
-    fn build(t: &Timeline, ids: &[u32]) -> Icicle {
-        let root = t.session.root();
-        let sizes = t.session.layout(t.device).elements.size;
-        let sites = t.session.sites(t.device);
+    fn build(session: &Session, device: DeviceIdx, ids: &[u32]) -> Icicle {
+        let root = session.root();
+        let sizes = session.layout(device).elements.size;
+        let sites = session.sites(device);
         // Children of each node by frame, and bytes per node; node 0 is the root.
         let mut children: Vec<HashMap<u32, usize>> = vec![HashMap::new()];
         let mut bytes = vec![0u64];
@@ -96,23 +145,34 @@ impl AnswersPanel {
         });
     }
 
+    /// True while an answer is being worked out.
+    pub fn busy(&self) -> bool {
+        self.worker.as_ref().is_some_and(|(_, w)| w.busy())
+    }
+
+    /// The answer to `ask` on the device shown, once it is in.
+    fn answer(&mut self, t: &Timeline, ask: Ask) -> Option<Arc<Answer>> {
+        if self.worker.as_ref().is_none_or(|(s, _)| !Arc::ptr_eq(s, &t.session)) {
+            let session = Arc::clone(&t.session);
+            let worker = Latest::start("answers", t.ctx().clone(), move |key: &Key| answer(&session, key));
+            self.worker = Some((Arc::clone(&t.session), worker));
+        }
+        let (_, worker) = self.worker.as_ref()?;
+        let categories = t.categories_shared().map(Categories);
+        worker.get(&Key { device: t.device, ask, categories })
+    }
+
     fn live_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
         let at = t.selection.focus().and_then(|h| t.action_at(h.x));
         let Some(k) = at else {
             ui.weak("Hover over (or pin) the timeline to see everything live at that moment.");
             return;
         };
-        let cats = t.categories_ready().map(|c| c.categories.as_slice());
-        let key = (t.device, k as i64, cats.is_some());
-        if self.live.as_ref().is_none_or(|(have, _, _)| *have != key) {
-            let data = DeviceData::new(&t.session, t.device);
-            let tl = TimelineRef { categories: cats, ..data.timeline() };
-            let set = live::at(&tl, t.session.root(), k as i64, GroupBy::Stack);
-            let ids = t.session.checkpoints(t.device).stack_after(tl.layout, k as i64).ids;
-            let icicle = Icicle::build(t, &ids);
-            self.live = Some((key, set, icicle));
-        }
-        let Some((_, set, icicle)) = &self.live else { return };
+        let Some(answer) = self.answer(t, Ask::Live(k as i64)) else {
+            ui.weak(format!("after action {}: …", units::thousands(k as u64)));
+            return;
+        };
+        let Answer::Live(set, icicle) = &*answer else { return };
         ui.label(format!(
             "after action {}: {} in {} allocations ({:.0} % of the peak)",
             units::thousands(k as u64),
@@ -149,14 +209,11 @@ impl AnswersPanel {
             ui.weak("Ctrl/Cmd + drag over the timeline to select a range.");
             return;
         };
-        let cats = t.categories_ready().map(|c| c.categories.as_slice());
-        let key = (t.device, a, b, cats.is_some());
-        if self.range.as_ref().is_none_or(|(have, _)| *have != key) {
-            let data = DeviceData::new(&t.session, t.device);
-            let tl = TimelineRef { categories: cats, ..data.timeline() };
-            self.range = Some((key, range::range(&tl, t.session.root(), a, b)));
-        }
-        let Some((_, r)) = &self.range else { return };
+        let Some(answer) = self.answer(t, Ask::Range(a, b)) else {
+            ui.weak("…");
+            return;
+        };
+        let Answer::Range(r) = &*answer else { return };
         let rows = [
             ("actions", format!("{} .. {}", units::thousands(u64::from(r.start)), units::thousands(u64::from(r.end)))),
             ("allocated", format!("{} in {}", units::bytes(r.allocated.bytes), units::thousands(r.allocated.count))),

@@ -129,7 +129,7 @@ impl ViewerApp {
                 || t.reserved_cache.busy()
         };
         match &self.content {
-            Content::Open(t) => self.draws_timeline() && timeline_busy(t),
+            Content::Open(t) => self.draws_timeline() && (timeline_busy(t) || self.answers.busy()),
             Content::Compare(c) => timeline_busy(&c.a) || timeline_busy(&c.b),
             Content::Ranks => self.ranks.as_ref().is_some_and(|r| !r.done()),
             Content::Indexing { .. } => true,

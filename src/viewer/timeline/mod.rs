@@ -295,6 +295,14 @@ impl Timeline {
         self.categories.as_ref().filter(|p| p.device == self.device).and_then(Pending::get)
     }
 
+    /// The categories if already in, shared (for a worker to read).
+    pub fn categories_shared(&self) -> Option<Arc<std::sync::OnceLock<super::categories::DeviceCategories>>> {
+        self.categories
+            .as_ref()
+            .filter(|p| p.device == self.device && p.ready.get().is_some())
+            .map(|p| Arc::clone(&p.ready))
+    }
+
     /// Colouring by category now: asked for, on the element timeline, and the categories are in
     /// (until then the colours stay by site).
     pub fn by_category(&self) -> bool {
