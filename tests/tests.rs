@@ -11,6 +11,7 @@ mod bad_input;
 mod categories;
 mod differential;
 mod find;
+mod frames;
 mod generator;
 mod golden;
 mod layers;

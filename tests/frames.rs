@@ -1,0 +1,54 @@
+//! A steady frame's cost does not grow with the trace: after the first frame, the bench's
+//! zoom / pan / hover script decompresses no chunk on the UI thread in any view, on an archive of
+//! many chunks (the generator's: thousands of annotation spans, millions of actions).
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+use eframe::egui;
+use memviz::viewer::offscreen::Offscreen;
+use memviz::viewer::tabs::Tab;
+use memviz::viewer::{ViewerApp, ViewerOptions};
+
+/// gpt2_small repeated to about `events` events, indexed into `dir`.
+fn many_chunk_archive(dir: &Path, events: u64) -> PathBuf {
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let pickle = dir.join("many.pickle");
+    let file = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
+    crate::generator::gen_snapshot::write(&snap, events, file).unwrap();
+    let out = dir.join("many.memviz");
+    memviz_ok(["index".as_ref(), pickle.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    out
+}
+
+fn bench_in(archive: &Path, tab: Tab, answers: bool) -> memviz::viewer::bench::BenchResult {
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(ViewerOptions { tab, ..ViewerOptions::default() });
+    app.answers.open = answers;
+    app.open_archive(archive, &ctx);
+    let mut gpu =
+        Offscreen::new(640, 400, ctx).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)");
+    gpu.settle(&mut app, 3000);
+    // The annotation lane's spans are placed once the time axis is in (the checks' thread).
+    let t = app.timeline().unwrap();
+    t.session.time_axis_now(t.device);
+    gpu.settle(&mut app, 3000);
+    memviz::viewer::bench::run(&mut gpu, &mut app)
+}
+
+#[test]
+fn zooming_panning_and_hovering_decompress_nothing_on_the_ui_thread() {
+    let dir = tempdir();
+    let archive = many_chunk_archive(dir.path(), 4_000_000);
+    let session = memviz::archive::Session::open(&archive).unwrap();
+    let d = memviz::model::DeviceIdx(0);
+    let chunks = session.device(d).action_time_us.len();
+    let spans = session.named_spans(d).len();
+    assert!(chunks > memviz::archive::session::TIME_CHUNKS_KEPT, "{chunks} chunks of action times");
+    assert!(spans > 10_000, "{spans} annotation spans");
+    for (tab, answers) in [(Tab::Timeline, true), (Tab::Pools, false), (Tab::Segments, false)] {
+        let b = bench_in(&archive, tab, answers);
+        assert!(b.frames > 200, "{tab:?}: the script ran ({} frames)", b.frames);
+        assert_eq!(b.ui_thread_chunks, 0, "{tab:?}: chunks decompressed on the UI thread after the first frame");
+    }
+}
