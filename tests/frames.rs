@@ -1,6 +1,7 @@
 //! A steady frame's cost does not grow with the trace: after the first frame, the bench's
 //! zoom / pan / hover script decompresses no chunk on the UI thread in any view, on an archive of
-//! many chunks (the generator's: thousands of annotation spans, millions of actions).
+//! many chunks (the generator's: thousands of annotation spans, millions of actions), on the
+//! action axis and the wall-time axis.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,7 @@ fn many_chunk_archive(dir: &Path, events: u64) -> PathBuf {
     out
 }
 
-fn bench_in(archive: &Path, tab: Tab, answers: bool) -> memviz::viewer::bench::BenchResult {
+fn bench_in(archive: &Path, tab: Tab, answers: bool, wall_time: bool) -> memviz::viewer::bench::BenchResult {
     let ctx = egui::Context::default();
     let mut app = ViewerApp::new(ViewerOptions { tab, ..ViewerOptions::default() });
     app.answers.open = answers;
@@ -32,6 +33,9 @@ fn bench_in(archive: &Path, tab: Tab, answers: bool) -> memviz::viewer::bench::B
     // The annotation lane's spans are placed once the time axis is in (the checks' thread).
     let t = app.timeline().unwrap();
     t.session.time_axis_now(t.device);
+    if wall_time {
+        app.timeline_mut().unwrap().set_time_axis(true);
+    }
     gpu.settle(&mut app, 3000);
     memviz::viewer::bench::run(&mut gpu, &mut app)
 }
@@ -46,9 +50,16 @@ fn zooming_panning_and_hovering_decompress_nothing_on_the_ui_thread() {
     let spans = session.named_spans(d).len();
     assert!(chunks > memviz::archive::session::TIME_CHUNKS_KEPT, "{chunks} chunks of action times");
     assert!(spans > 10_000, "{spans} annotation spans");
-    for (tab, answers) in [(Tab::Timeline, true), (Tab::Pools, false), (Tab::Segments, false)] {
-        let b = bench_in(&archive, tab, answers);
-        assert!(b.frames > 200, "{tab:?}: the script ran ({} frames)", b.frames);
-        assert_eq!(b.ui_thread_chunks, 0, "{tab:?}: chunks decompressed on the UI thread after the first frame");
+    let views = [
+        (Tab::Timeline, true, false),
+        (Tab::Timeline, false, true),
+        (Tab::Pools, false, false),
+        (Tab::Segments, false, false),
+    ];
+    for (tab, answers, wall_time) in views {
+        let b = bench_in(&archive, tab, answers, wall_time);
+        let view = format!("{tab:?}{}", if wall_time { " on the wall-time axis" } else { "" });
+        assert!(b.frames > 200, "{view}: the script ran ({} frames)", b.frames);
+        assert_eq!(b.ui_thread_chunks, 0, "{view}: chunks decompressed on the UI thread after the first frame");
     }
 }

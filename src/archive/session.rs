@@ -34,6 +34,9 @@ pub struct Session {
     /// The chunks of action times decompressed last, newest first (device, chunk, times): the
     /// time axis and the answers read the times they need without holding the column.
     time_cache: Mutex<Vec<CachedTimes>>,
+    /// Chunks of action times a [`TimeAxis::sampled`] lookup wanted and did not find decoded:
+    /// (device, chunk), for whoever decodes them off the UI thread ([`Self::take_wanted_times`]).
+    wanted_times: Mutex<Vec<(usize, usize)>>,
     /// Per device: the first action of each chunk of `action_time_us`, and the number of actions.
     chunk_starts: Vec<Vec<u64>>,
     /// The earliest timed event over every device, once found.
@@ -67,6 +70,7 @@ impl Session {
             drawn: Default::default(),
             time_index: (0..n).map(|_| OnceLock::new()).collect(),
             time_cache: Mutex::new(Vec::new()),
+            wanted_times: Mutex::new(Vec::new()),
             chunk_starts,
             time_base: OnceLock::new(),
         }
@@ -137,6 +141,32 @@ impl Session {
         times
     }
 
+    /// Chunk `c` of device `d`'s action times if it is decoded already (never decodes it).
+    fn cached_time_chunk(&self, d: DeviceIdx, c: usize) -> Option<Arc<Vec<i64>>> {
+        let cache = self.time_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.iter().find(|&&(dev, chunk, _)| (dev, chunk) == (d.index(), c)).map(|hit| Arc::clone(&hit.2))
+    }
+
+    /// Notes that a sampled lookup wanted chunk `c` of device `d` decoded.
+    fn want_times(&self, d: DeviceIdx, c: usize) {
+        let mut wanted = self.wanted_times.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !wanted.contains(&(d.index(), c)) && wanted.len() < TIME_CHUNKS_KEPT {
+            wanted.push((d.index(), c));
+        }
+    }
+
+    /// The chunks of action times sampled lookups wanted since the last call, the newest first.
+    pub fn take_wanted_times(&self) -> Vec<(DeviceIdx, usize)> {
+        let mut wanted = self.wanted_times.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *wanted).into_iter().rev().map(|(d, c)| (DeviceIdx(d), c)).collect()
+    }
+
+    /// Decodes chunk `c` of device `d`'s action times into the session's cache (a worker's
+    /// answer to [`Self::take_wanted_times`]).
+    pub fn load_time_chunk(&self, d: DeviceIdx, c: usize) {
+        self.time_chunk(d, c);
+    }
+
     fn decode_time_chunk(&self, d: DeviceIdx, c: usize) -> Vec<i64> {
         self.device(d).action_time_us.get(c).and_then(|chunk| chunks::decode_deltas(chunk).ok()).unwrap_or_default()
     }
@@ -161,7 +191,22 @@ impl Session {
     /// chunk once (`spawn_checks` does it after the first frame; never blocks the UI).
     pub fn time_axis(&self, d: DeviceIdx) -> Option<TimeAxis<'_>> {
         let index = self.time_index[d.index()].get()?;
-        Some(TimeAxis { session: self, device: d, index, starts: &self.chunk_starts[d.index()] })
+        Some(TimeAxis {
+            session: self,
+            device: d,
+            index,
+            starts: &self.chunk_starts[d.index()],
+            sampled: false,
+            wants: false,
+        })
+    }
+
+    /// As [`Self::time_axis`], for the UI thread: it never decodes a chunk. A lookup in a chunk
+    /// that is not decoded answers from the chunk's samples (a time every [`TIME_SAMPLE`]
+    /// actions: within that many actions of the exact answer) and notes the chunk as wanted
+    /// ([`Self::take_wanted_times`]); once a worker decoded it, the answer is exact.
+    pub fn time_axis_sampled(&self, d: DeviceIdx) -> Option<TimeAxis<'_>> {
+        Some(TimeAxis { sampled: true, wants: true, ..self.time_axis(d)? })
     }
 
     /// As [`Self::time_axis`], reading every chunk first if no one has: what each chunk starts and
@@ -175,11 +220,19 @@ impl Session {
                         first: times.first().copied().unwrap_or(NO_TIME),
                         first_timed: times.iter().copied().find(|&t| t != NO_TIME),
                         last: times.last().copied().unwrap_or(NO_TIME),
+                        samples: times.iter().copied().step_by(TIME_SAMPLE).collect(),
                     }
                 })
                 .collect()
         });
-        TimeAxis { session: self, device: d, index, starts: &self.chunk_starts[d.index()] }
+        TimeAxis {
+            session: self,
+            device: d,
+            index,
+            starts: &self.chunk_starts[d.index()],
+            sampled: false,
+            wants: false,
+        }
     }
 
     /// A device's action times as [`ActionTimes`], decompressed chunk by chunk as they are read.
@@ -564,12 +617,18 @@ type CachedTimes = (usize, usize, Arc<Vec<i64>>);
 /// a chunk: 16 MB).
 pub const TIME_CHUNKS_KEPT: usize = 32;
 
-/// What a chunk of action times starts and ends with, for searching the time axis without it.
-#[derive(Debug, Clone, Copy)]
+/// Actions between two samples of the time axis ([`Session::time_axis_sampled`]): 8 bytes a
+/// sample, 2 KB a chunk.
+pub const TIME_SAMPLE: usize = 256;
+
+/// What a chunk of action times starts and ends with, for searching the time axis without it,
+/// and the time of every [`TIME_SAMPLE`]-th action in it.
+#[derive(Debug, Clone)]
 pub struct ChunkTimes {
     first: i64,
     first_timed: Option<i64>,
     last: i64,
+    samples: Vec<i64>,
 }
 
 /// A device's action times (`NO_TIME` included, as stored) read a chunk at a time: a time, a
@@ -581,6 +640,10 @@ pub struct TimeAxis<'s> {
     index: &'s [ChunkTimes],
     /// The first action of each chunk, and the number of actions.
     starts: &'s [u64],
+    /// Lookups never decode a chunk ([`Session::time_axis_sampled`]).
+    sampled: bool,
+    /// Sampled lookups note the chunks they did not find decoded as wanted.
+    wants: bool,
 }
 
 impl TimeAxis<'_> {
@@ -592,9 +655,37 @@ impl TimeAxis<'_> {
         self.len() == 0
     }
 
-    /// Action `k`'s time as stored (`NO_TIME`: none); `None` past the end.
+    /// The same lookups, noting no chunk as wanted: for a view so wide that the samples are
+    /// finer than its pixels.
+    pub fn wanting_nothing(self) -> Self {
+        TimeAxis { wants: false, ..self }
+    }
+
+    fn want(&self, c: usize) {
+        if self.wants {
+            self.session.want_times(self.device, c);
+        }
+    }
+
+    /// Action `k`'s time as stored (`NO_TIME`: none); `None` past the end. Sampled: the time of
+    /// the sample at or before it while its chunk is not decoded.
     pub fn get(&self, k: usize) -> Option<i64> {
-        self.session.raw_action_time(self.device, k)
+        if !self.sampled {
+            return self.session.raw_action_time(self.device, k);
+        }
+        let k64 = k as u64;
+        if k64 >= *self.starts.last()? {
+            return None;
+        }
+        let c = self.starts.partition_point(|&s| s <= k64) - 1;
+        let at = (k64 - self.starts[c]) as usize;
+        match self.session.cached_time_chunk(self.device, c) {
+            Some(times) => times.get(at).copied(),
+            None => {
+                self.want(c);
+                self.index[c].samples.get(at / TIME_SAMPLE).copied()
+            }
+        }
     }
 
     /// The first time that is one.
@@ -612,9 +703,15 @@ impl TimeAxis<'_> {
     pub fn partition_point<P: Fn(i64) -> bool>(&self, pred: P) -> usize {
         let c = self.index.partition_point(|ct| pred(ct.first));
         let Some(c) = c.checked_sub(1) else { return 0 };
-        let times = self.session.time_chunk(self.device, c);
         let rows = (self.starts[c + 1] - self.starts[c]) as usize;
-        self.starts[c] as usize + times.partition_point(|&t| pred(t)).min(rows)
+        let within = if self.sampled && self.session.cached_time_chunk(self.device, c).is_none() {
+            // Sample m − 1 holds and sample m does not: the answer is in ((m − 1)·S, m·S].
+            self.want(c);
+            self.index[c].samples.partition_point(|&t| pred(t)) * TIME_SAMPLE
+        } else {
+            self.session.time_chunk(self.device, c).partition_point(|&t| pred(t))
+        };
+        self.starts[c] as usize + within.min(rows)
     }
 }
 

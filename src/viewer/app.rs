@@ -127,6 +127,7 @@ impl ViewerApp {
                 || t.raster_pending
                 || t.details_pending()
                 || t.reserved_cache.busy()
+                || t.times_pending()
         };
         match &self.content {
             Content::Open(t) => self.draws_timeline() && (timeline_busy(t) || self.answers.busy()),
@@ -768,6 +769,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     t.annotations_ui(ui, lane, &options.annotations);
     search_ticks(ui.painter(), t, rect);
     let oom = t.oom_markers(ui);
+    t.load_wanted_times();
     if t.worker.busy() || t.textures.pending() > 0 {
         ui.ctx().request_repaint();
     }

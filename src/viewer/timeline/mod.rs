@@ -72,6 +72,10 @@ pub struct Timeline {
     ooms: Option<Pending<Vec<super::ooms::OomMark>>>,
     /// What the tooltip and the bottom bar show of an element, gathered on a worker.
     ctx: egui::Context,
+    /// Decodes the chunks of action times the UI's lookups wanted (`load_wanted_times`), each
+    /// request numbered.
+    time_loader: Option<super::background::Latest<(DeviceIdx, usize, u64), ()>>,
+    time_requests: u64,
     details: Option<super::background::Latest<DetailsKey, Option<super::details::ElementInfo>>>,
     /// The annotation lane's spans, placed on a worker (`viewer::span_marks`).
     span_marks: Option<Pending<Arc<super::span_marks::SpanMarks>>>,
@@ -134,6 +138,8 @@ impl Timeline {
             span_marks: None,
             details: None,
             ctx: ctx.clone(),
+            time_loader: None,
+            time_requests: 0,
             pools_view: false,
             pools: None,
             reserved_cache: Default::default(),
@@ -185,11 +191,47 @@ impl Timeline {
 
     /// The time of each action of the timeline drawn, once the session has read them once
     /// (`None` for segments).
+    /// The shown device's action times for the UI thread: lookups never decode a chunk (they
+    /// answer from samples until a worker decoded it: [`Self::load_wanted_times`]), and note
+    /// none as wanted while the view spans so many actions that the samples are finer than
+    /// its pixels.
     pub fn action_times(&self) -> Option<crate::archive::TimeAxis<'_>> {
-        match self.plane {
-            Plane::Elements => self.session.time_axis(self.device),
-            Plane::Segments => None,
+        let times = match self.plane {
+            Plane::Elements => self.session.time_axis_sampled(self.device)?,
+            Plane::Segments => return None,
+        };
+        if !self.time_axis {
+            return Some(times);
         }
+        let quiet = times.wanting_nothing();
+        let a = quiet.partition_point(|t| (t as f64) < self.view.x0);
+        let b = quiet.partition_point(|t| (t as f64) <= self.view.x1);
+        let wide =
+            b.saturating_sub(a) > crate::archive::session::TIME_SAMPLE * self.plot_rect.width().max(1.0) as usize;
+        Some(if wide { quiet } else { times })
+    }
+
+    /// Decodes, on a worker, the chunks of action times this frame's lookups wanted.
+    pub fn load_wanted_times(&mut self) {
+        let wanted = self.session.take_wanted_times();
+        if wanted.is_empty() {
+            return;
+        }
+        let loader = self.time_loader.get_or_insert_with(|| {
+            let session = Arc::clone(&self.session);
+            super::background::Latest::start("times", self.ctx.clone(), move |&(d, c, _): &(DeviceIdx, usize, u64)| {
+                session.load_time_chunk(d, c)
+            })
+        });
+        for (d, c) in wanted {
+            self.time_requests += 1;
+            let _ = loader.get(&(d, c, self.time_requests));
+        }
+    }
+
+    /// True while chunks of action times are being decoded for the UI.
+    pub fn times_pending(&self) -> bool {
+        self.time_loader.as_ref().is_some_and(super::background::Latest::busy)
     }
 
     /// Forgets the current raster (the next frame asks for a new one).
