@@ -46,6 +46,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use std::io::Write as _;
+
 use anyhow::Context as _;
 use eframe::egui;
 
@@ -169,7 +171,8 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
             report["step_1000_events_ms"] = s;
         }
     }
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    // A closed or full standard output is the one error line, never a panic.
+    crate::output::write_to(None, |w| Ok(writeln!(w, "{}", serde_json::to_string_pretty(&report)?)?))?;
     Ok(())
 }
 
