@@ -46,8 +46,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use std::io::Write as _;
-
 use anyhow::Context as _;
 use eframe::egui;
 
