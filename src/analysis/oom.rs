@@ -296,26 +296,7 @@ fn advice(kind: Kind, o: &OomState, block: u64, expandable: bool, top: Option<&S
                 units::bytes(block)
             ));
         }
-        Kind::Fragmentation => {
-            if !expandable {
-                v.push(
-                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place instead of leaving holes between them"
-                        .into(),
-                );
-            }
-            let mb = (block >> 20).max(1);
-            v.push(format!(
-                "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:{mb}: blocks of {mb} MiB and more are not split for small tensors, so large holes survive"
-            ));
-            v.push(
-                "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.6: cached blocks are returned before memory runs out"
-                    .into(),
-            );
-            v.push(format!(
-                "torch.cuda.empty_cache() before the large allocation returns the {} of holes (then it can be reserved whole)",
-                units::bytes(b.free())
-            ));
-        }
+        Kind::Fragmentation => fragmentation_advice(&mut v, b, block, expandable),
         Kind::Cap => {
             v.push(format!(
                 "raise the process's limit (torch.cuda.set_per_process_memory_fraction) or free memory: the device had {} free",
@@ -332,6 +313,52 @@ fn advice(kind: Kind, o: &OomState, block: u64, expandable: bool, top: Option<&S
         ));
     }
     v
+}
+
+/// PyTorch refuses a `max_split_size_mb` of 20 or less at start-up (`kLargeBuffer`, 20 MiB: the
+/// setting only concerns the blocks above it).
+const MIN_MAX_SPLIT_MB: u64 = 21;
+
+/// Where a fragmentation OOM's holes are, and what would remove them: each piece of advice
+/// derived from the state before the OOM (segments entirely free or not, the holes' sizes,
+/// expandable segments on or off) and valid for PyTorch's settings.
+fn fragmentation_advice(v: &mut Vec<String>, b: &crate::allocator::Summary, block: u64, expandable: bool) {
+    let bytes = units::bytes;
+    let empty: Vec<&crate::allocator::SegmentMap> = b.segments.iter().filter(|m| m.blocks.is_empty()).collect();
+    let empty_bytes: u64 = empty.iter().map(|m| m.segment.size).sum();
+    let holding = b.segments.len() - empty.len();
+    let held_holes = b.free().saturating_sub(empty_bytes);
+    v.push(format!(
+        "where the holes are: {} of the {} free sit inside {} that still hold live blocks (the largest hole {}); they go away only when the blocks around them are freed (allocating the long-lived tensors before the short-lived ones keeps them from forming)",
+        bytes(held_holes),
+        bytes(b.free()),
+        units::count(holding as u64, "segment", "segments"),
+        bytes(b.largest_free)
+    ));
+    if empty.is_empty() {
+        v.push(format!(
+            "torch.cuda.empty_cache() would not help: none of the {} is entirely free, and it returns only whole free segments (the allocator already returns those itself before it raises an OOM)",
+            units::count(b.segments.len() as u64, "segment", "segments")
+        ));
+    } else {
+        v.push(format!(
+            "torch.cuda.empty_cache() before the large allocation returns the {} entirely free ({}), not the holes inside the others",
+            units::count(empty.len() as u64, "segment", "segments"),
+            bytes(empty_bytes)
+        ));
+    }
+    if !expandable {
+        v.push(
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one segment per stream grows in place, so freed space at its end joins the next allocation instead of staying a hole in a fixed-size segment"
+                .into(),
+        );
+    }
+    let mb = block.div_ceil(1 << 20);
+    if mb >= MIN_MAX_SPLIT_MB {
+        v.push(format!(
+            "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:{mb}: cached blocks of more than {mb} MiB are no longer split for smaller tensors, so a hole that large survives for this request"
+        ));
+    }
 }
 
 /// One line for `stats`: the request and the verdict.
