@@ -69,7 +69,7 @@ pub struct Timeline {
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
     segment_keys: Option<Cached<DeviceIdx, Vec<u32>>>,
     /// The device's OOM events for the markers, worked out in the background.
-    ooms: Option<Pending<Vec<super::ooms::OomMark>>>,
+    ooms: Option<Pending<Arc<super::ooms::OomMarks>>>,
     /// *Allocated Memory (incl. Private Pools)*: each private pool drawn as one band.
     pub pools_view: bool,
     pools: Option<Pending<Option<Arc<super::pools::Pools>>>>,
@@ -308,10 +308,17 @@ impl Timeline {
 
     /// The device's OOM markers once worked out (asked for in the background on first call).
     pub fn ooms(&mut self) -> Option<&[super::ooms::OomMark]> {
+        self.oom_marks().map(|m| m.marks.as_slice())
+    }
+
+    /// The OOM markers with their places on both axes (see [`Self::ooms`]).
+    pub fn oom_marks(&mut self) -> Option<&Arc<super::ooms::OomMarks>> {
         if self.ooms.as_ref().is_none_or(|p| p.device != self.device) {
-            self.ooms = Some(Pending::start("ooms", &self.session, self.device, super::ooms::marks));
+            self.ooms = Some(Pending::start("ooms", &self.session, self.device, |s, d| {
+                Arc::new(super::ooms::OomMarks::compute(s, d))
+            }));
         }
-        self.ooms.as_ref().and_then(Pending::get).map(Vec::as_slice)
+        self.ooms.as_ref().and_then(Pending::get)
     }
 
     /// The device's private pools for the pools view, once worked out (asked for in the
