@@ -128,6 +128,7 @@ impl ViewerApp {
                 || t.details_pending()
                 || t.reserved_cache.busy()
                 || t.times_pending()
+                || t.search.pending()
         };
         match &self.content {
             Content::Open(t) => self.draws_timeline() && (timeline_busy(t) || self.answers.busy()),
@@ -655,7 +656,7 @@ fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
             .hint_text("address (0x…) or frame text (/regex/)")
             .desired_width(360.0);
         let response = ui.add(field);
-        t.search.update(&session, t.device);
+        t.search.update(&session, t.device, ui.ctx());
         let entered = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         let back = ui.input(|i| i.modifiers.shift);
         let mut go = entered.then_some(!back);
@@ -673,6 +674,7 @@ fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         }
         match (&t.search.error, t.search.matches.len(), t.search.current) {
             (Some(e), _, _) => ui.colored_label(theme::CAPACITY, e.as_str()),
+            (None, 0, _) if t.search.pending() => ui.weak("searching…"),
             (None, 0, _) if !t.search.text.trim().is_empty() => ui.label("no match"),
             (None, 0, _) => ui.weak("every allocation that ever covered an address, or a frame's text"),
             (None, n, Some(i)) => ui.label(format!("match {} of {n}", i + 1)),
@@ -690,20 +692,7 @@ fn search_ticks(painter: &egui::Painter, t: &Timeline, rect: Rect) {
     if !t.search.active() || t.time_axis || t.plane != Plane::Elements {
         return;
     }
-    let l = t.stacked().layout;
-    let colour = egui::Color32::from_rgb(255, 235, 64);
-    let mut last = f32::NEG_INFINITY;
-    for (i, id) in t.search.matches.iter().enumerate() {
-        let Some(k) = l.element(*id).start_opt() else { continue };
-        let x = t.view.screen_from_action(rect, f64::from(k.0) + 0.5);
-        let current = t.search.current == Some(i);
-        if !(rect.left()..=rect.right()).contains(&x) || (x - last < 1.0 && !current) {
-            continue;
-        }
-        last = x;
-        let h = if current { 12.0 } else { 6.0 };
-        painter.vline(x, rect.top()..=rect.top() + h, egui::Stroke::new(if current { 2.0 } else { 1.0 }, colour));
-    }
+    t.search.ticks(painter, &t.view, rect);
 }
 
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event

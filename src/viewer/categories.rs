@@ -25,6 +25,13 @@ pub struct DeviceCategories {
     /// Actions per bucket, and per bucket each category's bytes (in [`Category::ALL`] order).
     pub per_bucket: usize,
     pub buckets: Vec<[u64; Category::ALL.len()]>,
+    /// The categories some element has (bit i: `Category::ALL[i]`), for the legend.
+    pub present: u16,
+    /// The bucket with the highest total (the last of equal ones): each category's bytes there,
+    /// the legend's share of the peak.
+    pub at_peak: [u64; Category::ALL.len()],
+    /// The highest bucket total (at least 1): the overview's y scale.
+    pub peak: u64,
 }
 
 impl DeviceCategories {
@@ -59,8 +66,23 @@ impl DeviceCategories {
                 best_total = 0;
             }
         }
-        DeviceCategories { of: Arc::new(of), categories: cats, per_bucket, buckets }
+        let present = present_set(&of);
+        let (at_peak, peak) = peak_of(&buckets);
+        DeviceCategories { of: Arc::new(of), categories: cats, per_bucket, buckets, present, at_peak, peak }
     }
+}
+
+/// The categories of `of` (indices into [`Category::ALL`]) as a set: bit i for `Category::ALL[i]`.
+fn present_set(of: &[u32]) -> u16 {
+    of.iter().fold(0u16, |set, &c| set | 1 << c)
+}
+
+/// The bucket with the highest total (the last of equal ones, as `max_by_key` picks) and the
+/// highest total, at least 1.
+fn peak_of(buckets: &[[u64; Category::ALL.len()]]) -> ([u64; Category::ALL.len()], u64) {
+    let total = |b: &[u64; Category::ALL.len()]| b.iter().sum::<u64>();
+    let at_peak = buckets.iter().max_by_key(|b| total(b)).copied().unwrap_or_default();
+    (at_peak, total(&at_peak).max(1))
 }
 
 /// The colour of a category (fixed, so a legend reads the same in every file).
@@ -93,4 +115,21 @@ pub fn palette(hidden: u16) -> Vec<u32> {
             u32::from(col.r()) | u32::from(col.g()) << 8 | u32::from(col.b()) << 16 | 0xff << 24
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_present_set_and_the_peak_are_those_of_the_elements_and_buckets() {
+        assert_eq!(present_set(&[3, 0, 3, 10]), 1 | 1 << 3 | 1 << 10);
+        assert_eq!(present_set(&[]), 0);
+        let mut a = [0u64; Category::ALL.len()];
+        let (mut b, mut c) = (a, a);
+        (a[0], b[1], b[2], c[4]) = (5, 4, 3, 7);
+        // b and c tie at 7: the last one, as the legend always picked.
+        assert_eq!(peak_of(&[a, b, c]), (c, 7));
+        assert_eq!(peak_of(&[]), ([0; Category::ALL.len()], 1));
+    }
 }

@@ -30,3 +30,89 @@ pub fn marks(session: &Session, d: DeviceIdx) -> Vec<OomMark> {
         .map(|r| OomMark { event: r.event, action: r.action, verdict: oom::one_line(r) })
         .collect()
 }
+
+/// A device's OOM marks with where each sits on either x axis, sorted once on the marks' thread:
+/// a frame searches the visible range ([`super::marks`]) instead of walking every mark.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OomMarks {
+    pub marks: Vec<OomMark>,
+    /// On the action axis: each mark's x (after its action), ascending, and which mark it is.
+    by_action: Placed,
+    /// On the wall-time axis: the time of each mark's action (marks without one left out).
+    by_time: Placed,
+}
+
+/// Marks' x positions, ascending, and the index in [`OomMarks::marks`] of each.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Placed {
+    xs: Vec<f64>,
+    mark: Vec<u32>,
+}
+
+impl Placed {
+    fn new(mut at: Vec<(f64, u32)>) -> Placed {
+        at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let (xs, mark) = at.into_iter().unzip();
+        Placed { xs, mark }
+    }
+}
+
+impl OomMarks {
+    /// The marks of `d` and their places (the time axis reads the time of each mark's action).
+    pub fn compute(session: &Session, d: DeviceIdx) -> OomMarks {
+        let marks = self::marks(session, d);
+        let time = |m: &OomMark| session.action_time(d, crate::model::ActionIdx(m.action.max(0) as u32));
+        OomMarks::place(marks, time)
+    }
+
+    /// `marks` placed on both axes: after its action on the action axis, at the time `time` gives
+    /// its action on the wall-time axis.
+    pub fn place(marks: Vec<OomMark>, time: impl Fn(&OomMark) -> Option<i64>) -> OomMarks {
+        let by_action = Placed::new(marks.iter().enumerate().map(|(i, m)| (m.action as f64 + 1.0, i as u32)).collect());
+        let by_time =
+            Placed::new(marks.iter().enumerate().filter_map(|(i, m)| Some((time(m)? as f64, i as u32))).collect());
+        OomMarks { marks, by_action, by_time }
+    }
+
+    fn placed(&self, time_axis: bool) -> &Placed {
+        if time_axis { &self.by_time } else { &self.by_action }
+    }
+
+    /// The marks drawn in data x `[lo, hi]` on either axis, at most one per `gap`: `(x, mark)`.
+    pub fn visible(&self, time_axis: bool, lo: f64, hi: f64, gap: f64) -> impl Iterator<Item = (f64, &OomMark)> {
+        let p = self.placed(time_axis);
+        super::marks::thinned(&p.xs, lo, hi, gap).into_iter().map(move |i| (p.xs[i], &self.marks[p.mark[i] as usize]))
+    }
+
+    /// The mark a pointer over data x `[lo, hi]` shows: the last one there.
+    pub fn under(&self, time_axis: bool, lo: f64, hi: f64) -> Option<&OomMark> {
+        let p = self.placed(time_axis);
+        super::marks::last_within(&p.xs, lo, hi).map(|i| &self.marks[p.mark[i] as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(event: i64, action: i64) -> OomMark {
+        OomMark { event, action, verdict: format!("oom {event}") }
+    }
+
+    /// Marks sit after their action (−1: at 0) or at its time; a view finds those it shows, one
+    /// per gap, and the pointer the last one under it.
+    #[test]
+    fn a_view_finds_the_marks_it_shows() {
+        let marks = vec![mark(10, -1), mark(20, 4), mark(21, 4), mark(30, 9), mark(40, 50)];
+        let time = |m: &OomMark| (m.action != 9).then_some(1000 + 10 * m.action);
+        let o = OomMarks::place(marks, time);
+        let events = |it: &mut dyn Iterator<Item = (f64, &OomMark)>| it.map(|(x, m)| (x, m.event)).collect::<Vec<_>>();
+        assert_eq!(events(&mut o.visible(false, 0.0, 10.0, 0.5)), [(0.0, 10), (5.0, 20), (10.0, 30)]);
+        assert_eq!(events(&mut o.visible(false, 4.0, 60.0, 20.0)), [(5.0, 20), (51.0, 40)]);
+        // The third mark has no time: not on the time axis.
+        assert_eq!(events(&mut o.visible(true, 0.0, 2000.0, 1.0)), [(990.0, 10), (1040.0, 20), (1500.0, 40)]);
+        assert_eq!(o.under(false, 4.5, 5.5).map(|m| m.event), Some(21));
+        assert_eq!(o.under(false, 6.0, 9.0), None);
+        assert_eq!(o.under(true, 1030.0, 1045.0).map(|m| m.event), Some(21));
+    }
+}

@@ -273,7 +273,7 @@ fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, t: &
 fn category_overview(painter: &egui::Painter, rect: Rect, t: &Timeline, per: f64) {
     use crate::model::Category;
     let Some(c) = t.categories_ready() else { return };
-    let peak = c.buckets.iter().map(|b| b.iter().sum::<u64>()).max().unwrap_or(1).max(1) as f32;
+    let peak = c.peak as f32;
     let width = rect.width().max(1.0) as usize;
     for px in 0..width {
         let (a, b) = ((px as f64 * per) as usize, ((px + 1) as f64 * per).ceil() as usize);
@@ -311,9 +311,9 @@ pub fn legend_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         });
         return;
     };
-    let at_peak = c.buckets.iter().max_by_key(|b| b.iter().sum::<u64>()).copied().unwrap_or_default();
+    let at_peak = c.at_peak;
     let total: u64 = at_peak.iter().sum::<u64>().max(1);
-    let present: Vec<usize> = (0..Category::ALL.len()).filter(|&k| c.categories.contains(&Category::ALL[k])).collect();
+    let present = (0..Category::ALL.len()).filter(|&k| c.present & (1 << k) != 0);
     let mut toggle = None;
     ui.horizontal_wrapped(|ui| {
         ui.label("categories (share of the peak; click to hide):");

@@ -41,21 +41,39 @@ pub enum Align {
 /// `[j + 1, j + 2)` and the actions before the first step `[0, 1)` (the last step runs to the
 /// end of the trace). Without steps, the whole trace is `[0, 1)`. Piecewise linear, so views
 /// of two ranks link step by step.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// The segments' bounds are worked out once, when the axis is made: the strip maps two
+/// positions per pixel column of every cell each frame, and a comparison four per pan.
+#[derive(Debug, Clone, PartialEq)]
 pub struct StepAxis {
-    /// Start action of each step, ascending.
+    /// Start action of each step, ascending (read-only: the bounds are made from it by
+    /// [`StepAxis::new`]).
     pub starts: Vec<u32>,
     pub actions: u32,
+    /// Segment bounds: `[0, starts…, actions]` (each start at most `actions`).
+    bounds: Vec<f64>,
+}
+
+impl Default for StepAxis {
+    fn default() -> StepAxis {
+        StepAxis::new(Vec::new(), 0)
+    }
 }
 
 impl StepAxis {
+    /// The axis of a trace of `actions` actions whose steps start at `starts` (ascending).
+    pub fn new(starts: Vec<u32>, actions: u32) -> StepAxis {
+        let n = f64::from(actions);
+        let mut bounds = Vec::with_capacity(starts.len() + 2);
+        bounds.push(0.0);
+        bounds.extend(starts.iter().map(|&s| f64::from(s).min(n)));
+        bounds.push(n);
+        StepAxis { starts, actions, bounds }
+    }
+
     /// Segment bounds: `[0, starts…, actions]`.
-    fn bounds(&self) -> Vec<f64> {
-        let n = f64::from(self.actions);
-        let mut b = vec![0.0];
-        b.extend(self.starts.iter().map(|&s| f64::from(s).min(n)));
-        b.push(n);
-        b
+    pub fn bounds(&self) -> &[f64] {
+        &self.bounds
     }
 
     /// The largest position (one past the last segment).
@@ -64,7 +82,7 @@ impl StepAxis {
     }
 
     pub fn position(&self, k: f64) -> f64 {
-        let b = self.bounds();
+        let b = &self.bounds;
         let j = b.partition_point(|&x| x <= k).clamp(1, b.len() - 1) - 1;
         let span = b[j + 1] - b[j];
         let within = if span > 0.0 { ((k - b[j]) / span).clamp(0.0, 1.0) } else { 0.0 };
@@ -72,7 +90,7 @@ impl StepAxis {
     }
 
     pub fn action(&self, p: f64) -> f64 {
-        let b = self.bounds();
+        let b = &self.bounds;
         let p = p.clamp(0.0, self.len());
         let j = (p.floor() as usize).min(b.len() - 2);
         b[j] + (p - j as f64) * (b[j + 1] - b[j])
@@ -111,7 +129,7 @@ impl RankCurve {
         };
         let data = DeviceData::new(&session, device);
         let starts = data.timeline().default_steps().map(|s| s.rows.iter().map(|r| r.start_action).collect());
-        let steps = StepAxis { starts: starts.unwrap_or_default(), actions: l.actions.len() as u32 };
+        let steps = StepAxis::new(starts.unwrap_or_default(), l.actions.len() as u32);
         drop(data);
         Ok(RankCurve { row, session, device, per_bucket: per_bucket.max(1), min, max, steps })
     }
@@ -346,7 +364,7 @@ impl RankStrip {
         }
         painter.add(egui::Shape::line(floor, Stroke::new(1.0, theme::TOTAL_LINE)));
         if self.align == Align::Step {
-            for j in 1..=curve.steps.starts.len() {
+            for j in step_lines(curve.steps.starts.len(), f64::from(plot.width()) / x_max) {
                 let x = plot.left() + (j as f64 / x_max * f64::from(plot.width())) as f32;
                 painter.vline(x, plot.y_range(), Stroke::new(1.0, theme::GRID));
             }
@@ -386,13 +404,24 @@ impl RankStrip {
     }
 }
 
+/// Steps closer than this on screen share one line: a cell draws at most a line every two
+/// pixels, however many steps the rank has.
+const MIN_STEP_LINE_GAP: f64 = 2.0;
+
+/// The steps whose start gets a line in a cell of `steps` steps, `per_step` points apart: every
+/// step's (`1..=steps`), or every k-th when they are closer than [`MIN_STEP_LINE_GAP`].
+fn step_lines(steps: usize, per_step: f64) -> std::iter::StepBy<std::ops::RangeInclusive<usize>> {
+    let stride = if per_step > 0.0 { (MIN_STEP_LINE_GAP / per_step).ceil().max(1.0) as usize } else { steps.max(1) };
+    (1..=steps).step_by(stride)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn step_positions_map_both_ways() {
-        let a = StepAxis { starts: vec![10, 30, 60], actions: 100 };
+        let a = StepAxis::new(vec![10, 30, 60], 100);
         assert_eq!(a.len(), 4.0);
         assert_eq!(a.position(0.0), 0.0);
         assert_eq!(a.position(10.0), 1.0);
@@ -403,10 +432,31 @@ mod tests {
             assert!((a.action(a.position(k)) - k).abs() < 1e-9, "{k}");
         }
         // Step 2 of one rank starts where step 2 of another starts.
-        let b = StepAxis { starts: vec![5, 50, 55], actions: 200 };
+        let b = StepAxis::new(vec![5, 50, 55], 200);
         assert_eq!(b.action(a.position(30.0)), 50.0);
-        let none = StepAxis { starts: vec![], actions: 40 };
+        let none = StepAxis::new(vec![], 40);
         assert_eq!(none.position(20.0), 0.5);
         assert_eq!(none.action(0.5), 20.0);
+    }
+
+    /// The bounds made once are those the axis always had: `[0, starts…, actions]`, a start past
+    /// the end at the end; the default axis is a trace of no action without steps.
+    #[test]
+    fn the_bounds_are_made_once_as_before() {
+        let a = StepAxis::new(vec![10, 30, 60], 100);
+        assert_eq!(a.bounds(), [0.0, 10.0, 30.0, 60.0, 100.0]);
+        assert_eq!((a.starts.as_slice(), a.actions), (&[10, 30, 60][..], 100));
+        assert_eq!(StepAxis::new(vec![5, 250], 200).bounds(), [0.0, 5.0, 200.0, 200.0]);
+        let d = StepAxis::default();
+        assert_eq!((d.bounds(), d.len(), d.position(3.0), d.action(0.5)), (&[0.0, 0.0][..], 1.0, 0.0, 0.0));
+    }
+
+    /// Step lines are at least two pixels apart: every step's when there is room, else every k-th.
+    #[test]
+    fn step_lines_are_thinned_to_two_pixels() {
+        assert_eq!(step_lines(4, 10.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(step_lines(10, 0.5).collect::<Vec<_>>(), [1, 5, 9]);
+        assert_eq!(step_lines(10_000, 0.025).count(), 10_000 / 80);
+        assert_eq!(step_lines(0, 3.0).count(), 0);
     }
 }

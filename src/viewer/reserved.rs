@@ -126,26 +126,21 @@ impl Timeline {
         painter.extend(pieces);
     }
 
-    /// Red markers at each OOM's action; hovering one shows the verdict; a click returns the OOM's
-    /// event (the memory map opens there).
+    /// Red markers at each OOM's action, at most one a pixel; hovering one shows the verdict; a
+    /// click returns the OOM's event (the memory map opens there). The marks' places were sorted
+    /// on their thread: a frame reads only those in view.
     pub fn oom_markers(&mut self, ui: &egui::Ui) -> Option<i64> {
         if self.plane != Plane::Elements {
             return None;
         }
         let rect = self.plot_rect;
-        let marks = self.ooms()?.to_vec();
-        let session = Arc::clone(&self.session);
-        let times = session.time_axis(self.device);
+        let marks = Arc::clone(self.oom_marks()?);
         let painter = ui.painter_at(rect);
         let pointer = ui.input(|i| i.pointer.hover_pos());
         let clicked = ui.input(|i| i.pointer.primary_clicked());
-        let mut hit = None;
-        for m in &marks {
-            let k = m.action.max(0) as usize;
-            let x = match (times, self.time_axis) {
-                (Some(t), true) => t.get(k).map_or(0.0, |t| t as f64),
-                _ => m.action as f64 + 1.0,
-            };
+        let data = |sx: f32| self.view.action_from_screen(rect, sx);
+        let pixel = (data(rect.left() + 1.0 / self.pixels_per_point.max(1e-3)) - data(rect.left())).abs();
+        for (x, _) in marks.visible(self.time_axis, data(rect.left()), data(rect.right()), pixel) {
             let sx = self.view.screen_from_action(rect, x);
             if sx < rect.left() || sx > rect.right() {
                 continue;
@@ -157,10 +152,12 @@ impl Timeline {
                 OOM,
                 Stroke::NONE,
             ));
-            if pointer.is_some_and(|p| (p.x - sx).abs() <= 5.0 && rect.contains(p)) {
-                hit = Some(m.clone());
-            }
         }
+        // The last mark within 5 points of the pointer, of those drawn (inside the plot).
+        let hit = pointer.filter(|p| rect.contains(*p)).and_then(|p| {
+            let (lo, hi) = ((p.x - 5.0).max(rect.left()), (p.x + 5.0).min(rect.right()));
+            marks.under(self.time_axis, data(lo), data(hi)).cloned()
+        });
         let m = hit?;
         let tip = ui.scope_id().with("memviz-oom-tip");
         egui::Tooltip::always_open(ui.ctx().clone(), ui.layer_id(), tip, egui::PopupAnchor::Pointer).show(|ui| {

@@ -69,13 +69,14 @@ pub struct Timeline {
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
     segment_keys: Option<Cached<DeviceIdx, Vec<u32>>>,
     /// The device's OOM events for the markers, worked out in the background.
-    ooms: Option<Pending<Vec<super::ooms::OomMark>>>,
-    /// What the tooltip and the bottom bar show of an element, gathered on a worker.
+    ooms: Option<Pending<Arc<super::ooms::OomMarks>>>,
+    /// The context the viewer runs in (workers ask it for a repaint when their work is in).
     ctx: egui::Context,
     /// Decodes the chunks of action times the UI's lookups wanted (`load_wanted_times`), each
     /// request numbered.
     time_loader: Option<super::background::Latest<(DeviceIdx, usize, u64), ()>>,
     time_requests: u64,
+    /// What the tooltip and the bottom bar show of an element, gathered on a worker.
     details: Option<super::background::Latest<DetailsKey, Option<super::details::ElementInfo>>>,
     /// The annotation lane's spans, placed on a worker (`viewer::span_marks`).
     span_marks: Option<Pending<Arc<super::span_marks::SpanMarks>>>,
@@ -411,10 +412,17 @@ impl Timeline {
     }
 
     pub fn ooms(&mut self) -> Option<&[super::ooms::OomMark]> {
+        self.oom_marks().map(|m| m.marks.as_slice())
+    }
+
+    /// The OOM markers with their places on both axes (see [`Self::ooms`]).
+    pub fn oom_marks(&mut self) -> Option<&Arc<super::ooms::OomMarks>> {
         if self.ooms.as_ref().is_none_or(|p| p.device != self.device) {
-            self.ooms = Some(Pending::start("ooms", &self.session, self.device, super::ooms::marks));
+            self.ooms = Some(Pending::start("ooms", &self.session, self.device, |s, d| {
+                Arc::new(super::ooms::OomMarks::compute(s, d))
+            }));
         }
-        self.ooms.as_ref().and_then(Pending::get).map(Vec::as_slice)
+        self.ooms.as_ref().and_then(Pending::get)
     }
 
     /// The device's private pools for the pools view, once worked out (asked for in the
