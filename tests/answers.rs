@@ -495,3 +495,41 @@ fn group_by_the_recorded_attributes_and_the_host_device() {
     assert_eq!(v["devices"][0]["device"], "host");
     assert_eq!(v["devices"][0]["total_bytes"], golden["devices"][0]["peak_bytes"]);
 }
+
+/// `at --group-by pool` puts each live allocation in the pool of the segment holding it, as the
+/// segment map and the pools view do (torch 2.11 records no pool on trace events): on cudagraph
+/// at its peak, every pool's count equals the live blocks of that pool's segments.
+#[test]
+fn group_by_pool_follows_the_segments_pools() {
+    let snap = data("cudagraph.pickle");
+    let at = json_of([
+        "at".as_ref(),
+        snap.as_os_str(),
+        "--peak".as_ref(),
+        "--group-by".as_ref(),
+        "pool".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let dev = &at["devices"][0];
+    let k = dev["action"].as_i64().unwrap().to_string();
+    let map = json_of(["segments".as_ref(), snap.as_os_str(), "--action".as_ref(), k.as_ref(), "--json".as_ref()]);
+    let mut blocks: std::collections::BTreeMap<String, u64> = Default::default();
+    for s in map["devices"][0]["segments"].as_array().unwrap() {
+        let label = match s["pool"].as_array() {
+            Some(p) if p != &[Value::from(0), Value::from(0)] => format!("pool ({}, {})", p[0], p[1]),
+            _ => "(no private pool)".to_owned(),
+        };
+        // [addr, size, requested, pending free]: the pending ones are freed already.
+        let live = s["blocks"].as_array().unwrap().iter().filter(|b| b[3] == false).count();
+        *blocks.entry(label).or_default() += live as u64;
+    }
+    blocks.retain(|_, n| *n > 0);
+    let groups: std::collections::BTreeMap<String, u64> = dev["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["label"].as_str().unwrap().to_owned(), g["count"].as_u64().unwrap()))
+        .collect();
+    assert!(groups.len() > 1, "{groups:?}");
+    assert_eq!(groups, blocks, "live allocations per pool: at --group-by pool, then the segment map");
+}

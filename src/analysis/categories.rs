@@ -518,6 +518,7 @@ pub fn classify_model(
         attrs: &attrs,
         steps: None,
         categories: None,
+        pools: None,
     };
     classify(&t, snap, &pools, rules).of
 }

@@ -142,7 +142,11 @@ pub fn group<'a, F: FrameSource>(
         let text = match (by, &innermost) {
             (GroupBy::Annotation, Some(inner)) => Cow::Borrowed(annotation_of(t, inner, id)),
             (GroupBy::Stream | GroupBy::Pool | GroupBy::CompileContext | GroupBy::Metadata, _) => {
-                attribute_label(by, &t.attrs.attrs(id))
+                let mut attrs = t.attrs.attrs(id);
+                if let (GroupBy::Pool, Some(pools)) = (by, t.pools) {
+                    attrs.pool = pools.get(id.index()).copied().flatten();
+                }
+                attribute_label(by, &attrs)
             }
             (GroupBy::Category, _) => Cow::Borrowed(
                 t.categories

@@ -74,6 +74,7 @@ impl Tiny {
             attrs: &(),
             steps: None,
             categories: None,
+            pools: None,
         }
     }
 }

@@ -304,6 +304,7 @@ fn summary(
         attrs: &(),
         steps: None,
         categories: None,
+        pools: None,
     };
     let steps = steps::default_steps(&t).map(|found| f::Steps {
         family: found.family,

@@ -776,6 +776,7 @@ impl<'s> DeviceData<'s> {
             attrs: &self.attrs,
             steps: self.steps.as_ref(),
             categories: None,
+            pools: None,
         }
     }
 }

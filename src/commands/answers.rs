@@ -200,7 +200,8 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
         let by: crate::analysis::groups::GroupBy = args.group_by.into();
         let of = (by == crate::analysis::groups::GroupBy::Category || args.list)
             .then(|| categorize(&session, d, &t, &rules));
-        let t = TimelineRef { categories: of.as_deref(), ..t };
+        let pools = (by == crate::analysis::groups::GroupBy::Pool).then(|| session.element_pools(d));
+        let t = TimelineRef { categories: of.as_deref(), pools: pools.as_deref(), ..t };
         let mut report = live::at(&t, session.root(), k, by);
         if args.list {
             report.allocations = Some(live::list(&t, session.root(), k));

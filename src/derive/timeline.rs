@@ -126,6 +126,10 @@ pub struct TimelineRef<'a> {
     /// The category of each element, when classified (`analysis::categories`); what grouping
     /// and listing by category read.
     pub categories: Option<&'a [crate::model::Category]>,
+    /// The private pool of each element by the segment rule the pools view uses (its event's
+    /// `pool_id`, else its segment's: `Session::element_pools`), when worked out; grouping by
+    /// pool reads it, else the event's own `pool_id`.
+    pub pools: Option<&'a [Option<(i64, i64)>]>,
 }
 
 impl<'a> TimelineRef<'a> {
