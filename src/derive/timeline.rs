@@ -366,6 +366,7 @@ mod tests {
             attrs: &(),
             steps: None,
             categories: None,
+            pools: None,
         };
         assert_eq!(t.actions_until(99), 0);
         // Action 2 has no time: it goes with action 1, before it.
