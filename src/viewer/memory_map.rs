@@ -10,12 +10,15 @@
 //! packs segments into rows by size, which hides where they sit.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Stroke, pos2};
 
+use super::data::Session;
+use super::state_worker::{StateWork, StateWorker};
 use super::theme;
 use super::timeline::{Timeline, stacked_in};
-use crate::allocator::{Block, SegmentMap, Summary};
+use crate::allocator::{Block, SegmentMap, State, Summary};
 use crate::model::{ActionIdx, DeviceIdx, ElementId};
 
 const ROW_H: f32 = 18.0;
@@ -146,7 +149,8 @@ pub enum MapHit {
     Hole { segment: usize, addr: u64, size: u64 },
 }
 
-/// The state shown and what the map needs to draw it, made once per (device, event).
+/// The state shown and what the map needs to draw it, made once per (device, event) on the
+/// state worker ([`super::state_worker`]).
 pub struct Shown {
     pub device: DeviceIdx,
     pub event: i64,
@@ -159,39 +163,79 @@ pub struct Shown {
 
 #[derive(Default)]
 pub struct MemoryMap {
+    /// The last state that came back from the worker (drawn until the next one does).
     pub shown: Option<Shown>,
     pub hovered: Option<MapHit>,
     pub geometry: Option<Geometry>,
     /// Scroll: zoom at the pointer; drag: pan; double-click: fit again.
     pub view: MapView,
+    /// Makes the states and the event list's rows of the open archive.
+    worker: Option<StateWorker>,
+    /// The last state asked for came back without one (a saved state that does not decode).
+    unreadable: bool,
 }
 
 impl MemoryMap {
-    /// The state after device-relative event `event`, from the archive's saved states (one chunk
-    /// decoded, fewer than K events undone); `None` for an archive before format 3.
-    pub fn show(&mut self, t: &Timeline, event: i64) -> Option<&Shown> {
-        if self.shown.as_ref().is_none_or(|s| (s.device, s.event) != (t.device, event)) {
-            self.shown = shown(t, event);
+    /// The worker of `t`'s archive, started on first use (and again for another archive).
+    pub fn worker(&mut self, t: &Timeline, ctx: &egui::Context) -> &mut StateWorker {
+        if self.worker.as_ref().is_some_and(|w| !Arc::ptr_eq(w.session(), &t.session)) {
+            *self = MemoryMap::default();
+        }
+        self.worker.get_or_insert_with(|| StateWorker::start(Arc::clone(&t.session), ctx.clone()))
+    }
+
+    /// A state or rows asked for are still being made: what screenshots and tests wait for.
+    pub fn pending(&self) -> bool {
+        self.worker.as_ref().is_some_and(StateWorker::pending)
+    }
+
+    /// What the worker did so far (`None`: not started).
+    pub fn work(&self) -> Option<StateWork> {
+        self.worker.as_ref().map(StateWorker::work)
+    }
+
+    /// Asks for the state after device-relative event `event` and takes the one that came back,
+    /// if one did; `self.shown` stays the last one until then.
+    fn follow(&mut self, t: &Timeline, ctx: &egui::Context, event: i64) {
+        let worker = self.worker(t, ctx);
+        worker.ask_map((t.device, event));
+        if let Some((_, shown)) = worker.take_map() {
+            self.unreadable = shown.is_none();
+            self.shown = shown;
             self.hovered = None;
         }
-        self.shown.as_ref()
     }
 
     pub fn ui(&mut self, ui: &mut egui::Ui, t: &mut Timeline) {
         let Some(event) = map_event(t) else {
-            ui.weak("Hover or pin the timeline, or step with ←/→, to see the allocator's state at that event.");
-            return;
+            return note_ui(
+                ui,
+                "Hover or pin the timeline, or step with ←/→, to see the allocator's state at that event.",
+            );
         };
-        if self.show(t, event).is_none() {
-            ui.label("This archive was made before format 3, without the allocator's states: re-index to see this.");
-            return;
+        if t.session.device(t.device).allocator.states.is_empty() {
+            return note_ui(
+                ui,
+                "This archive was made before format 3, without the allocator's states: re-index to see this.",
+            );
         }
-        let Some(s) = &self.shown else { return };
+        self.follow(t, ui.ctx(), event);
+        let gone = self.worker.as_ref().is_some_and(StateWorker::gone);
+        let Some(s) = self.shown.as_ref().filter(|s| s.device == t.device) else {
+            return note_ui(
+                ui,
+                if self.unreadable || gone {
+                    "The allocator's state at this event could not be read from the archive."
+                } else {
+                    "reading the allocator's state…"
+                },
+            );
+        };
         let segs = &s.summary.segments;
         let b = crate::analysis::units::bytes;
         ui.label(format!(
             "after event {} of device {}: {} segments · reserved {} · allocated {} · pending free {} · free {} (largest hole {})",
-            crate::analysis::units::thousands(event.max(0) as u64),
+            crate::analysis::units::thousands(s.event.max(0) as u64),
             t.session.ordinal(t.device),
             segs.len(),
             b(s.summary.reserved),
@@ -261,6 +305,12 @@ impl MemoryMap {
     }
 }
 
+/// One line instead of the map, the map's room kept (a panel shrinks to what it was given last).
+fn note_ui(ui: &mut egui::Ui, text: &str) {
+    ui.label(text);
+    ui.allocate_rect(ui.available_rect_before_wrap(), egui::Sense::hover());
+}
+
 /// Scroll zooms at the pointer (the byte under it stays there), drag pans along the line,
 /// double-click fits.
 fn zoom_pan(view: &mut MapView, ui: &egui::Ui, response: &egui::Response, segs: &[SegmentMap], rect: Rect) {
@@ -305,12 +355,34 @@ pub fn action_event(t: &Timeline, k: usize) -> i64 {
 
 /// The element-timeline action at or before device-relative event `event` (−1: none).
 pub fn action_before(t: &Timeline, event: i64) -> i64 {
-    let start = t.session.trace(t.device).start as i64;
-    let l = t.session.elements(t.device).layout;
+    action_before_in(&t.session, t.device, event)
+}
+
+/// [`action_before`] on device `d` of `session`.
+pub fn action_before_in(session: &Session, d: DeviceIdx, event: i64) -> i64 {
+    let start = session.trace(d).start as i64;
+    let l = session.elements(d).layout;
     i64::from(crate::derive::timeline::actions_before_event(l, (start + event + 1).max(0) as usize)) - 1
 }
 
 impl Shown {
+    /// What the map draws of `state`, the allocator's state after event `event` of device `d`:
+    /// its summary, the element live at each block (from the element checkpoints: fewer than K
+    /// actions replayed) and the largest hole.
+    pub fn of(session: &Session, d: DeviceIdx, event: i64, state: &State) -> Shown {
+        let summary = state.summary(event);
+        let stacked = session.elements(d);
+        let live = stacked.checkpoints.stack_after(stacked.layout, action_before_in(session, d, event));
+        let elements = live.elements().map(|id| (stacked.layout.elements.addr[id.index()], id)).collect();
+        let largest = summary
+            .segments
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| m.holes().into_iter().map(move |(a, s)| (i, a, s)))
+            .max_by_key(|&(i, a, s)| (s, std::cmp::Reverse((i, a))));
+        Shown { device: d, event, summary, elements, largest }
+    }
+
     /// A block's colour: red when freed but pending, else its allocation site's with the
     /// timeline's palette (grey when no element of the timeline is live there).
     pub fn colour(&self, sites: &[u32], block: &Block) -> Color32 {
@@ -320,21 +392,6 @@ impl Shown {
         let site = self.elements.get(&block.addr).and_then(|&id| sites.get(id.index()).copied());
         site.map_or(Color32::GRAY, |k| unpack(theme::palette(k)))
     }
-}
-
-fn shown(t: &Timeline, event: i64) -> Option<Shown> {
-    let state = t.session.allocator_state(t.device, event)?;
-    let summary = state.summary(event);
-    let stacked = t.session.elements(t.device);
-    let live = stacked.checkpoints.stack_after(stacked.layout, action_before(t, event));
-    let elements = live.elements().map(|id| (stacked.layout.elements.addr[id.index()], id)).collect();
-    let largest = summary
-        .segments
-        .iter()
-        .enumerate()
-        .flat_map(|(i, m)| m.holes().into_iter().map(move |(a, s)| (i, a, s)))
-        .max_by_key(|&(i, a, s)| (s, std::cmp::Reverse((i, a))));
-    Some(Shown { device: t.device, event, summary, elements, largest })
 }
 
 fn hit(s: &Shown, g: &Geometry, p: Pos2) -> Option<MapHit> {

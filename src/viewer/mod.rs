@@ -33,6 +33,7 @@ pub mod reserved;
 pub mod search;
 pub mod selection;
 pub mod settings;
+pub mod state_worker;
 pub mod strip;
 pub mod tabs;
 pub mod textures;
