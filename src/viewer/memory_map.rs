@@ -10,6 +10,7 @@
 //! packs segments into rows by size, which hides where they sit.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Stroke, pos2};
@@ -27,7 +28,7 @@ const SEGMENT_GAP: f64 = 3.0;
 pub const FREE: Color32 = Color32::from_rgb(44, 47, 54);
 pub const PENDING: Color32 = Color32::from_rgb(230, 60, 60);
 pub const LARGEST_HOLE: Color32 = Color32::from_rgb(255, 210, 80);
-const SEGMENT_EDGE: Color32 = Color32::from_rgb(110, 115, 125);
+pub const SEGMENT_EDGE: Color32 = Color32::from_rgb(110, 115, 125);
 
 /// Where every byte of the map is drawn: segment `i` starts `starts[i]` points along the line,
 /// which wraps every `rect.width()` points; the rectangle's top-left shows point `origin` of it.
@@ -94,14 +95,20 @@ impl Geometry {
     }
 
     /// Where byte `addr` of segment `i` lies along the line.
-    fn along(&self, segments: &[SegmentMap], i: usize, addr: u64) -> f64 {
+    pub(super) fn along(&self, segments: &[SegmentMap], i: usize, addr: u64) -> f64 {
         self.starts[i] + addr.saturating_sub(segments[i].segment.addr) as f64 / self.bytes_per_point
     }
 
     /// The rectangles that draw `[a, b)` of the line (a run that wraps takes one per row).
     pub fn pieces(&self, a: f64, b: f64) -> Vec<Rect> {
-        let w = f64::from(self.rect.width().max(1.0));
         let mut out = Vec::new();
+        self.each_piece(a, b, |r| out.push(r));
+        out
+    }
+
+    /// Calls `f` with each rectangle of [`Self::pieces`], allocating nothing.
+    pub fn each_piece(&self, a: f64, b: f64, mut f: impl FnMut(Rect)) {
+        let w = f64::from(self.rect.width().max(1.0));
         // Relative to the origin, whose row is the first one shown: what lies before it is above.
         let (a, b) = (a - self.origin, b - self.origin);
         let mut at = a.max(0.0);
@@ -114,10 +121,34 @@ impl Geometry {
             }
             let x0 = self.rect.left() + (at - row * w) as f32;
             let x1 = self.rect.left() + (end - row * w) as f32;
-            out.push(Rect::from_min_max(pos2(x0, top), pos2(x1.max(x0 + 0.5), top + ROW_H)));
+            f(Rect::from_min_max(pos2(x0, top), pos2(x1.max(x0 + 0.5), top + ROW_H)));
             at = end;
         }
-        out
+    }
+
+    /// The stretch of the line on screen: the rows from the origin's down to the last one
+    /// whose top is inside the rectangle.
+    pub fn on_screen(&self) -> (f64, f64) {
+        let rows = (f64::from(self.rect.height()) / f64::from(ROW_H + ROW_GAP)).floor().max(0.0) + 1.0;
+        (self.origin, self.origin + rows * f64::from(self.rect.width().max(1.0)))
+    }
+
+    /// The segments whose stretch of the line meets `[a, b)` (a binary search of the starts).
+    pub fn segments_in(&self, a: f64, b: f64) -> Range<usize> {
+        let first = self.starts.partition_point(|&s| s <= a).saturating_sub(1);
+        first..self.starts.partition_point(|&s| s < b).max(first)
+    }
+
+    /// Where segment `i` ends along the line.
+    pub(super) fn end_of(&self, segments: &[SegmentMap], i: usize) -> f64 {
+        self.starts[i] + segments[i].segment.size as f64 / self.bytes_per_point
+    }
+
+    /// The address of segment `i` at line point `x` (clamped to the segment), rounded down or up.
+    pub(super) fn addr_at(&self, segments: &[SegmentMap], i: usize, x: f64, up: bool) -> u64 {
+        let s = &segments[i].segment;
+        let offset = ((x - self.starts[i]) * self.bytes_per_point).clamp(0.0, s.size as f64);
+        s.addr + if up { offset.ceil() } else { offset.floor() } as u64
     }
 
     /// The rectangles of bytes `[addr, addr + size)` of segment `i`.
@@ -252,36 +283,16 @@ impl MemoryMap {
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 0.0, theme::BACKGROUND);
         let sites = stacked_in(&t.session, t.device, super::data::Plane::Elements).sites;
-        let colour_of = |block: &Block| s.colour(sites, block);
-        let linked = t.selection.hovered.or(t.selection.pinned).map(|h| h.element);
-        for (i, m) in segs.iter().enumerate() {
-            for r in g.bytes(segs, i, m.segment.addr, m.segment.size) {
-                painter.rect_filled(r, 0.0, FREE);
-                painter.rect_stroke(r, 0.0, Stroke::new(1.0, SEGMENT_EDGE), egui::StrokeKind::Inside);
-            }
-            for block in &m.blocks {
-                let colour = colour_of(block);
-                let used = block.requested.min(block.size);
-                for r in g.bytes(segs, i, block.addr, used.max(1)) {
-                    painter.rect_filled(r, 0.0, colour);
-                }
-                // Rounding waste: the block's bytes past what was requested, hatched.
-                if block.size > used {
-                    for r in g.bytes(segs, i, block.addr + used, block.size - used) {
-                        hatch(&painter, r, colour);
-                    }
-                }
-                if linked.is_some() && s.elements.get(&block.addr).copied() == linked {
-                    for r in g.bytes(segs, i, block.addr, block.size) {
-                        painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
-                    }
-                }
-            }
+        super::map_draw::draw(&painter, &g, s, &|block: &Block| s.colour(sites, block));
+        if let Some((i, addr, size)) = linked_block(t, s) {
+            g.each_piece(g.along(segs, i, addr), g.along(segs, i, addr + size), |r| {
+                painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
+            });
         }
         if let Some((i, addr, size)) = s.largest {
-            for r in g.bytes(segs, i, addr, size) {
+            g.each_piece(g.along(segs, i, addr), g.along(segs, i, addr + size), |r| {
                 painter.rect_stroke(r, 0.0, Stroke::new(1.5, LARGEST_HOLE), egui::StrokeKind::Inside);
-            }
+            });
         }
         self.hovered = response.hover_pos().and_then(|p| hit(s, &g, p));
         t.selection.map_hover = match self.hovered {
@@ -309,6 +320,21 @@ impl MemoryMap {
 fn note_ui(ui: &mut egui::Ui, text: &str) {
     ui.label(text);
     ui.allocate_rect(ui.available_rect_before_wrap(), egui::Sense::hover());
+}
+
+/// The block of the element hovered or pinned on the timeline, when it is live in the map:
+/// `(segment, addr, size)`, found by binary searches.
+fn linked_block(t: &Timeline, s: &Shown) -> Option<(usize, u64, u64)> {
+    let id = t.selection.hovered.or(t.selection.pinned)?.element;
+    let addr = *t.session.elements(t.device).layout.elements.addr.get(id.index())?;
+    if s.elements.get(&addr) != Some(&id) {
+        return None;
+    }
+    let segs = &s.summary.segments;
+    let i = segs.partition_point(|m| m.segment.addr <= addr).checked_sub(1)?;
+    let blocks = &segs[i].blocks;
+    let block = blocks.get(blocks.partition_point(|bl| bl.addr < addr)).filter(|bl| bl.addr == addr)?;
+    Some((i, block.addr, block.size))
 }
 
 /// Scroll zooms at the pointer (the byte under it stays there), drag pans along the line,
@@ -473,20 +499,6 @@ fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
 fn unpack(rgba: u32) -> Color32 {
     let [r, g, b, _] = rgba.to_le_bytes();
     Color32::from_rgb(r, g, b)
-}
-
-/// Diagonal hatching over `r` in a darker tone of `colour`.
-fn hatch(painter: &egui::Painter, r: Rect, colour: Color32) {
-    let dark = Color32::from_rgb(colour.r() / 2, colour.g() / 2, colour.b() / 2);
-    painter.rect_filled(r, 0.0, dark);
-    let step = 5.0;
-    let mut x = r.left() - r.height();
-    while x < r.right() {
-        let (a, b) = (pos2(x, r.bottom()), pos2(x + r.height(), r.top()));
-        let clip = |p: Pos2| pos2(p.x.clamp(r.left(), r.right()), p.y);
-        painter.line_segment([clip(a), clip(b)], Stroke::new(1.0, colour));
-        x += step;
-    }
 }
 
 #[cfg(test)]
