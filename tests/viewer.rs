@@ -212,8 +212,91 @@ fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
     assert_eq!(event(&app), Some(-1));
     gpu.frame(&mut app, vec![key(egui::Key::End)]);
     assert_eq!(event(&app), Some(2354));
-    gpu.frame(&mut app, Vec::new());
+    // The state is made on the worker: the map follows once it is in.
+    gpu.settle(&mut app, 500);
     assert_eq!(app.map.shown.as_ref().unwrap().event, 2354, "the map follows");
+}
+
+/// The Allocator State view of a long trace (gpt2_small repeated to 2.5 M events: dozens of
+/// chunks and saved states), stepped with → and ←: each state is made on the worker from at most
+/// one saved state and fewer than K undone events (a step back: one undo), the UI thread
+/// decompresses nothing, and every map shown is the archive's state at its event.
+#[test]
+fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() {
+    use memviz::archive::chunks::decompressed_on_this_thread;
+    use memviz::viewer::tabs::OpenAt;
+    let dir = tempdir();
+    let archive = long_archive(dir.path(), 2_500_000);
+    let session = memviz::archive::Session::open(&archive).unwrap();
+    let d = DeviceIdx(0);
+    let every = i64::from(session.device(d).allocator.every.to_native());
+    let n = session.trace(d).len() as i64;
+    assert!(n > 20 * every && n > 30 * 65_536, "{n} events, K = {every}");
+    // Two events past a saved state, so that stepping back crosses it.
+    let start = n - 1 - every * (n / every / 2) + 2;
+    let options = ViewerOptions { tab: Tab::State, at: Some(OpenAt::Event(start)), ..ViewerOptions::default() };
+    let (mut gpu, mut app) = open_with(&archive, options, 1000, 700);
+    let shown_event = |app: &ViewerApp| app.map.shown.as_ref().map(|s| s.event);
+    assert_eq!(shown_event(&app), Some(start));
+    // The first settled frame: once the background check has summed up the action times, the
+    // annotation lane reads its chunks of them (through the session's cache) on the UI thread.
+    for _ in 0..3000 {
+        if app.timeline().unwrap().session.time_axis(d).is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(app.timeline().unwrap().session.time_axis(d).is_some(), "the background check ended");
+    gpu.settle(&mut app, 500);
+    let on_ui_thread = decompressed_on_this_thread();
+    let key = |k: egui::Key| egui::Event::Key {
+        key: k,
+        physical_key: None,
+        pressed: true,
+        repeat: false,
+        modifiers: egui::Modifiers::NONE,
+    };
+    let (right, left) = (egui::Key::ArrowRight, egui::Key::ArrowLeft);
+    let mut seen = Vec::new();
+    for (step, k) in [right, left, left, left, left, right, left, right].into_iter().enumerate() {
+        let before = app.map.work().unwrap();
+        gpu.frame(&mut app, vec![key(k)]);
+        gpu.settle(&mut app, 2000);
+        let after = app.map.work().unwrap();
+        let shown = app.map.shown.as_ref().unwrap();
+        assert_eq!(Some(shown.event), app.timeline().unwrap().selection.event, "step {step}: the map follows");
+        let (decoded, undone) =
+            (after.saved_states_decoded - before.saved_states_decoded, after.events_undone - before.events_undone);
+        assert_eq!(after.states - before.states, 1, "step {step}: one state made");
+        assert!(decoded <= 1 && (undone as i64) < every, "step {step}: {decoded} states decoded, {undone} undone");
+        if k == left {
+            assert_eq!((decoded, undone), (0, 1), "step {step}: a step back is one more undo");
+        }
+        seen.push((shown.event, shown.summary.clone()));
+    }
+    let work = app.map.work().unwrap();
+    assert!(work.most_decoded <= 1 && (work.most_undone as i64) < every, "{work:?}");
+    assert!(work.chunks > 0, "the worker decompressed what the states and rows read: {work:?}");
+    assert_eq!(decompressed_on_this_thread(), on_ui_thread, "the UI thread decompressed nothing while stepping");
+    let events: Vec<i64> = seen.iter().map(|s| s.0).collect();
+    assert_eq!(events, [start + 1, start, start - 1, start - 2, start - 3, start - 2, start - 3, start - 2]);
+    for (event, summary) in seen {
+        assert!(summary == session.allocator_state(d, event).unwrap().summary(event), "event {event}");
+    }
+}
+
+/// gpt2_small repeated to about `events` events (`benches/gen_snapshot.rs`), indexed into `dir`.
+fn long_archive(dir: &Path, events: u64) -> std::path::PathBuf {
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let pickle = dir.join("long.pickle");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
+    crate::generator::gen_snapshot::write(&snap, events, &mut out).unwrap();
+    std::io::Write::flush(&mut out).unwrap();
+    drop(out);
+    let archive = dir.join("long.memviz");
+    let stamp = memviz::archive::write::stamp(&pickle).unwrap();
+    memviz::archive::pipeline::build_archive(&pickle, stamp, &archive, &|_| {}, &|_| {}).unwrap();
+    archive
 }
 
 /// *Allocated Memory (incl. Private Pools)* on cudagraph (a CUDA graph's pool and a MemPool):

@@ -43,6 +43,21 @@ pub struct Session {
     time_base: OnceLock<Option<i64>>,
 }
 
+/// A walk back through one device's allocator events from a saved state
+/// ([`Session::allocator_walk`]): kept by whoever asks for neighbouring events.
+pub struct AllocatorWalk<'e> {
+    pub device: DeviceIdx,
+    /// Its state is the allocator's after the event the walk stands at.
+    pub undo: crate::allocator::Undo<'e>,
+}
+
+/// What one [`Session::allocator_walk`] did: saved states decoded (0 or 1) and events undone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkCost {
+    pub states_decoded: u64,
+    pub events_undone: u64,
+}
+
 impl Session {
     pub fn open(path: &Path) -> Result<Arc<Session>, ArchiveError> {
         Ok(Arc::new(Session::from_archive(Archive::open(path)?)))
@@ -351,6 +366,24 @@ impl Session {
     /// the first), from the archive's saved states: one chunk decoded, fewer than K events
     /// undone. `None` for an archive made before format 3 (re-index to see this).
     pub fn allocator_state(&self, d: DeviceIdx, event: i64) -> Option<crate::allocator::State> {
+        let events = super::events::ArchiveEvents::new(self.root());
+        self.allocator_walk(&events, d, event, None).map(|(walk, _)| walk.undo.state)
+    }
+
+    /// A walk back through device `d`'s allocator events standing just after raw event `event`
+    /// (−1: before the first). `kept`, an earlier walk, goes on when it is of the same device and
+    /// stands at or after the event by fewer than K events (so a step back is one more undo);
+    /// otherwise the walk starts from the saved state at or after the event.
+    /// Either way at most one saved state is decoded and fewer than K (`every`) events are
+    /// undone, which the returned [`WalkCost`] counts. `None` for an archive made before
+    /// format 3, or a saved state that does not decode.
+    pub fn allocator_walk<'e>(
+        &self,
+        events: &'e dyn crate::allocator::EventColumns,
+        d: DeviceIdx,
+        event: i64,
+        kept: Option<AllocatorWalk<'e>>,
+    ) -> Option<(AllocatorWalk<'e>, WalkCost)> {
         use crate::layout::Replay as _;
         let a = &self.device(d).allocator;
         let (every, n) = (a.every.to_native() as usize, i64::from(a.events.to_native()));
@@ -359,11 +392,21 @@ impl Session {
         }
         let undone = (n - 1 - event.clamp(-1, n - 1)) as usize;
         let j = (undone / every).min(a.states.len() - 1);
-        let words = chunks::decode::<u64>(&a.states[j]).ok()?;
-        let events = super::events::ArchiveEvents::new(self.root());
-        let mut replay = crate::allocator::Undo::resume(&events, self.trace(d), &words, j * every);
-        while replay.applied() < undone && replay.step() {}
-        Some(replay.state)
+        let mut cost = WalkCost::default();
+        let goes_on =
+            |w: &AllocatorWalk<'_>| w.device == d && w.undo.applied() <= undone && undone - w.undo.applied() < every;
+        let mut undo = match kept.filter(goes_on) {
+            Some(w) => w.undo,
+            None => {
+                let words = chunks::decode::<u64>(&a.states[j]).ok()?;
+                cost.states_decoded = 1;
+                crate::allocator::Undo::resume(events, self.trace(d), &words, j * every)
+            }
+        };
+        let from = undo.applied();
+        while undo.applied() < undone && undo.step() {}
+        cost.events_undone = (undo.applied() - from) as u64;
+        Some((AllocatorWalk { device: d, undo }, cost))
     }
 
     /// The device-relative raw event of element-timeline action `k` of device `d` (the last event
@@ -788,8 +831,14 @@ mod tests {
     /// A one-off archive of a bundled snapshot, written to a temp file and mapped.
     fn session_of(rel: &str) -> Session {
         let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel);
-        let dir =
-            std::env::temp_dir().join(format!("memviz-session-test-{}-{}", std::process::id(), rel.replace('/', "_")));
+        // Tests run side by side and may read the same snapshot: each its own file.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "memviz-session-test-{}-{k}-{}",
+            std::process::id(),
+            rel.replace('/', "_")
+        ));
         let out = dir.with_extension("memviz");
         let stamp = crate::archive::write::stamp(&snapshot).unwrap();
         crate::archive::pipeline::build_archive(&snapshot, stamp, &out, &|_| {}, &|_| {}).unwrap();
@@ -827,6 +876,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A kept walk steps back one undo at a time, a step forward starts again from a saved
+    /// state, and both give the state made afresh; no walk decodes two states or undoes K events.
+    #[test]
+    fn a_kept_walk_steps_back_one_undo_at_a_time() {
+        let s = session_of("frag_oom.pickle");
+        let d = DeviceIdx(0);
+        let every = s.device(d).allocator.every.to_native() as u64;
+        let n = i64::from(s.device(d).allocator.events.to_native());
+        assert!(n > 3 * every as i64, "{n} events, K = {every}: several saved states");
+        let events = super::super::events::ArchiveEvents::new(s.root());
+        let (mut kept, mut decoded, mut last) = (None, 0, n - 1);
+        for event in (0..n - 1).rev().take(2 * every as usize) {
+            let (walk, cost) = s.allocator_walk(&events, d, event, kept.take()).unwrap();
+            assert!(cost.states_decoded <= 1 && cost.events_undone < every, "event {event}: {cost:?}");
+            if cost.states_decoded == 0 {
+                assert_eq!(cost.events_undone, 1, "event {event}: a step back is one undo");
+            }
+            decoded += cost.states_decoded;
+            assert!(walk.undo.state == s.allocator_state(d, event).unwrap(), "event {event}");
+            (kept, last) = (Some(walk), event);
+        }
+        assert_eq!(decoded, 1, "one saved state decoded over 2K steps back");
+        let (walk, cost) = s.allocator_walk(&events, d, last + 1, kept).unwrap();
+        assert_eq!(cost.states_decoded, 1, "a step forward starts from a saved state");
+        assert!(walk.undo.state == s.allocator_state(d, last + 1).unwrap());
     }
 
     #[test]

@@ -117,7 +117,8 @@ impl ViewerApp {
         }
     }
 
-    /// The strip's or a comparison's work in flight (for screenshots and tests to wait on).
+    /// The strip's or a comparison's work in flight, or the allocator state being made for the
+    /// State view (for screenshots and tests to wait on).
     pub fn busy(&self) -> bool {
         let timeline_busy = |t: &Timeline| {
             t.worker.busy()
@@ -131,7 +132,10 @@ impl ViewerApp {
                 || t.search.pending()
         };
         match &self.content {
-            Content::Open(t) => self.draws_timeline() && (timeline_busy(t) || self.answers.busy()),
+            Content::Open(t) => {
+                (self.draws_timeline() && (timeline_busy(t) || self.answers.busy()))
+                    || (self.tab == Tab::State && self.map.pending())
+            }
             Content::Compare(c) => timeline_busy(&c.a) || timeline_busy(&c.b),
             Content::Ranks => self.ranks.as_ref().is_some_and(|r| !r.done()),
             Content::Indexing { .. } => true,
@@ -595,7 +599,7 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     if *s.tab == Tab::State {
         let height = ui.available_height() * 0.55;
         egui::Panel::right("events").resizable(true).default_size(300.0).show(ui, |ui| {
-            super::events_list::ui(ui, t);
+            super::events_list::ui(ui, t, s.map);
         });
         egui::Panel::bottom("memory map").resizable(true).default_size(height).show(ui, |ui| {
             s.map.ui(ui, t);

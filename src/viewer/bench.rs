@@ -21,7 +21,8 @@ pub struct BenchResult {
     pub ui_thread_chunks: u64,
     pub hover_ms: serde_json::Value,
     /// In the Allocator State view: frames of stepping 1,000 events with → held down (one
-    /// key repeat a frame; each frame rebuilds the state and draws the map).
+    /// key repeat a frame; each frame asks the state worker for the next state and draws the
+    /// last one that came back, without waiting for it).
     pub step_ms: Option<serde_json::Value>,
 }
 

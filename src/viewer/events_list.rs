@@ -1,18 +1,16 @@
 //! The event list beside the memory map: every raw event of the device, virtualised (only the
-//! rows on screen are read, a chunk at a time, from the archive), the memory map's event
+//! rows on screen are read, on the state worker, from the archive), the memory map's event
 //! highlighted; an address jumps to the next event at it. And the keys that step the map through
 //! events: ←/→ one event, PgUp/PgDn one action of the timeline, Home/End the first and last.
 
-use std::sync::Arc;
-
 use eframe::egui;
 
-use super::memory_map::{action_before, action_event, map_event};
+use super::memory_map::{MemoryMap, action_before, action_event, map_event};
 use super::timeline::Timeline;
 use crate::allocator::EventColumns as _;
 use crate::archive::events::ArchiveEvents;
 
-pub fn ui(ui: &mut egui::Ui, t: &mut Timeline) {
+pub fn ui(ui: &mut egui::Ui, t: &mut Timeline, map: &mut MemoryMap) {
     let trace = t.session.trace(t.device);
     let n = trace.len();
     ui.strong(format!("events ({})", crate::analysis::units::thousands(n as u64)));
@@ -45,35 +43,15 @@ pub fn ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let mut clicked = None;
     ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
     let row_h = ui.spacing().interact_size.y;
-    // The rows on screen, read from the archive when they change (not every frame: each read
-    // decompresses a chunk of three columns).
-    let cache = ui.make_persistent_id("memviz-event-rows");
+    // The rows on screen come from the state worker (each read decompresses a chunk of three
+    // columns); until they do, the rows it sent last, or just the index.
+    let worker = map.worker(t, ui.ctx());
     area.show_rows(ui, row_h, n, |ui, rows| {
-        let key = (t.device, rows.start, rows.end);
-        let cached: Option<Arc<(RowsKey, Vec<String>)>> = ui.data_mut(|d| d.get_temp(cache));
-        let texts = match cached.filter(|c| c.0 == key) {
-            Some(c) => c,
-            None => {
-                let events = ArchiveEvents::new(t.session.root());
-                let texts = rows
-                    .clone()
-                    .map(|i| {
-                        let e = trace.start + i;
-                        format!(
-                            "{i:>8} {:<14} {:#x} {}",
-                            events.action(e).name(),
-                            events.addr(e),
-                            crate::analysis::units::bytes(events.size(e))
-                        )
-                    })
-                    .collect();
-                let c = Arc::new((key, texts));
-                ui.data_mut(|d| d.insert_temp(cache, Arc::clone(&c)));
-                c
-            }
-        };
-        for (i, text) in rows.zip(&texts.1) {
-            let label = egui::RichText::new(text.as_str()).monospace().size(11.0);
+        worker.ask_rows((t.device, rows.start, rows.end));
+        let texts = worker.rows();
+        for i in rows {
+            let text = texts.and_then(|r| r.get(t.device, i)).map_or_else(|| format!("{i:>8}"), str::to_owned);
+            let label = egui::RichText::new(text).monospace().size(11.0);
             if ui.selectable_label(selected == Some(i as i64), label).clicked() {
                 clicked = Some(i as i64);
             }
@@ -83,9 +61,6 @@ pub fn ui(ui: &mut egui::Ui, t: &mut Timeline) {
         t.selection.event = clicked;
     }
 }
-
-/// The rows a cached block of texts stands for: (device, first row, end row).
-type RowsKey = (crate::model::DeviceIdx, usize, usize);
 
 /// ←/→, PgUp/PgDn, Home/End, unless a text field has the keyboard.
 pub fn keys(ui: &egui::Ui, t: &mut Timeline) {

@@ -10,12 +10,16 @@
 //! packs segments into rows by size, which hides where they sit.
 
 use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Stroke, pos2};
 
+use super::data::Session;
+use super::state_worker::{StateWork, StateWorker};
 use super::theme;
 use super::timeline::{Timeline, stacked_in};
-use crate::allocator::{Block, SegmentMap, Summary};
+use crate::allocator::{Block, SegmentMap, State, Summary};
 use crate::model::{ActionIdx, DeviceIdx, ElementId};
 
 const ROW_H: f32 = 18.0;
@@ -24,7 +28,7 @@ const SEGMENT_GAP: f64 = 3.0;
 pub const FREE: Color32 = Color32::from_rgb(44, 47, 54);
 pub const PENDING: Color32 = Color32::from_rgb(230, 60, 60);
 pub const LARGEST_HOLE: Color32 = Color32::from_rgb(255, 210, 80);
-const SEGMENT_EDGE: Color32 = Color32::from_rgb(110, 115, 125);
+pub const SEGMENT_EDGE: Color32 = Color32::from_rgb(110, 115, 125);
 
 /// Where every byte of the map is drawn: segment `i` starts `starts[i]` points along the line,
 /// which wraps every `rect.width()` points; the rectangle's top-left shows point `origin` of it.
@@ -91,14 +95,20 @@ impl Geometry {
     }
 
     /// Where byte `addr` of segment `i` lies along the line.
-    fn along(&self, segments: &[SegmentMap], i: usize, addr: u64) -> f64 {
+    pub(super) fn along(&self, segments: &[SegmentMap], i: usize, addr: u64) -> f64 {
         self.starts[i] + addr.saturating_sub(segments[i].segment.addr) as f64 / self.bytes_per_point
     }
 
     /// The rectangles that draw `[a, b)` of the line (a run that wraps takes one per row).
     pub fn pieces(&self, a: f64, b: f64) -> Vec<Rect> {
-        let w = f64::from(self.rect.width().max(1.0));
         let mut out = Vec::new();
+        self.each_piece(a, b, |r| out.push(r));
+        out
+    }
+
+    /// Calls `f` with each rectangle of [`Self::pieces`], allocating nothing.
+    pub fn each_piece(&self, a: f64, b: f64, mut f: impl FnMut(Rect)) {
+        let w = f64::from(self.rect.width().max(1.0));
         // Relative to the origin, whose row is the first one shown: what lies before it is above.
         let (a, b) = (a - self.origin, b - self.origin);
         let mut at = a.max(0.0);
@@ -111,10 +121,34 @@ impl Geometry {
             }
             let x0 = self.rect.left() + (at - row * w) as f32;
             let x1 = self.rect.left() + (end - row * w) as f32;
-            out.push(Rect::from_min_max(pos2(x0, top), pos2(x1.max(x0 + 0.5), top + ROW_H)));
+            f(Rect::from_min_max(pos2(x0, top), pos2(x1.max(x0 + 0.5), top + ROW_H)));
             at = end;
         }
-        out
+    }
+
+    /// The stretch of the line on screen: the rows from the origin's down to the last one
+    /// whose top is inside the rectangle.
+    pub fn on_screen(&self) -> (f64, f64) {
+        let rows = (f64::from(self.rect.height()) / f64::from(ROW_H + ROW_GAP)).floor().max(0.0) + 1.0;
+        (self.origin, self.origin + rows * f64::from(self.rect.width().max(1.0)))
+    }
+
+    /// The segments whose stretch of the line meets `[a, b)` (a binary search of the starts).
+    pub fn segments_in(&self, a: f64, b: f64) -> Range<usize> {
+        let first = self.starts.partition_point(|&s| s <= a).saturating_sub(1);
+        first..self.starts.partition_point(|&s| s < b).max(first)
+    }
+
+    /// Where segment `i` ends along the line.
+    pub(super) fn end_of(&self, segments: &[SegmentMap], i: usize) -> f64 {
+        self.starts[i] + segments[i].segment.size as f64 / self.bytes_per_point
+    }
+
+    /// The address of segment `i` at line point `x` (clamped to the segment), rounded down or up.
+    pub(super) fn addr_at(&self, segments: &[SegmentMap], i: usize, x: f64, up: bool) -> u64 {
+        let s = &segments[i].segment;
+        let offset = ((x - self.starts[i]) * self.bytes_per_point).clamp(0.0, s.size as f64);
+        s.addr + if up { offset.ceil() } else { offset.floor() } as u64
     }
 
     /// The rectangles of bytes `[addr, addr + size)` of segment `i`.
@@ -146,7 +180,8 @@ pub enum MapHit {
     Hole { segment: usize, addr: u64, size: u64 },
 }
 
-/// The state shown and what the map needs to draw it, made once per (device, event).
+/// The state shown and what the map needs to draw it, made once per (device, event) on the
+/// state worker ([`super::state_worker`]).
 pub struct Shown {
     pub device: DeviceIdx,
     pub event: i64,
@@ -159,39 +194,79 @@ pub struct Shown {
 
 #[derive(Default)]
 pub struct MemoryMap {
+    /// The last state that came back from the worker (drawn until the next one does).
     pub shown: Option<Shown>,
     pub hovered: Option<MapHit>,
     pub geometry: Option<Geometry>,
     /// Scroll: zoom at the pointer; drag: pan; double-click: fit again.
     pub view: MapView,
+    /// Makes the states and the event list's rows of the open archive.
+    worker: Option<StateWorker>,
+    /// The last state asked for came back without one (a saved state that does not decode).
+    unreadable: bool,
 }
 
 impl MemoryMap {
-    /// The state after device-relative event `event`, from the archive's saved states (one chunk
-    /// decoded, fewer than K events undone); `None` for an archive before format 3.
-    pub fn show(&mut self, t: &Timeline, event: i64) -> Option<&Shown> {
-        if self.shown.as_ref().is_none_or(|s| (s.device, s.event) != (t.device, event)) {
-            self.shown = shown(t, event);
+    /// The worker of `t`'s archive, started on first use (and again for another archive).
+    pub fn worker(&mut self, t: &Timeline, ctx: &egui::Context) -> &mut StateWorker {
+        if self.worker.as_ref().is_some_and(|w| !Arc::ptr_eq(w.session(), &t.session)) {
+            *self = MemoryMap::default();
+        }
+        self.worker.get_or_insert_with(|| StateWorker::start(Arc::clone(&t.session), ctx.clone()))
+    }
+
+    /// A state or rows asked for are still being made: what screenshots and tests wait for.
+    pub fn pending(&self) -> bool {
+        self.worker.as_ref().is_some_and(StateWorker::pending)
+    }
+
+    /// What the worker did so far (`None`: not started).
+    pub fn work(&self) -> Option<StateWork> {
+        self.worker.as_ref().map(StateWorker::work)
+    }
+
+    /// Asks for the state after device-relative event `event` and takes the one that came back,
+    /// if one did; `self.shown` stays the last one until then.
+    fn follow(&mut self, t: &Timeline, ctx: &egui::Context, event: i64) {
+        let worker = self.worker(t, ctx);
+        worker.ask_map((t.device, event));
+        if let Some((_, shown)) = worker.take_map() {
+            self.unreadable = shown.is_none();
+            self.shown = shown;
             self.hovered = None;
         }
-        self.shown.as_ref()
     }
 
     pub fn ui(&mut self, ui: &mut egui::Ui, t: &mut Timeline) {
         let Some(event) = map_event(t) else {
-            ui.weak("Hover or pin the timeline, or step with ←/→, to see the allocator's state at that event.");
-            return;
+            return note_ui(
+                ui,
+                "Hover or pin the timeline, or step with ←/→, to see the allocator's state at that event.",
+            );
         };
-        if self.show(t, event).is_none() {
-            ui.label("This archive was made before format 3, without the allocator's states: re-index to see this.");
-            return;
+        if t.session.device(t.device).allocator.states.is_empty() {
+            return note_ui(
+                ui,
+                "This archive was made before format 3, without the allocator's states: re-index to see this.",
+            );
         }
-        let Some(s) = &self.shown else { return };
+        self.follow(t, ui.ctx(), event);
+        let gone = self.worker.as_ref().is_some_and(StateWorker::gone);
+        let Some(s) = self.shown.as_ref().filter(|s| s.device == t.device) else {
+            return note_ui(
+                ui,
+                if self.unreadable || gone {
+                    "The allocator's state at this event could not be read from the archive."
+                } else {
+                    "reading the allocator's state…"
+                },
+            );
+        };
         let segs = &s.summary.segments;
         let b = crate::analysis::units::bytes;
         ui.label(format!(
             "after event {} of device {}: {} segments · reserved {} · allocated {} · pending free {} · free {} (largest hole {})",
-            crate::analysis::units::thousands(event.max(0) as u64),
+            crate::analysis::units::thousands(s.event.max(0) as u64),
             t.session.ordinal(t.device),
             segs.len(),
             b(s.summary.reserved),
@@ -208,36 +283,16 @@ impl MemoryMap {
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 0.0, theme::BACKGROUND);
         let sites = stacked_in(&t.session, t.device, super::data::Plane::Elements).sites;
-        let colour_of = |block: &Block| s.colour(sites, block);
-        let linked = t.selection.hovered.or(t.selection.pinned).map(|h| h.element);
-        for (i, m) in segs.iter().enumerate() {
-            for r in g.bytes(segs, i, m.segment.addr, m.segment.size) {
-                painter.rect_filled(r, 0.0, FREE);
-                painter.rect_stroke(r, 0.0, Stroke::new(1.0, SEGMENT_EDGE), egui::StrokeKind::Inside);
-            }
-            for block in &m.blocks {
-                let colour = colour_of(block);
-                let used = block.requested.min(block.size);
-                for r in g.bytes(segs, i, block.addr, used.max(1)) {
-                    painter.rect_filled(r, 0.0, colour);
-                }
-                // Rounding waste: the block's bytes past what was requested, hatched.
-                if block.size > used {
-                    for r in g.bytes(segs, i, block.addr + used, block.size - used) {
-                        hatch(&painter, r, colour);
-                    }
-                }
-                if linked.is_some() && s.elements.get(&block.addr).copied() == linked {
-                    for r in g.bytes(segs, i, block.addr, block.size) {
-                        painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
-                    }
-                }
-            }
+        super::map_draw::draw(&painter, &g, s, &|block: &Block| s.colour(sites, block));
+        if let Some((i, addr, size)) = linked_block(t, s) {
+            g.each_piece(g.along(segs, i, addr), g.along(segs, i, addr + size), |r| {
+                painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
+            });
         }
         if let Some((i, addr, size)) = s.largest {
-            for r in g.bytes(segs, i, addr, size) {
+            g.each_piece(g.along(segs, i, addr), g.along(segs, i, addr + size), |r| {
                 painter.rect_stroke(r, 0.0, Stroke::new(1.5, LARGEST_HOLE), egui::StrokeKind::Inside);
-            }
+            });
         }
         self.hovered = response.hover_pos().and_then(|p| hit(s, &g, p));
         t.selection.map_hover = match self.hovered {
@@ -259,6 +314,27 @@ impl MemoryMap {
         }
         self.geometry = Some(g);
     }
+}
+
+/// One line instead of the map, the map's room kept (a panel shrinks to what it was given last).
+fn note_ui(ui: &mut egui::Ui, text: &str) {
+    ui.label(text);
+    ui.allocate_rect(ui.available_rect_before_wrap(), egui::Sense::hover());
+}
+
+/// The block of the element hovered or pinned on the timeline, when it is live in the map:
+/// `(segment, addr, size)`, found by binary searches.
+fn linked_block(t: &Timeline, s: &Shown) -> Option<(usize, u64, u64)> {
+    let id = t.selection.hovered.or(t.selection.pinned)?.element;
+    let addr = *t.session.elements(t.device).layout.elements.addr.get(id.index())?;
+    if s.elements.get(&addr) != Some(&id) {
+        return None;
+    }
+    let segs = &s.summary.segments;
+    let i = segs.partition_point(|m| m.segment.addr <= addr).checked_sub(1)?;
+    let blocks = &segs[i].blocks;
+    let block = blocks.get(blocks.partition_point(|bl| bl.addr < addr)).filter(|bl| bl.addr == addr)?;
+    Some((i, block.addr, block.size))
 }
 
 /// Scroll zooms at the pointer (the byte under it stays there), drag pans along the line,
@@ -305,12 +381,34 @@ pub fn action_event(t: &Timeline, k: usize) -> i64 {
 
 /// The element-timeline action at or before device-relative event `event` (−1: none).
 pub fn action_before(t: &Timeline, event: i64) -> i64 {
-    let start = t.session.trace(t.device).start as i64;
-    let l = t.session.elements(t.device).layout;
+    action_before_in(&t.session, t.device, event)
+}
+
+/// [`action_before`] on device `d` of `session`.
+pub fn action_before_in(session: &Session, d: DeviceIdx, event: i64) -> i64 {
+    let start = session.trace(d).start as i64;
+    let l = session.elements(d).layout;
     i64::from(crate::derive::timeline::actions_before_event(l, (start + event + 1).max(0) as usize)) - 1
 }
 
 impl Shown {
+    /// What the map draws of `state`, the allocator's state after event `event` of device `d`:
+    /// its summary, the element live at each block (from the element checkpoints: fewer than K
+    /// actions replayed) and the largest hole.
+    pub fn of(session: &Session, d: DeviceIdx, event: i64, state: &State) -> Shown {
+        let summary = state.summary(event);
+        let stacked = session.elements(d);
+        let live = stacked.checkpoints.stack_after(stacked.layout, action_before_in(session, d, event));
+        let elements = live.elements().map(|id| (stacked.layout.elements.addr[id.index()], id)).collect();
+        let largest = summary
+            .segments
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| m.holes().into_iter().map(move |(a, s)| (i, a, s)))
+            .max_by_key(|&(i, a, s)| (s, std::cmp::Reverse((i, a))));
+        Shown { device: d, event, summary, elements, largest }
+    }
+
     /// A block's colour: red when freed but pending, else its allocation site's with the
     /// timeline's palette (grey when no element of the timeline is live there).
     pub fn colour(&self, sites: &[u32], block: &Block) -> Color32 {
@@ -320,21 +418,6 @@ impl Shown {
         let site = self.elements.get(&block.addr).and_then(|&id| sites.get(id.index()).copied());
         site.map_or(Color32::GRAY, |k| unpack(theme::palette(k)))
     }
-}
-
-fn shown(t: &Timeline, event: i64) -> Option<Shown> {
-    let state = t.session.allocator_state(t.device, event)?;
-    let summary = state.summary(event);
-    let stacked = t.session.elements(t.device);
-    let live = stacked.checkpoints.stack_after(stacked.layout, action_before(t, event));
-    let elements = live.elements().map(|id| (stacked.layout.elements.addr[id.index()], id)).collect();
-    let largest = summary
-        .segments
-        .iter()
-        .enumerate()
-        .flat_map(|(i, m)| m.holes().into_iter().map(move |(a, s)| (i, a, s)))
-        .max_by_key(|&(i, a, s)| (s, std::cmp::Reverse((i, a))));
-    Some(Shown { device: t.device, event, summary, elements, largest })
 }
 
 fn hit(s: &Shown, g: &Geometry, p: Pos2) -> Option<MapHit> {
@@ -416,20 +499,6 @@ fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
 fn unpack(rgba: u32) -> Color32 {
     let [r, g, b, _] = rgba.to_le_bytes();
     Color32::from_rgb(r, g, b)
-}
-
-/// Diagonal hatching over `r` in a darker tone of `colour`.
-fn hatch(painter: &egui::Painter, r: Rect, colour: Color32) {
-    let dark = Color32::from_rgb(colour.r() / 2, colour.g() / 2, colour.b() / 2);
-    painter.rect_filled(r, 0.0, dark);
-    let step = 5.0;
-    let mut x = r.left() - r.height();
-    while x < r.right() {
-        let (a, b) = (pos2(x, r.bottom()), pos2(x + r.height(), r.top()));
-        let clip = |p: Pos2| pos2(p.x.clamp(r.left(), r.right()), p.y);
-        painter.line_segment([clip(a), clip(b)], Stroke::new(1.0, colour));
-        x += step;
-    }
 }
 
 #[cfg(test)]
