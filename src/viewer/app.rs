@@ -126,6 +126,7 @@ impl ViewerApp {
                 || t.shapes_pending()
                 || t.raster_pending
                 || t.search.pending()
+                || t.segment_minimap_pending()
         };
         match &self.content {
             Content::Open(t) => self.draws_timeline() && timeline_busy(t),
