@@ -130,6 +130,7 @@ impl ViewerApp {
                 || t.reserved_cache.busy()
                 || t.times_pending()
                 || t.search.pending()
+                || t.segment_minimap_pending()
         };
         match &self.content {
             Content::Open(t) => {

@@ -1,7 +1,7 @@
 //! The panels around the plot: top bar (device, axis, colours, peak), minimap with a brush,
 //! bottom bar with the pinned element and its filtered stack, and the tooltip grid.
 
-use eframe::egui::{self, Rect, Sense, Stroke, pos2};
+use eframe::egui::{self, Color32, Rect, Sense, Stroke, pos2};
 
 use super::data::Plane;
 use super::tabs::Tab;
@@ -199,7 +199,6 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     if n == 0 {
         return;
     }
-    let peak = l.peak_bytes.max(1) as f32;
     let width = rect.width().max(1.0) as usize;
     let per = n as f64 / width as f64;
     if t.by_category() {
@@ -207,32 +206,43 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         brush_ui(&painter, &response, rect, t, n);
         return;
     }
-    // The segment timeline has few actions: its minimap reads the totals.
-    let levels = if t.plane == Plane::Elements { session.minimap(t.device) } else { Vec::new() };
+    // The archive stores the element timeline's levels; the segment timeline's are built once on
+    // a named thread (until then the minimap shows only the brush).
+    let segments = if t.plane == Plane::Segments { t.segment_minimap() } else { None };
+    let levels = match &segments {
+        Some(s) => s.iter().map(|m| (m.actions_per_bucket, m.min.as_slice(), m.max.as_slice())).collect(),
+        None if t.plane == Plane::Elements => session.minimap(t.device),
+        None => {
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
+            brush_ui(&painter, &response, rect, t, n);
+            return;
+        }
+    };
+    let rects = minimap_rects(rect, l.totals, l.peak_bytes, &levels);
+    let ppp = ui.ctx().pixels_per_point();
+    t.minimap_strip.draw(&painter, "memviz minimap", rect, ppp, &rects);
+    brush_ui(&painter, &response, rect, t, n);
+}
+
+/// The minimap's abutting one-pixel columns over `rect`: the envelope down to its floor, then
+/// the floor, drawn as one texture (`viewer::strip`): each pixel is shaded once, where a line per
+/// column smeared its anti-aliasing over its neighbours. Each column reads the level (`(actions
+/// per bucket, mins, maxes)`, finest first) whose buckets are just finer than it, or the totals
+/// where a column covers fewer actions than the finest bucket, so a frame reads about as many
+/// values as the minimap has pixels, at any trace length.
+fn minimap_rects(rect: Rect, totals: &[u64], peak: u64, levels: &[(u64, &[u64], &[u64])]) -> Vec<(Rect, Color32)> {
+    let n = totals.len();
+    let peak = peak.max(1) as f32;
+    let width = rect.width().max(1.0) as usize;
+    let per = n as f64 / width as f64;
     let level = levels.iter().rev().find(|(apb, _, _)| (*apb as f64) <= per.max(1.0));
-    // Abutting one-pixel columns (the envelope down to its floor, then the floor) in one texture
-    // (`viewer::strip`): each pixel is shaded once, where a line per column smeared its
-    // anti-aliasing over its neighbours. The panel is unfilled: the clear colour is the background.
     let mut rects = Vec::with_capacity(2 * width);
     for px in 0..width {
         let (a, b) = (
             (px as f64 * per) as usize,
             (((px + 1) as f64 * per).ceil() as usize).min(n).max((px as f64 * per) as usize + 1),
         );
-        let max = match level {
-            Some((apb, _, maxs)) => {
-                let (i, j) = (a / *apb as usize, (b.div_ceil(*apb as usize)).min(maxs.len()));
-                maxs[i.min(maxs.len() - 1)..j.max(i + 1).min(maxs.len())].iter().copied().max().unwrap_or(0)
-            }
-            None => l.totals[a.min(n - 1)..b.min(n)].iter().copied().max().unwrap_or(0),
-        };
-        let min = match level {
-            Some((apb, mins, _)) => {
-                let (i, j) = (a / *apb as usize, (b.div_ceil(*apb as usize)).min(mins.len()));
-                mins[i.min(mins.len() - 1)..j.max(i + 1).min(mins.len())].iter().copied().min().unwrap_or(0)
-            }
-            None => l.totals[a.min(n - 1)..b.min(n)].iter().copied().min().unwrap_or(0),
-        };
+        let (min, max) = column_extremes(totals, level.copied(), a, b);
         let x = rect.left() + px as f32;
         let y = rect.bottom() - (max as f32 / peak) * rect.height();
         // The floor under the peak envelope: memory that never goes away.
@@ -240,9 +250,50 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         rects.push((Rect::from_min_max(pos2(x, y), pos2(x + 1.0, y_floor.max(y))), theme::MINIMAP_FILL));
         rects.push((Rect::from_min_max(pos2(x, y_floor), pos2(x + 1.0, rect.bottom())), theme::MINIMAP_FLOOR));
     }
-    let ppp = ui.ctx().pixels_per_point();
-    t.minimap_strip.draw(&painter, "memviz minimap", rect, ppp, &rects);
-    brush_ui(&painter, &response, rect, t, n);
+    rects
+}
+
+/// The lowest and highest total of a minimap column over actions `[a, b)`: from `level`'s whole
+/// buckets touching it, or from the totals without a level.
+fn column_extremes(totals: &[u64], level: Option<(u64, &[u64], &[u64])>, a: usize, b: usize) -> (u64, u64) {
+    let n = totals.len();
+    let Some((apb, mins, maxs)) = level else {
+        let column = &totals[a.min(n - 1)..b.min(n)];
+        return (column.iter().copied().min().unwrap_or(0), column.iter().copied().max().unwrap_or(0));
+    };
+    // The whole buckets touching the column (at least one, the last one past the end).
+    let whole = |v: &[u64]| {
+        let (i, j) = (a / apb as usize, b.div_ceil(apb as usize).min(v.len()));
+        i.min(v.len() - 1)..j.max(i + 1).min(v.len())
+    };
+    let min = mins[whole(mins)].iter().copied().min().unwrap_or(0);
+    let max = maxs[whole(maxs)].iter().copied().max().unwrap_or(0);
+    (min, max)
+}
+
+/// Min/max levels of device `d`'s segment timeline totals, as the archive stores the element
+/// timeline's (empty without a segment timeline).
+pub fn segment_levels(session: &super::data::Session, d: DeviceIdx) -> Vec<crate::lod::minimap::MinMax> {
+    session.stacked(d, Plane::Segments).map_or_else(Vec::new, |s| crate::lod::minimap::build(s.layout.totals))
+}
+
+impl Timeline {
+    /// The segment timeline's minimap levels (asked for on a named thread on first call; `None`
+    /// meanwhile).
+    pub fn segment_minimap(&mut self) -> Option<std::sync::Arc<Vec<crate::lod::minimap::MinMax>>> {
+        if self.segment_minimap.as_ref().is_none_or(|p| p.device != self.device) {
+            self.segment_minimap =
+                Some(super::background::Pending::start("minimap", &self.session, self.device, |s, d| {
+                    std::sync::Arc::new(segment_levels(s, d))
+                }));
+        }
+        self.segment_minimap.as_ref().and_then(super::background::Pending::get).cloned()
+    }
+
+    /// True while the segment timeline's minimap levels asked for are being built.
+    pub fn segment_minimap_pending(&self) -> bool {
+        self.plane == Plane::Segments && self.segment_minimap.as_ref().is_some_and(|p| p.get().is_none())
+    }
 }
 
 /// The view's brush over the minimap, and clicks or drags on it that move the view.
@@ -329,5 +380,53 @@ pub fn legend_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     });
     if let Some(k) = toggle {
         t.hidden_categories ^= 1 << k;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::{Archive, Session};
+
+    fn golden() -> Session {
+        let name = format!("tests/data/golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+        let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+        Session::from_archive(Archive::from_memory(&bytes, std::path::Path::new("g.memviz")).unwrap())
+    }
+
+    /// The segment timeline's levels, built on the minimap's thread, hold each bucket's min and
+    /// max of the segment totals, level after level up to one bucket.
+    #[test]
+    fn the_segment_minimap_levels_are_the_min_and_max_of_the_segment_totals() {
+        let session = golden();
+        let totals = session.stacked(DeviceIdx(0), Plane::Segments).expect("a segment timeline").layout.totals;
+        let levels = segment_levels(&session, DeviceIdx(0));
+        assert!(totals.len() > 64 && levels.len() >= 2, "{} segment actions", totals.len());
+        for m in &levels {
+            let apb = m.actions_per_bucket as usize;
+            assert_eq!(m.max.len(), totals.len().div_ceil(apb));
+            for (i, bucket) in totals.chunks(apb).enumerate() {
+                assert_eq!((m.min[i], m.max[i]), (*bucket.iter().min().unwrap(), *bucket.iter().max().unwrap()));
+            }
+        }
+        assert_eq!(levels.last().unwrap().max, [*totals.iter().max().unwrap()]);
+    }
+
+    /// A column reads the totals without a level; with one, the whole buckets it touches, which
+    /// hold the column's own extremes.
+    #[test]
+    fn a_columns_extremes_come_from_the_totals_or_the_buckets_it_touches() {
+        let totals: Vec<u64> = (0..1000u64).map(|k| 100 + (k * 7919) % 503).collect();
+        let levels = crate::lod::minimap::build(&totals);
+        let l = &levels[0];
+        for (a, b) in [(0, 1), (3, 70), (64, 128), (500, 1000), (999, 1000)] {
+            let column = &totals[a..b];
+            let exact = (*column.iter().min().unwrap(), *column.iter().max().unwrap());
+            assert_eq!(column_extremes(&totals, None, a, b), exact);
+            let (lo, hi) = column_extremes(&totals, Some((l.actions_per_bucket, &l.min, &l.max)), a, b);
+            let whole = &totals[a / 64 * 64..(b.div_ceil(64) * 64).min(totals.len())];
+            assert!(lo <= exact.0 && hi >= exact.1, "{a}..{b}");
+            assert_eq!((lo, hi), (*whole.iter().min().unwrap(), *whole.iter().max().unwrap()), "{a}..{b}");
+        }
     }
 }

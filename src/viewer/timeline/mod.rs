@@ -99,6 +99,8 @@ pub struct Timeline {
     /// The minimap, drawn as one texture (`viewer::strip`), and where it was last drawn.
     pub minimap_strip: super::strip::Strip,
     pub minimap_rect: Rect,
+    /// The segment timeline's min/max levels for its minimap (`viewer::panels`).
+    pub segment_minimap: Option<Pending<Arc<Vec<crate::lod::minimap::MinMax>>>>,
     /// The search (Ctrl/Cmd+F): its matches and their marks for the shader.
     pub search: super::search::Search,
     /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
@@ -153,6 +155,7 @@ impl Timeline {
             floor_cache: None,
             minimap_strip: Default::default(),
             minimap_rect: Rect::NOTHING,
+            segment_minimap: None,
             search: Default::default(),
             slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
