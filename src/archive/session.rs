@@ -205,15 +205,19 @@ impl Session {
     /// Device `d`'s action times for the time axis, once [`Self::time_axis_now`] has read every
     /// chunk once (`spawn_checks` does it after the first frame; never blocks the UI).
     pub fn time_axis(&self, d: DeviceIdx) -> Option<TimeAxis<'_>> {
-        let index = self.time_index[d.index()].get()?;
-        Some(TimeAxis {
+        Some(self.axis_over(d, self.time_index[d.index()].get()?))
+    }
+
+    /// Device `d`'s time axis over its chunks' `index`, decoding what lookups need.
+    fn axis_over<'s>(&'s self, d: DeviceIdx, index: &'s [ChunkTimes]) -> TimeAxis<'s> {
+        TimeAxis {
             session: self,
             device: d,
             index,
             starts: &self.chunk_starts[d.index()],
             sampled: false,
             wants: false,
-        })
+        }
     }
 
     /// As [`Self::time_axis`], for the UI thread: it never decodes a chunk. A lookup in a chunk
@@ -240,14 +244,7 @@ impl Session {
                 })
                 .collect()
         });
-        TimeAxis {
-            session: self,
-            device: d,
-            index,
-            starts: &self.chunk_starts[d.index()],
-            sampled: false,
-            wants: false,
-        }
+        self.axis_over(d, index)
     }
 
     /// A device's action times as [`ActionTimes`], decompressed chunk by chunk as they are read.

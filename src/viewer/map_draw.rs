@@ -109,19 +109,11 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::allocator::{Segment, Summary};
+    use crate::allocator::Summary;
     use crate::model::DeviceIdx;
     use crate::viewer::memory_map::MapView;
 
-    fn seg(addr: u64, size: u64, blocks: &[(u64, u64)]) -> SegmentMap {
-        SegmentMap {
-            segment: Segment { addr, size, stream: 0, pool: None },
-            blocks: blocks
-                .iter()
-                .map(|&(a, s)| Block { addr: a, size: s, requested: s, pending_free: false })
-                .collect(),
-        }
-    }
+    use crate::viewer::memory_map::test_segment as seg;
 
     /// The shapes of one frame of the map of `segs` (each block in `colour` of it).
     fn drawn(segs: Vec<SegmentMap>, rect: Rect, view: MapView, colour: fn(&Block) -> Color32) -> Vec<egui::Shape> {

@@ -501,19 +501,21 @@ fn unpack(rgba: u32) -> Color32 {
     Color32::from_rgb(r, g, b)
 }
 
+/// A segment at `addr` of `size` bytes holding `blocks` `(addr, size)`, for the map's tests.
+#[cfg(test)]
+pub(crate) fn test_segment(addr: u64, size: u64, blocks: &[(u64, u64)]) -> SegmentMap {
+    SegmentMap {
+        segment: crate::allocator::Segment { addr, size, stream: 0, pool: None },
+        blocks: blocks.iter().map(|&(a, s)| Block { addr: a, size: s, requested: s, pending_free: false }).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::allocator::Segment;
 
     fn seg(addr: u64, size: u64, blocks: &[(u64, u64)]) -> SegmentMap {
-        SegmentMap {
-            segment: Segment { addr, size, stream: 0, pool: None },
-            blocks: blocks
-                .iter()
-                .map(|&(a, s)| Block { addr: a, size: s, requested: s, pending_free: false })
-                .collect(),
-        }
+        test_segment(addr, size, blocks)
     }
 
     #[test]
