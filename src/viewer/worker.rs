@@ -52,10 +52,22 @@ enum Job {
     Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>> },
 }
 
+/// The sample action of each column of a raster (`None`: a column outside the trace).
+pub type Samples = Arc<Vec<Option<u32>>>;
+
+/// A finished job: its texture, and for a raster the sample action of each of its columns.
+struct Done {
+    tex: TexData,
+    samples: Option<Samples>,
+}
+
 pub struct Worker {
     jobs: SyncSender<Job>,
-    done: Receiver<TexData>,
+    done: Receiver<Done>,
     pub in_flight: HashSet<TexKey>,
+    /// The newest raster's key and column samples: overlays drawn per column of the raster (the
+    /// pools' bands) read them instead of searching the totals again each frame.
+    samples: Option<(TexKey, Samples)>,
 }
 
 const THREADS: usize = 2;
@@ -64,7 +76,7 @@ const QUEUE: usize = 64;
 impl Worker {
     pub fn start(session: Arc<Session>, ctx: egui::Context) -> Worker {
         let (jobs, job_rx) = sync_channel::<Job>(QUEUE);
-        let (done_tx, done) = sync_channel::<TexData>(QUEUE);
+        let (done_tx, done) = sync_channel::<Done>(QUEUE);
         let job_rx = Arc::new(Mutex::new(job_rx));
         for i in 0..THREADS {
             let (rx, tx, session, ctx) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(&session), ctx.clone());
@@ -88,7 +100,7 @@ impl Worker {
                 eprintln!("warning: could not start tile worker {i}: {e}");
             }
         }
-        Worker { jobs, done, in_flight: HashSet::new() }
+        Worker { jobs, done, in_flight: HashSet::new(), samples: None }
     }
 
     /// Asks for a pyramid tile; false when the queue is full (ask again next frame).
@@ -118,9 +130,12 @@ impl Worker {
         let mut out = Vec::new();
         loop {
             match self.done.try_recv() {
-                Ok(t) => {
-                    self.in_flight.remove(&t.key);
-                    out.push(t);
+                Ok(Done { tex, samples }) => {
+                    self.in_flight.remove(&tex.key);
+                    if let Some(s) = samples {
+                        self.samples = Some((tex.key, s));
+                    }
+                    out.push(tex);
                 }
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
             }
@@ -130,26 +145,38 @@ impl Worker {
     pub fn busy(&self) -> bool {
         !self.in_flight.is_empty()
     }
-}
 
-fn run(session: &Session, job: Job) -> Option<TexData> {
-    match job {
-        Job::Tile { key, device, plane, level, tile } => {
-            let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
-            (texels.len() == (TILE_W * TILE_H) as usize).then(|| TexData {
-                key,
-                width: TILE_W,
-                height: TILE_H,
-                texels: Arc::new(texels),
-                site_keys: keys.map(Arc::new),
-            })
-        }
-        Job::Raster { key, spec, keep } => Some(raster(session, key, spec, keep.as_deref().map(Mask::band))),
+    /// The column samples of raster `key`, if it is the newest raster that arrived.
+    pub fn raster_samples(&self, key: &TexKey) -> Option<&Samples> {
+        self.samples.as_ref().filter(|(k, _)| k == key).map(|(_, s)| s)
     }
 }
 
-/// Rasterises exactly what a view shows, one texel per screen pixel.
-pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<'_>>) -> TexData {
+fn run(session: &Session, job: Job) -> Option<Done> {
+    match job {
+        Job::Tile { key, device, plane, level, tile } => {
+            let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
+            (texels.len() == (TILE_W * TILE_H) as usize).then(|| Done {
+                tex: TexData {
+                    key,
+                    width: TILE_W,
+                    height: TILE_H,
+                    texels: Arc::new(texels),
+                    site_keys: keys.map(Arc::new),
+                },
+                samples: None,
+            })
+        }
+        Job::Raster { key, spec, keep } => {
+            let (tex, samples) = raster(session, key, spec, keep.as_deref().map(Mask::band));
+            Some(Done { tex, samples: Some(Arc::new(samples)) })
+        }
+    }
+}
+
+/// Rasterises exactly what a view shows, one texel per screen pixel; with the sample action of
+/// each column.
+pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<'_>>) -> (TexData, Vec<Option<u32>>) {
     let stacked = super::timeline::stacked_in(session, spec.device, spec.plane);
     let (layout, cps) = (stacked.layout, stacked.checkpoints);
     let samples = if spec.time_axis {
@@ -161,5 +188,5 @@ pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<
     let lo = spec.y0.max(0.0).round() as u64;
     let hi = spec.y1.max(1.0).round() as u64;
     let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi, keep);
-    TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys: None }
+    (TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys: None }, samples)
 }
