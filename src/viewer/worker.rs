@@ -47,9 +47,60 @@ impl Mask {
     }
 }
 
+/// Which elements a raster draws individually.
+#[derive(Debug, Clone)]
+pub enum Keep {
+    /// Every element.
+    All,
+    /// Those of a mask made elsewhere (the pools').
+    Mask(Arc<Mask>),
+    /// `--max-entries N`: the N largest of the view's timeline, the mask made by the worker.
+    Largest(usize),
+}
+
 enum Job {
     Tile { key: TexKey, device: DeviceIdx, plane: Plane, level: usize, tile: usize },
-    Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>> },
+    Raster { key: TexKey, spec: ViewSpec, keep: Keep },
+}
+
+/// The `--max-entries` masks, made on the workers: the elements of one timeline sorted by size
+/// once, so each new N (the detail slider, dragged) is a fill of one mask; and the last mask, for
+/// the rasters of a pan. Shared by the worker threads.
+#[derive(Default)]
+struct Largest {
+    /// The elements of (device, plane), largest first.
+    order: Option<(Of, Arc<Vec<u32>>)>,
+    /// The mask of the N largest of (device, plane).
+    mask: Option<((Of, usize), Arc<Mask>)>,
+}
+
+/// A timeline: device and plane.
+type Of = (DeviceIdx, Plane);
+
+impl Largest {
+    /// The mask of the `n` largest elements of `plane` on device `d`.
+    fn mask(cache: &Mutex<Largest>, session: &Session, d: DeviceIdx, plane: Plane, n: usize) -> Arc<Mask> {
+        let key = ((d, plane), n);
+        let (mask, order) = match cache.lock() {
+            Ok(c) => (
+                c.mask.as_ref().filter(|(k, _)| *k == key).map(|(_, m)| Arc::clone(m)),
+                c.order.as_ref().filter(|(k, _)| *k == (d, plane)).map(|(_, o)| Arc::clone(o)),
+            ),
+            Err(_) => (None, None),
+        };
+        if let Some(m) = mask {
+            return m;
+        }
+        let sizes = super::timeline::stacked_in(session, d, plane).layout.elements.size;
+        let order = order.unwrap_or_else(|| Arc::new(crate::lod::raster::by_size(sizes)));
+        let keep = crate::lod::raster::first_of(&order, sizes.len(), n);
+        let mask = Arc::new(Mask { keep, at_least: None });
+        if let Ok(mut c) = cache.lock() {
+            c.order = Some(((d, plane), order));
+            c.mask = Some((key, Arc::clone(&mask)));
+        }
+        mask
+    }
 }
 
 /// The sample action of each column of a raster (`None`: a column outside the trace).
@@ -78,8 +129,10 @@ impl Worker {
         let (jobs, job_rx) = sync_channel::<Job>(QUEUE);
         let (done_tx, done) = sync_channel::<Done>(QUEUE);
         let job_rx = Arc::new(Mutex::new(job_rx));
+        let largest = Arc::new(Mutex::new(Largest::default()));
         for i in 0..THREADS {
             let (rx, tx, session, ctx) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(&session), ctx.clone());
+            let largest = Arc::clone(&largest);
             let spawned = std::thread::Builder::new().name(format!("memviz-tiles-{i}")).spawn(move || {
                 loop {
                     let job = match rx.lock() {
@@ -87,7 +140,7 @@ impl Worker {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    if let Some(done) = run(&session, job) {
+                    if let Some(done) = run(&session, &largest, job) {
                         if tx.send(done).is_err() {
                             return;
                         }
@@ -108,7 +161,7 @@ impl Worker {
         self.submit(key, Job::Tile { key, device, plane, level, tile })
     }
 
-    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>>) -> bool {
+    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Keep) -> bool {
         self.submit(key, Job::Raster { key, spec, keep })
     }
 
@@ -152,7 +205,7 @@ impl Worker {
     }
 }
 
-fn run(session: &Session, job: Job) -> Option<Done> {
+fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Option<Done> {
     match job {
         Job::Tile { key, device, plane, level, tile } => {
             let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
@@ -168,7 +221,12 @@ fn run(session: &Session, job: Job) -> Option<Done> {
             })
         }
         Job::Raster { key, spec, keep } => {
-            let (tex, samples) = raster(session, key, spec, keep.as_deref().map(Mask::band));
+            let mask = match keep {
+                Keep::All => None,
+                Keep::Mask(m) => Some(m),
+                Keep::Largest(n) => Some(Largest::mask(largest, session, spec.device, spec.plane, n)),
+            };
+            let (tex, samples) = raster(session, key, spec, mask.as_deref().map(Mask::band));
             Some(Done { tex, samples: Some(Arc::new(samples)) })
         }
     }
