@@ -92,6 +92,23 @@ pub fn largest(sizes: &[u64], n: usize) -> Vec<bool> {
     keep
 }
 
+/// Element ids from the largest to the smallest (ties by id): the first `n` are those
+/// [`largest`] keeps, so once this order is made a mask for any `n` is a fill ([`first_of`]).
+pub fn by_size(sizes: &[u64]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..sizes.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| sizes[b as usize].cmp(&sizes[a as usize]).then(a.cmp(&b)));
+    order
+}
+
+/// The mask of `len` elements keeping the first `n` of `order` ([`by_size`]): [`largest`]'s.
+pub fn first_of(order: &[u32], len: usize, n: usize) -> Vec<bool> {
+    let mut keep = vec![false; len];
+    for &id in &order[..n.min(order.len())] {
+        keep[id as usize] = true;
+    }
+    keep
+}
+
 /// Element ids, row-major, row 0 at the bottom.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Raster {
@@ -318,6 +335,16 @@ mod tests {
         let band = Band { keep: &keep, at_least: Some(&floor) };
         let r = rasterize(t.layout.view(), t.checkpoints.view(), RasterSpec { keep: Some(band), ..spec });
         assert_eq!(column(&r, 0), [AGGREGATED, AGGREGATED, AGGREGATED, AGGREGATED, 2, 2]);
+    }
+
+    /// A mask made from the elements sorted once is the one `largest` selects, for every `n`.
+    #[test]
+    fn the_sorted_order_keeps_what_largest_keeps() {
+        let sizes: Vec<u64> = (0..500u64).map(|k| 512 * ((k * 7919) % 37)).collect();
+        let order = by_size(&sizes);
+        for n in [0, 1, 2, 13, 36, 37, 250, 499, 500, 900] {
+            assert_eq!(first_of(&order, sizes.len(), n), largest(&sizes, n), "n = {n}");
+        }
     }
 
     /// Drawing every element (no mask) draws what a mask keeping every element draws, over the

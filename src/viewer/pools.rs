@@ -112,34 +112,19 @@ pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
 /// The pools of one device, filled in by a background thread.
 impl super::timeline::Timeline {
     /// The pools view's bands over the raster's grey band: one colour per pool, stacked from 0 in
-    /// the order of [`Pools::ids`]; hovering one tells its pool, live and band bytes.
+    /// the order of [`Pools::ids`], column by column of the raster drawn (the same sample action
+    /// as its texels, which the raster's worker found); hovering one tells its pool, live and
+    /// band bytes.
     pub fn pools_overlay(&mut self, ui: &eframe::egui::Ui) {
-        use eframe::egui::{self, Rect, pos2};
+        use eframe::egui;
         if !self.pools_view || self.time_axis {
             return;
         }
         let Some(pools) = self.pools().map(Arc::clone) else { return };
         let rect = self.plot_rect;
-        let columns = (rect.width() / 2.0).max(1.0) as u32;
-        let l = self.stacked().layout;
-        let ranges = crate::lod::raster::action_columns(self.view.x0, self.view.x1, columns);
-        let samples = crate::lod::raster::samples_for_ranges(l.totals, ranges);
-        let painter = ui.painter_at(rect);
-        let col_w = rect.width() / columns as f32;
-        for (c, sample) in samples.iter().enumerate() {
-            let Some(k) = sample.map(|k| k as usize) else { continue };
-            let mut bottom = 0u64;
-            for (p, band) in pools.bands.iter().enumerate() {
-                let h = band[k];
-                let (y0, y1) = (
-                    self.view.screen_from_bytes(rect, bottom as f64),
-                    self.view.screen_from_bytes(rect, (bottom + h) as f64),
-                );
-                let x0 = rect.left() + c as f32 * col_w;
-                let colour = pool_colour(p);
-                painter.rect_filled(Rect::from_min_max(pos2(x0, y1), pos2(x0 + col_w, y0)), 0.0, colour);
-                bottom += h;
-            }
+        if let Some((spec, samples)) = self.drawn_raster_samples() {
+            let columns = self.band_rects(&pools, &spec, &samples);
+            ui.painter_at(rect).add(super::strip::joined_mesh(&columns, self.pixels_per_point));
         }
         let Some(p) = ui.input(|i| i.pointer.hover_pos()).filter(|p| rect.contains(*p)) else { return };
         let (x, byte) = self.view.data_from_screen(rect, p);
@@ -153,6 +138,40 @@ impl super::timeline::Timeline {
             ui.strong(format!("private pool ({a}, {c}){more}"));
             ui.label(format!("{} live in tensors, {} held (max of live and reserved)", b(live), b(band)));
         });
+    }
+
+    /// Each pool's band over the columns of the raster `spec` (their sample actions `samples`),
+    /// where the view shows them: band by band, so side by side columns of a band at the same
+    /// rows join into one quad (`strip::joined_mesh`).
+    fn band_rects(
+        &self,
+        pools: &Pools,
+        spec: &super::worker::ViewSpec,
+        samples: &[Option<u32>],
+    ) -> Vec<(eframe::egui::Rect, eframe::egui::Color32)> {
+        use eframe::egui::{Rect, pos2};
+        let rect = self.plot_rect;
+        let w = (spec.x1 - spec.x0) / samples.len().max(1) as f64;
+        let mut bottoms: Vec<u64> = vec![0; samples.len()];
+        let mut out = Vec::with_capacity(samples.len() * pools.bands.len());
+        for (p, band) in pools.bands.iter().enumerate() {
+            let colour = pool_colour(p);
+            for (c, sample) in samples.iter().enumerate() {
+                let Some(h) = sample.and_then(|k| band.get(k as usize).copied()) else { continue };
+                let bottom = bottoms[c];
+                let (y0, y1) = (
+                    self.view.screen_from_bytes(rect, bottom as f64),
+                    self.view.screen_from_bytes(rect, (bottom + h) as f64),
+                );
+                let (x0, x1) = (
+                    self.view.screen_from_action(rect, spec.x0 + w * c as f64),
+                    self.view.screen_from_action(rect, spec.x0 + w * (c + 1) as f64),
+                );
+                out.push((Rect::from_min_max(pos2(x0, y1), pos2(x1, y0)), colour));
+                bottoms[c] = bottom + h;
+            }
+        }
+        out
     }
 }
 

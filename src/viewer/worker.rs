@@ -47,15 +47,78 @@ impl Mask {
     }
 }
 
+/// Which elements a raster draws individually.
+#[derive(Debug, Clone)]
+pub enum Keep {
+    /// Every element.
+    All,
+    /// Those of a mask made elsewhere (the pools').
+    Mask(Arc<Mask>),
+    /// `--max-entries N`: the N largest of the view's timeline, the mask made by the worker.
+    Largest(usize),
+}
+
 enum Job {
     Tile { key: TexKey, device: DeviceIdx, plane: Plane, level: usize, tile: usize },
-    Raster { key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>> },
+    Raster { key: TexKey, spec: ViewSpec, keep: Keep },
+}
+
+/// The `--max-entries` masks, made on the workers: the elements of one timeline sorted by size
+/// once, so each new N (the detail slider, dragged) is a fill of one mask; and the last mask, for
+/// the rasters of a pan. Shared by the worker threads.
+#[derive(Default)]
+struct Largest {
+    /// The elements of (device, plane), largest first.
+    order: Option<(Of, Arc<Vec<u32>>)>,
+    /// The mask of the N largest of (device, plane).
+    mask: Option<((Of, usize), Arc<Mask>)>,
+}
+
+/// A timeline: device and plane.
+type Of = (DeviceIdx, Plane);
+
+impl Largest {
+    /// The mask of the `n` largest elements of `plane` on device `d`.
+    fn mask(cache: &Mutex<Largest>, session: &Session, d: DeviceIdx, plane: Plane, n: usize) -> Arc<Mask> {
+        let key = ((d, plane), n);
+        let (mask, order) = match cache.lock() {
+            Ok(c) => (
+                c.mask.as_ref().filter(|(k, _)| *k == key).map(|(_, m)| Arc::clone(m)),
+                c.order.as_ref().filter(|(k, _)| *k == (d, plane)).map(|(_, o)| Arc::clone(o)),
+            ),
+            Err(_) => (None, None),
+        };
+        if let Some(m) = mask {
+            return m;
+        }
+        let sizes = super::timeline::stacked_in(session, d, plane).layout.elements.size;
+        let order = order.unwrap_or_else(|| Arc::new(crate::lod::raster::by_size(sizes)));
+        let keep = crate::lod::raster::first_of(&order, sizes.len(), n);
+        let mask = Arc::new(Mask { keep, at_least: None });
+        if let Ok(mut c) = cache.lock() {
+            c.order = Some(((d, plane), order));
+            c.mask = Some((key, Arc::clone(&mask)));
+        }
+        mask
+    }
+}
+
+/// The sample action of each column of a raster (`None`: a column outside the trace).
+pub type Samples = Arc<Vec<Option<u32>>>;
+
+/// A finished job: its texture, and for a raster the sample action of each of its columns.
+struct Done {
+    tex: TexData,
+    samples: Option<Samples>,
 }
 
 pub struct Worker {
     jobs: SyncSender<Job>,
-    done: Receiver<TexData>,
+    done: Receiver<Done>,
     pub in_flight: HashSet<TexKey>,
+    /// The newest raster's key and column samples: overlays drawn per column of the raster (the
+    /// pools' bands) read them instead of searching the totals again each frame.
+    samples: Option<(TexKey, Samples)>,
 }
 
 const THREADS: usize = 2;
@@ -64,10 +127,12 @@ const QUEUE: usize = 64;
 impl Worker {
     pub fn start(session: Arc<Session>, ctx: egui::Context) -> Worker {
         let (jobs, job_rx) = sync_channel::<Job>(QUEUE);
-        let (done_tx, done) = sync_channel::<TexData>(QUEUE);
+        let (done_tx, done) = sync_channel::<Done>(QUEUE);
         let job_rx = Arc::new(Mutex::new(job_rx));
+        let largest = Arc::new(Mutex::new(Largest::default()));
         for i in 0..THREADS {
             let (rx, tx, session, ctx) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(&session), ctx.clone());
+            let largest = Arc::clone(&largest);
             let spawned = std::thread::Builder::new().name(format!("memviz-tiles-{i}")).spawn(move || {
                 loop {
                     let job = match rx.lock() {
@@ -75,7 +140,7 @@ impl Worker {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    if let Some(done) = run(&session, job) {
+                    if let Some(done) = run(&session, &largest, job) {
                         if tx.send(done).is_err() {
                             return;
                         }
@@ -88,7 +153,7 @@ impl Worker {
                 eprintln!("warning: could not start tile worker {i}: {e}");
             }
         }
-        Worker { jobs, done, in_flight: HashSet::new() }
+        Worker { jobs, done, in_flight: HashSet::new(), samples: None }
     }
 
     /// Asks for a pyramid tile; false when the queue is full (ask again next frame).
@@ -96,7 +161,7 @@ impl Worker {
         self.submit(key, Job::Tile { key, device, plane, level, tile })
     }
 
-    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Option<Arc<Mask>>) -> bool {
+    pub fn request_raster(&mut self, key: TexKey, spec: ViewSpec, keep: Keep) -> bool {
         self.submit(key, Job::Raster { key, spec, keep })
     }
 
@@ -118,9 +183,12 @@ impl Worker {
         let mut out = Vec::new();
         loop {
             match self.done.try_recv() {
-                Ok(t) => {
-                    self.in_flight.remove(&t.key);
-                    out.push(t);
+                Ok(Done { tex, samples }) => {
+                    self.in_flight.remove(&tex.key);
+                    if let Some(s) = samples {
+                        self.samples = Some((tex.key, s));
+                    }
+                    out.push(tex);
                 }
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
             }
@@ -130,26 +198,43 @@ impl Worker {
     pub fn busy(&self) -> bool {
         !self.in_flight.is_empty()
     }
-}
 
-fn run(session: &Session, job: Job) -> Option<TexData> {
-    match job {
-        Job::Tile { key, device, plane, level, tile } => {
-            let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
-            (texels.len() == (TILE_W * TILE_H) as usize).then(|| TexData {
-                key,
-                width: TILE_W,
-                height: TILE_H,
-                texels: Arc::new(texels),
-                site_keys: keys.map(Arc::new),
-            })
-        }
-        Job::Raster { key, spec, keep } => Some(raster(session, key, spec, keep.as_deref().map(Mask::band))),
+    /// The column samples of raster `key`, if it is the newest raster that arrived.
+    pub fn raster_samples(&self, key: &TexKey) -> Option<&Samples> {
+        self.samples.as_ref().filter(|(k, _)| k == key).map(|(_, s)| s)
     }
 }
 
-/// Rasterises exactly what a view shows, one texel per screen pixel.
-pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<'_>>) -> TexData {
+fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Option<Done> {
+    match job {
+        Job::Tile { key, device, plane, level, tile } => {
+            let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
+            (texels.len() == (TILE_W * TILE_H) as usize).then(|| Done {
+                tex: TexData {
+                    key,
+                    width: TILE_W,
+                    height: TILE_H,
+                    texels: Arc::new(texels),
+                    site_keys: keys.map(Arc::new),
+                },
+                samples: None,
+            })
+        }
+        Job::Raster { key, spec, keep } => {
+            let mask = match keep {
+                Keep::All => None,
+                Keep::Mask(m) => Some(m),
+                Keep::Largest(n) => Some(Largest::mask(largest, session, spec.device, spec.plane, n)),
+            };
+            let (tex, samples) = raster(session, key, spec, mask.as_deref().map(Mask::band));
+            Some(Done { tex, samples: Some(Arc::new(samples)) })
+        }
+    }
+}
+
+/// Rasterises exactly what a view shows, one texel per screen pixel; with the sample action of
+/// each column.
+pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<'_>>) -> (TexData, Vec<Option<u32>>) {
     let stacked = super::timeline::stacked_in(session, spec.device, spec.plane);
     let (layout, cps) = (stacked.layout, stacked.checkpoints);
     let samples = if spec.time_axis {
@@ -161,5 +246,5 @@ pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<
     let lo = spec.y0.max(0.0).round() as u64;
     let hi = spec.y1.max(1.0).round() as u64;
     let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi, keep);
-    TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys: None }
+    (TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys: None }, samples)
 }

@@ -92,6 +92,20 @@ impl Timeline {
         quads
     }
 
+    /// The raster drawn (its spec) and the sample action of each of its columns, for overlays
+    /// drawn column by column over it (the pools' bands): read, never searched again.
+    pub fn drawn_raster_samples(&self) -> Option<(ViewSpec, crate::viewer::worker::Samples)> {
+        let (spec, key) = self.raster?;
+        let drawn = spec.device == self.device
+            && spec.plane == self.plane
+            && spec.time_axis == self.time_axis
+            && self.textures.is_resident(&key);
+        if !drawn {
+            return None;
+        }
+        Some((spec, std::sync::Arc::clone(self.worker.raster_samples(&key)?)))
+    }
+
     fn raster_matches_view(&self, r: &ViewSpec, key: &TexKey, rect: Rect, ppp: f32) -> bool {
         let v = &self.view;
         r.device == self.device

@@ -63,7 +63,6 @@ pub struct Timeline {
     candidates: Option<Pending<Option<String>>>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
-    keep: Option<Cached<(DeviceIdx, usize), super::worker::Mask>>,
     /// The palette for (device, plane, by-site?), computed once per choice.
     colours: Option<Cached<(DeviceIdx, Plane, bool), Vec<u32>>>,
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
@@ -134,7 +133,6 @@ impl Timeline {
             textures: Textures::default(),
             max_entries: None,
             candidates: None,
-            keep: None,
             colours: None,
             segment_keys: None,
             ooms: None,
@@ -600,22 +598,15 @@ impl Timeline {
         self.candidates.as_ref().is_some_and(|p| p.get().is_none())
     }
 
-    /// The mask of elements drawn individually under `--max-entries`, computed once per N.
-    fn keep_mask(&mut self) -> Option<Arc<super::worker::Mask>> {
+    /// Which elements a raster draws individually: the pools' mask in the pools view; under
+    /// `--max-entries` the N largest, whose mask the raster's worker makes (from the elements
+    /// sorted once there), so dragging the detail slider passes over no element here.
+    fn keep_mask(&mut self) -> super::worker::Keep {
+        use super::worker::Keep;
         if self.pools_view {
-            return self.pools().map(|p| Arc::clone(&p.mask));
+            return self.pools().map_or(Keep::All, |p| Keep::Mask(Arc::clone(&p.mask)));
         }
-        let n = self.max_entries?;
-        let want = (self.device, n);
-        if let Some((k, m)) = &self.keep
-            && *k == want
-        {
-            return Some(Arc::clone(m));
-        }
-        let keep = crate::lod::raster::largest(self.stacked().layout.elements.size, n);
-        let mask = Arc::new(super::worker::Mask { keep, at_least: None });
-        self.keep = Some((want, Arc::clone(&mask)));
-        Some(mask)
+        self.max_entries.map_or(Keep::All, Keep::Largest)
     }
 }
 
