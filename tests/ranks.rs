@@ -125,7 +125,7 @@ fn a_rank_row_decompresses_nothing() {
         let path = job.join(format!("rank{r}.memviz"));
         let s = Session::from_archive(memviz::archive::Archive::open_verified(&path).unwrap());
         let before = chunks::decompressed_on_this_thread();
-        let f = RankFile { path: path.clone(), relative: path.clone(), rank: r };
+        let f = RankFile { path: path.clone(), relative: path.clone(), rank: Some(r) };
         let row = memviz::analysis::ranks::row(&s, memviz::analysis::ranks::main_device(&s), &f, None);
         assert_eq!(chunks::decompressed_on_this_thread(), before, "rank {r}: its row decompressed chunks");
         assert_eq!(row.steady_growth, r == 1, "rank {r}");
@@ -182,4 +182,73 @@ fn the_summary_says_what_the_events_say() {
         }
     }
     assert!(with_steps >= 5, "only {with_steps} devices had default steps");
+}
+
+/// A job's folder as people leave it: `rank5.pickle` where the fourth rank is 5, a
+/// `baseline.pickle` without a number, and `rank1.retry.pickle`, a second file of rank 1.
+fn renumbering_folder(dir: &std::path::Path) -> std::path::PathBuf {
+    let job = dir.join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    for (from, to) in [
+        ("rank0", "rank0"),
+        ("rank1", "rank1"),
+        ("rank2", "rank2"),
+        ("rank3", "rank5"),
+        ("rank0", "baseline"),
+        ("rank2", "rank1.retry"),
+    ] {
+        std::fs::copy(data(&format!("ranks/{from}.pickle")), job.join(format!("{to}.pickle"))).unwrap();
+    }
+    job
+}
+
+/// Issue 40, 1: a file keeps the number in its name; one without a number, or with a number an
+/// earlier file has, is listed apart with one warning line, and no other rank moves.
+#[test]
+fn ranks_keep_the_numbers_in_their_names() {
+    let dir = tempdir();
+    let job = renumbering_folder(dir.path());
+    let out = memviz(["ranks".as_ref(), job.as_os_str(), "--json".as_ref()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranks = v["ranks"].as_array().unwrap();
+    let seen: Vec<(serde_json::Value, String)> = ranks
+        .iter()
+        .map(|r| (r["rank"].clone(), r["file"].as_str().unwrap().rsplit('/').next().unwrap().to_owned()))
+        .collect();
+    let want = [
+        (0.into(), "rank0.pickle"),
+        (1.into(), "rank1.pickle"),
+        (2.into(), "rank2.pickle"),
+        (5.into(), "rank5.pickle"),
+        (serde_json::Value::Null, "baseline.pickle"),
+        (serde_json::Value::Null, "rank1.retry.pickle"),
+    ];
+    assert_eq!(seen, want.map(|(r, f)| (r, f.to_owned())));
+    // The growth verdict and the outlier name the ranks of the files they are about.
+    let steady: Vec<bool> = ranks.iter().map(|r| r["steady_growth"].as_bool().unwrap()).collect();
+    assert_eq!(steady, [false, true, false, false, false, false]);
+    let outliers = v["outliers"].as_array().unwrap();
+    let big = outliers.iter().find(|o| o["rank"] == 5).expect("rank 5 (631 MiB) is an outlier");
+    assert!(big["file"].as_str().unwrap().ends_with("rank5.pickle"), "{big}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one line per file listed apart: {stderr}");
+    assert!(lines[0].starts_with("warning: baseline.pickle: no rank number in its name"), "{stderr}");
+    assert!(lines[1].starts_with("warning: rank1.retry.pickle: rank 1 again (also in rank1.pickle)"), "{stderr}");
+
+    let text = String::from_utf8(memviz_ok(["ranks".as_ref(), job.as_os_str()])).unwrap();
+    assert!(text.contains("\nrank 1 grows step after step"), "{text}");
+    assert!(text.contains("\noutlier: rank 5 — peak"), "{text}");
+    let apart = text.find("listed apart").expect("the files listed apart have a line of their own");
+    let row = |name: &str| text.lines().find(|l| l.ends_with(name)).unwrap_or_else(|| panic!("{name}: {text}"));
+    assert!(row("baseline.pickle").trim_start().starts_with('—') && text.find("baseline.pickle").unwrap() > apart);
+    assert!(row("/rank5.pickle").trim_start().starts_with("5 "), "{text}");
+
+    // `index` says the same, and indexes all six.
+    let out = memviz(["index".as_ref(), job.as_os_str()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("6 snapshots (6 built, 0 already current), ranks 0–5, 2 listed apart"), "{said}");
+    assert_eq!(said.lines().filter(|l| l.starts_with("warning: ")).count(), 2, "{said}");
 }

@@ -15,8 +15,12 @@ use crate::model::DeviceIdx;
 /// One rank's row.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankRow {
-    pub rank: u64,
+    /// The number in the file's name; `None` for a file listed apart (no number, or a taken one).
+    pub rank: Option<u64>,
     pub file: String,
+    /// `rank 3`, or the file's path under the folder (see [`RankFile::label`]).
+    #[serde(skip)]
+    pub label: String,
     pub peak_bytes: u64,
     /// First action at the peak (−1: the state before the first).
     pub peak_action: i64,
@@ -36,7 +40,8 @@ pub struct RankRow {
 
 #[derive(Debug, Serialize)]
 pub struct Outlier {
-    pub rank: u64,
+    pub rank: Option<u64>,
+    pub file: String,
     pub peak_bytes: u64,
     /// Over the median peak, in %.
     pub over_median_pct: f64,
@@ -45,7 +50,8 @@ pub struct Outlier {
     pub z: Option<f64>,
     /// The rank it was compared with (closest to the median peak), what differs at the two
     /// peaks by category, and the sites that differ most.
-    pub compared_with: u64,
+    pub compared_with: Option<u64>,
+    pub compared_with_file: String,
     pub categories: Vec<super::diff::CategoryDelta>,
     pub sites: Vec<SiteDelta>,
 }
@@ -133,6 +139,7 @@ pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> Ra
     RankRow {
         rank: f.rank,
         file: f.path.display().to_string(),
+        label: f.label(),
         peak_bytes: l.peak_bytes,
         peak_action: peak_k,
         peak_step,
@@ -153,7 +160,33 @@ pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> Ra
     }
 }
 
+/// The text of `memviz ranks`: the table (numbered ranks, then the files listed apart), the
+/// growing ranks' verdicts, the spread and the outliers with the sites that differ most.
 pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
+    use std::fmt::Write as _;
+    let shown = top.max(1);
+    render_table(out, r, shown);
+    for row in r.ranks.iter().filter(|row| row.steady_growth).take(shown) {
+        let _ = writeln!(out, "\n{} grows step after step: {}", row.label, row.verdict);
+        for s in row.retaining.iter().take(3) {
+            steps::render_retainer(out, s);
+        }
+    }
+    let b = super::units::bytes;
+    let _ = writeln!(out, "\nspread: the highest peak is {:.2}× the median ({})", r.spread, b(r.median_peak_bytes));
+    if r.outliers.is_empty() {
+        let _ = writeln!(out, "no outlier rank");
+    }
+    if r.outliers.len() > shown {
+        let _ = writeln!(out, "{} outlier ranks; the first {shown} (--top, or --json for all):", r.outliers.len());
+    }
+    for o in r.outliers.iter().take(shown) {
+        render_outlier(out, r, o, top);
+    }
+}
+
+/// One row per rank (the first `shown`); the files listed apart under a line of their own.
+fn render_table(out: &mut String, r: &RanksReport, shown: usize) {
     use std::fmt::Write as _;
     let b = super::units::bytes;
     let _ = writeln!(
@@ -161,7 +194,10 @@ pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
         "  {:>5}  {:>10}  {:>10}  {:>4}  {:>12}  {:<22}  file",
         "rank", "peak", "reserved", "OOMs", "retained/step", "peak during"
     );
-    for row in r.ranks.iter().take(top.max(1)) {
+    for (i, row) in r.ranks.iter().enumerate().take(shown) {
+        if row.rank.is_none() && r.ranks[..i].iter().all(|p| p.rank.is_some()) {
+            let _ = writeln!(out, "  listed apart (no rank number of their own in the file name):");
+        }
         let retained = row.retained_per_step_bytes.map_or("—".to_owned(), |v| {
             if v >= 0 { format!("+{}", b(v as u64)) } else { format!("-{}", b(v.unsigned_abs())) }
         });
@@ -170,7 +206,7 @@ pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
         let _ = writeln!(
             out,
             "  {:>5}  {:>10}  {:>10}  {:>4}  {:>12}  {:<22}  {}{mark}",
-            row.rank,
+            row.rank.map_or("—".to_owned(), |n| n.to_string()),
             b(row.peak_bytes),
             b(row.reserved_peak_bytes),
             row.oom_events,
@@ -179,57 +215,51 @@ pub fn render_text(out: &mut String, r: &RanksReport, top: usize) {
             row.file
         );
     }
-    if r.ranks.len() > top.max(1) {
-        let _ = writeln!(out, "  … {} more ranks (--top, or --json for all)", r.ranks.len() - top.max(1));
+    if r.ranks.len() > shown {
+        let _ = writeln!(out, "  … {} more ranks (--top, or --json for all)", r.ranks.len() - shown);
     }
-    let growing: Vec<&RankRow> = r.ranks.iter().filter(|row| row.steady_growth).collect();
-    for row in growing.iter().take(top.max(1)) {
-        let _ = writeln!(out, "\nrank {} grows step after step: {}", row.rank, row.verdict);
-        for s in row.retaining.iter().take(3) {
-            steps::render_retainer(out, s);
-        }
+}
+
+/// An outlier: its peak against the median, and what differs from the rank it was compared with.
+fn render_outlier(out: &mut String, r: &RanksReport, o: &Outlier, top: usize) {
+    use std::fmt::Write as _;
+    let b = super::units::bytes;
+    let z = o.z.map_or("any difference, the others being equal".to_owned(), |z| format!("z = {z:.1}"));
+    let _ = writeln!(
+        out,
+        "\noutlier: {} — peak {} ({:+.1}% over the median; {z}); against {}, the sites that differ most:",
+        r.label_of(&o.file),
+        b(o.peak_bytes),
+        o.over_median_pct,
+        r.label_of(&o.compared_with_file)
+    );
+    let cats: Vec<String> = o
+        .categories
+        .iter()
+        .filter(|c| c.delta_bytes != 0)
+        .take(3)
+        .map(|c| format!("{} {}", c.category.name(), crate::analysis::units::signed_bytes(i128::from(c.delta_bytes))))
+        .collect();
+    if !cats.is_empty() {
+        let _ = writeln!(out, "    by category: {}", cats.join(", "));
     }
-    let _ = writeln!(out, "\nspread: the highest peak is {:.2}× the median ({})", r.spread, b(r.median_peak_bytes));
-    if r.outliers.is_empty() {
-        let _ = writeln!(out, "no outlier rank");
-    }
-    let shown = top.max(1);
-    if r.outliers.len() > shown {
-        let _ = writeln!(out, "{} outlier ranks; the first {shown} (--top, or --json for all):", r.outliers.len());
-    }
-    for o in r.outliers.iter().take(shown) {
-        let z = o.z.map_or("any difference, the others being equal".to_owned(), |z| format!("z = {z:.1}"));
+    for s in o.sites.iter().take(top.clamp(1, 8)) {
+        let sign = if s.delta_bytes >= 0 { "+" } else { "-" };
         let _ = writeln!(
             out,
-            "\noutlier: rank {} — peak {} ({:+.1}% over the median; {z}); against rank {}, the sites that differ most:",
-            o.rank,
-            b(o.peak_bytes),
-            o.over_median_pct,
-            o.compared_with
+            "    {sign}{:>10}  {} → {}  {}",
+            b(s.delta_bytes.unsigned_abs()),
+            b(s.a_bytes),
+            b(s.b_bytes),
+            super::groups::clip(&s.frame)
         );
-        let cats: Vec<String> = o
-            .categories
-            .iter()
-            .filter(|c| c.delta_bytes != 0)
-            .take(3)
-            .map(|c| {
-                format!("{} {}", c.category.name(), crate::analysis::units::signed_bytes(i128::from(c.delta_bytes)))
-            })
-            .collect();
-        if !cats.is_empty() {
-            let _ = writeln!(out, "    by category: {}", cats.join(", "));
-        }
-        for s in o.sites.iter().take(top.clamp(1, 8)) {
-            let sign = if s.delta_bytes >= 0 { "+" } else { "-" };
-            let _ = writeln!(
-                out,
-                "    {sign}{:>10}  {} → {}  {}",
-                b(s.delta_bytes.unsigned_abs()),
-                b(s.a_bytes),
-                b(s.b_bytes),
-                super::groups::clip(&s.frame)
-            );
-        }
+    }
+}
+
+impl RanksReport {
+    /// What the text calls the row of `file`: `rank 3`, or its path for a file listed apart.
+    pub fn label_of<'a>(&'a self, file: &'a str) -> &'a str {
+        self.ranks.iter().find(|row| row.file == file).map_or(file, |row| row.label.as_str())
     }
 }
 

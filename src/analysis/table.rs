@@ -213,7 +213,7 @@ impl Table for RanksReport {
             .iter()
             .map(|r| {
                 vec![
-                    r.rank.to_string(),
+                    opt(r.rank),
                     r.file.clone(),
                     r.peak_bytes.to_string(),
                     r.peak_action.to_string(),
@@ -222,7 +222,7 @@ impl Table for RanksReport {
                     r.oom_events.to_string(),
                     opt(r.retained_per_step_bytes),
                     r.steady_growth.to_string(),
-                    self.outliers.iter().any(|o| o.rank == r.rank).to_string(),
+                    self.outliers.iter().any(|o| o.file == r.file).to_string(),
                 ]
             })
             .collect()
