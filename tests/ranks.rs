@@ -252,3 +252,117 @@ fn ranks_keep_the_numbers_in_their_names() {
     assert!(said.contains("6 snapshots (6 built, 0 already current), ranks 0–5, 2 listed apart"), "{said}");
     assert_eq!(said.lines().filter(|l| l.starts_with("warning: ")).count(), 2, "{said}");
 }
+
+/// The rank fixtures with what else a job's folder holds: a model's `config.json`, torch weights
+/// (a zip, as torch.save writes them), a pickle that is not a snapshot, and a log.
+fn cluttered_folder(dir: &std::path::Path) -> std::path::PathBuf {
+    let job = rank_folder(dir);
+    let config = r#"{"architectures": ["GPT2LMHeadModel"], "n_embd": 768, "n_layer": 12, "vocab_size": 50257}"#;
+    std::fs::write(job.join("config.json"), config).unwrap();
+    let weights: Vec<u8> = b"PK\x03\x04".iter().copied().chain((0..200u32).map(|i| (i * 37 % 251) as u8)).collect();
+    std::fs::write(job.join("weights.pt"), weights).unwrap();
+    std::fs::copy(data("bad/not_snapshot.pickle"), job.join("optimizer.pt")).unwrap();
+    std::fs::write(job.join("train.log"), "[rank0] step 1 loss 3.2\n[rank1] step 1 loss 3.3\n").unwrap();
+    job
+}
+
+/// The warning lines of a run's stderr.
+fn warnings(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("warning: ")).map(str::to_owned).collect()
+}
+
+/// Issue 40, 2: what is not a snapshot (told by its bytes, not its name) is skipped with one
+/// warning line each, and `ranks` and `index` exit 0 when every snapshot was read.
+#[test]
+fn a_folder_as_people_have_it() {
+    let dir = tempdir();
+    let job = cluttered_folder(dir.path());
+    let skipped = ["config.json", "optimizer.pt", "train.log", "weights.pt"]
+        .map(|n| format!("warning: skipping {n}: not a memory snapshot"));
+    for args in [&["--json"][..], &[]] {
+        let out = memviz(["ranks".as_ref(), job.as_os_str()].into_iter().chain(args.iter().map(|a| a.as_ref())));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(warnings(&out), skipped, "{stderr}");
+        assert_eq!(stderr.lines().count(), 4, "{stderr}");
+        if args.is_empty() {
+            assert!(String::from_utf8_lossy(&out.stdout).starts_with("4 ranks\n"));
+        } else {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let ranks: Vec<u64> = v["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+            assert_eq!(ranks, [0, 1, 2, 3]);
+        }
+    }
+    // `index` gives no other file a rank or an archive; then `ranks` reads the archives beside.
+    let out = memviz(["index".as_ref(), job.as_os_str()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(warnings(&out), skipped, "{said}");
+    assert!(said.contains("4 snapshots (4 built, 0 already current), ranks 0–3 in"), "{said}");
+    let mut archives: Vec<String> = std::fs::read_dir(&job)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".memviz"))
+        .collect();
+    archives.sort();
+    assert_eq!(archives, ["rank0.memviz", "rank1.memviz", "rank2.memviz", "rank3.memviz"]);
+    let out = memviz(["ranks".as_ref(), job.as_os_str(), "--json".as_ref()]);
+    assert!(out.status.success() && warnings(&out) == skipped, "{}", String::from_utf8_lossy(&out.stderr));
+
+    // A snapshot that fails to read is still an error.
+    std::fs::copy(data("bad/truncated.pickle.gz"), job.join("rank4.pickle.gz")).unwrap();
+    let out = memviz(["ranks".as_ref(), job.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty() && stderr.lines().last().unwrap().contains("rank4.pickle.gz"), "{stderr}");
+    let out = memviz(["index".as_ref(), job.as_os_str()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("memviz: not indexed (rank 4): ") && said.contains("1 of 5 snapshots were not indexed"),
+        "{said}"
+    );
+
+    // Nothing but other files: one line says so.
+    let empty = dir.path().join("logs");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("train.log"), "step 1\n").unwrap();
+    let out = memviz(["ranks".as_ref(), empty.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no memory snapshots or archives in the folder (1 other file, not a memory snapshot)"),
+        "{stderr}"
+    );
+}
+
+/// Every snapshot fixture, in every format, sniffs as a snapshot; what is not one does not.
+#[test]
+fn snapshots_are_told_by_their_first_bytes() {
+    use memviz::ingest::{Sniffed, sniff};
+    for (name, path, _) in fixtures() {
+        assert_eq!(sniff(&path).unwrap(), Sniffed::Snapshot, "{name}");
+    }
+    let dir = tempdir();
+    let job = cluttered_folder(dir.path());
+    for other in ["config.json", "weights.pt", "optimizer.pt", "train.log"] {
+        assert_eq!(sniff(&job.join(other)).unwrap(), Sniffed::Other, "{other}");
+    }
+    std::fs::write(job.join("empty.pickle"), b"").unwrap();
+    assert_eq!(sniff(&job.join("empty.pickle")).unwrap(), Sniffed::Other);
+    // Compressed: told by what it decompresses to; a head that does not decompress is read (and
+    // fails there, saying why).
+    assert_eq!(sniff(&data("bad/truncated.pickle.gz")).unwrap(), Sniffed::Snapshot);
+    let gz = |bytes: &[u8], name: &str| {
+        use std::io::Write as _;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        let p = job.join(name);
+        std::fs::write(&p, e.finish().unwrap()).unwrap();
+        sniff(&p).unwrap()
+    };
+    assert_eq!(gz(&std::fs::read(data("ranks/rank0.pickle")).unwrap(), "rank0.pickle.gz"), Sniffed::Snapshot);
+    assert_eq!(gz(b"step 1 loss 3.2\n", "train.log.gz"), Sniffed::Other);
+    memviz_ok(["index".as_ref(), job.join("rank0.pickle").as_os_str()]);
+    assert_eq!(sniff(&job.join("rank0.memviz")).unwrap(), Sniffed::Archive);
+}

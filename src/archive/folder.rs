@@ -1,5 +1,5 @@
-//! A folder of per-rank snapshots (what a multi-GPU job leaves behind): finding them, the rank of
-//! each, a disjoint slice of them for one machine of many, and indexing them in parallel.
+//! A folder of per-rank snapshots (what a multi-GPU job leaves behind): finding them among the
+//! folder's other files (by their first bytes), the rank of each, a disjoint slice of them for one machine of many, and indexing them in parallel.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,8 +9,10 @@ use memviz_format::SourceStamp;
 
 use super::Archive;
 use super::pipeline::{IndexSummary, build_archive};
+use crate::ingest::{self, Sniffed};
 
-/// Snapshot file names: one of these, optionally followed by a compression suffix.
+/// Suffixes of snapshot file names, optionally followed by a compression suffix: not part of the
+/// rank number (files are told apart by their bytes, not these).
 const SNAPSHOT_ENDINGS: [&str; 4] = [".pickle", ".pkl", ".pt", ".json"];
 const COMPRESSED: [&str; 6] = [".gz", ".zst", ".zstd", ".xz", ".bz2", ".lz4"];
 
@@ -45,13 +47,6 @@ pub struct Job {
     pub warnings: Vec<String>,
 }
 
-/// True for a file name a snapshot has (`rank3.pickle`, `snap.json.gz`, `x.pt.zst`).
-pub fn is_snapshot_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    let stem = COMPRESSED.iter().find_map(|c| lower.strip_suffix(c)).unwrap_or(&lower);
-    SNAPSHOT_ENDINGS.iter().any(|e| stem.ends_with(e))
-}
-
 /// The last integer in a file name (`rank3.pickle` → 3, `oom_rank_3.pickle` → 3,
 /// `snapshot-0003.pickle.gz` → 3, `rank3.memviz` → 3); digits of a compression or format suffix
 /// do not count.
@@ -68,29 +63,62 @@ pub fn rank_in_name(name: &str) -> Option<u64> {
     stem[start..end].parse().ok()
 }
 
-/// Every snapshot under `dir` (recursively; hidden entries skipped), sorted by path, ranked by
-/// [`ranked`].
-pub fn snapshots_in(dir: &Path) -> std::io::Result<Job> {
-    let mut paths = Vec::new();
+/// The files under a folder (recursively; hidden entries skipped), sorted by path, by what
+/// their first bytes say they are ([`ingest::sniff`]).
+#[derive(Debug, Default)]
+struct Found {
+    /// Snapshots, and files whose head could not be read (reading them says why).
+    snapshots: Vec<PathBuf>,
+    archives: Vec<PathBuf>,
+    /// Not memory snapshots: logs, configs, weights.
+    skipped: Vec<PathBuf>,
+}
+
+fn found_in(dir: &Path) -> std::io::Result<Found> {
+    let mut found = Found::default();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
         for entry in std::fs::read_dir(&d)? {
             let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
+            if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
             let kind = entry.file_type()?;
             let path = entry.path();
             if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
                 pending.push(path);
-            } else if is_snapshot_name(&name) {
-                paths.push(path);
+                continue;
+            }
+            match ingest::sniff(&path) {
+                Ok(Sniffed::Archive) => found.archives.push(path),
+                Ok(Sniffed::Other) => found.skipped.push(path),
+                Ok(Sniffed::Snapshot) | Err(_) => found.snapshots.push(path),
             }
         }
     }
-    paths.sort();
-    Ok(ranked(paths, dir))
+    found.snapshots.sort();
+    found.archives.sort();
+    found.skipped.sort();
+    Ok(found)
+}
+
+/// `job` with a warning line first for each file of `skipped`.
+fn with_skipped(mut job: Job, skipped: &[PathBuf], root: &Path) -> Job {
+    let mut warnings: Vec<String> = skipped
+        .iter()
+        .map(|p| format!("skipping {}: not a memory snapshot", p.strip_prefix(root).unwrap_or(p).display()))
+        .collect();
+    warnings.append(&mut job.warnings);
+    job.warnings = warnings;
+    job
+}
+
+/// Every snapshot under `dir` (recursively; hidden entries skipped; told apart from the other
+/// files by their first bytes, each other file a warning line), sorted by path, ranked by
+/// [`ranked`].
+pub fn snapshots_in(dir: &Path) -> std::io::Result<Job> {
+    let found = found_in(dir)?;
+    Ok(with_skipped(ranked(found.snapshots, dir), &found.skipped, dir))
 }
 
 /// `paths` with their ranks: the last integer in each name. The first file (in the order given)
@@ -222,26 +250,25 @@ pub fn index_all(
 }
 
 /// The ranks of a job: every snapshot under a folder (answered through its archive beside it),
-/// else every archive in it (a folder of archives sent to a colleague), or the files given —
-/// ranked by [`ranked`]. `Err` says in one line why there are none.
+/// else every archive under it (a folder of archives sent to a colleague), or the files given —
+/// ranked by [`ranked`]. Files under the folder that are neither are skipped, a warning line
+/// each. `Err` says in one line why there are none.
 pub fn job(given: &[PathBuf]) -> Result<Job, String> {
     let [dir] = given else { return Ok(ranked(given.to_vec(), Path::new(""))) };
     if !dir.is_dir() {
         return Ok(ranked(given.to_vec(), Path::new("")));
     }
-    let say = |e: std::io::Error| format!("{}: {e}", dir.display());
-    let mut job = snapshots_in(dir).map_err(say)?;
+    let found = found_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let skipped = found.skipped.len();
+    let files = if found.snapshots.is_empty() { found.archives } else { found.snapshots };
+    let job = with_skipped(ranked(files, dir), &found.skipped, dir);
     if job.files.is_empty() {
-        let mut archives: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(say)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "memviz"))
-            .collect();
-        archives.sort();
-        job = ranked(archives, dir);
-    }
-    if job.files.is_empty() {
-        return Err(format!("{}: no snapshots or archives in the folder", dir.display()));
+        let others = match skipped {
+            0 => String::new(),
+            1 => " (1 other file, not a memory snapshot)".to_owned(),
+            n => format!(" ({n} other files, not memory snapshots)"),
+        };
+        return Err(format!("{}: no memory snapshots or archives in the folder{others}", dir.display()));
     }
     Ok(job)
 }
@@ -259,8 +286,9 @@ mod tests {
         assert_eq!(rank_in_name("snapshot.pickle"), None);
         assert_eq!(rank_in_name("mem.pt.bz2"), None, "bz2's digit is not a rank");
         assert_eq!(rank_in_name("rank7.memviz"), Some(7));
-        assert!(is_snapshot_name("rank0.pickle") && is_snapshot_name("R.JSON.GZ") && is_snapshot_name("a.pt.lz4"));
-        assert!(!is_snapshot_name("rank0.memviz") && !is_snapshot_name("log.txt") && !is_snapshot_name("x.gz"));
+        assert_eq!(rank_in_name("trace-r5.pickle"), Some(5));
+        assert_eq!(rank_in_name("5.pickle"), Some(5));
+        assert_eq!(rank_in_name("rank_5.pickle.gz"), Some(5));
     }
 
     #[test]

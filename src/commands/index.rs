@@ -67,8 +67,9 @@ fn stage_style() -> ProgressStyle {
 }
 
 /// `memviz index DIR`: every snapshot under DIR (or one slice of them), a few at a time, one
-/// progress bar over the folder, already-current archives skipped; a line per snapshot that
-/// failed, and exit 1 when one did.
+/// progress bar over the folder, already-current archives skipped; a warning line per file that
+/// is not a snapshot (skipped) or is listed apart, a line per snapshot that failed, and exit 1
+/// when one did.
 pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
     use crate::archive::folder::{self, Outcome};
     let dir = &args.input;
@@ -79,7 +80,11 @@ pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
     }
     let mut files = job.files;
     if files.is_empty() {
-        bail!("{}: no snapshots in the folder (*.pickle, *.pkl, *.pt, *.json, optionally compressed)", dir.display());
+        bail!(
+            "{}: no memory snapshots in the folder (told by their first bytes: a pickle or JSON of \
+             torch.cuda.memory._snapshot(), optionally gzip / zstd / xz / bzip2 / lz4 compressed)",
+            dir.display()
+        );
     }
     let all = files.len();
     if let Some((i, n)) = args.shard {
