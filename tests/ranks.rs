@@ -229,8 +229,9 @@ fn ranks_keep_the_numbers_in_their_names() {
     let steady: Vec<bool> = ranks.iter().map(|r| r["steady_growth"].as_bool().unwrap()).collect();
     assert_eq!(steady, [false, true, false, false, false, false]);
     let outliers = v["outliers"].as_array().unwrap();
-    let big = outliers.iter().find(|o| o["rank"] == 5).expect("rank 5 (631 MiB) is an outlier");
-    assert!(big["file"].as_str().unwrap().ends_with("rank5.pickle"), "{big}");
+    assert_eq!(outliers.len(), 1, "rank 1, 6 % over the others, is reported by its growth: {outliers:?}");
+    assert_eq!(outliers[0]["rank"], 5);
+    assert!(outliers[0]["file"].as_str().unwrap().ends_with("rank5.pickle"), "{}", outliers[0]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "one line per file listed apart: {stderr}");
@@ -365,4 +366,63 @@ fn snapshots_are_told_by_their_first_bytes() {
     assert_eq!(gz(b"step 1 loss 3.2\n", "train.log.gz"), Sniffed::Other);
     memviz_ok(["index".as_ref(), job.join("rank0.pickle").as_os_str()]);
     assert_eq!(sniff(&job.join("rank0.memviz")).unwrap(), Sniffed::Archive);
+}
+
+/// A folder of `rank{i}.pickle` copies of the given fixture ranks.
+fn copies_folder(dir: &std::path::Path, of: [u64; 4]) -> std::path::PathBuf {
+    let job = dir.join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    for (i, r) in of.iter().enumerate() {
+        std::fs::copy(data(&format!("ranks/rank{r}.pickle")), job.join(format!("rank{i}.pickle"))).unwrap();
+    }
+    job
+}
+
+fn ranks_json(job: &std::path::Path, more: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let mut args = vec!["ranks".as_ref(), job.as_os_str(), "--json".as_ref()];
+    args.extend(more.iter().map(std::ffi::OsStr::new));
+    let out = memviz(args);
+    assert!(out.stdout.starts_with(b"{"), "{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Issue 40, 3: identical ranks make the deviation 0; floored at 1 % of the median, they have
+/// no outlier. A rank 6 % over identical peers because it leaks is reported by its growth
+/// verdict; the sites that differ most never list one whose difference is 0.
+#[test]
+fn identical_ranks_have_no_outlier_and_a_growing_one_is_told_by_its_growth() {
+    let dir = tempdir();
+    let same = copies_folder(&dir.path().join("same"), [0, 0, 0, 0]);
+    let (code, v) = ranks_json(&same, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["outliers"], serde_json::json!([]));
+    assert_eq!(v["spread"], 1.0);
+    let text = String::from_utf8(memviz_ok(["ranks".as_ref(), same.as_os_str()])).unwrap();
+    assert!(text.contains("\nno outlier rank\n"), "{text}");
+
+    let leak = copies_folder(&dir.path().join("leak"), [0, 0, 0, 1]);
+    let (code, v) = ranks_json(&leak, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["outliers"], serde_json::json!([]), "rank 3 is +6.3 %, by its growth");
+    assert_eq!(v["ranks"][3]["steady_growth"], true);
+    let text = String::from_utf8(memviz_ok(["ranks".as_ref(), leak.as_os_str()])).unwrap();
+    assert!(text.contains("\nrank 3 grows step after step: ") && text.contains("\nno outlier rank\n"), "{text}");
+    // Past --threshold it is an outlier all the same (exit 3), and only sites that differ are listed.
+    let (code, v) = ranks_json(&leak, &["--threshold", "5", "--top", "50"]);
+    assert_eq!(code, Some(3));
+    let outliers = v["outliers"].as_array().unwrap();
+    assert_eq!(outliers.len(), 1);
+    assert_eq!(outliers[0]["rank"], 3);
+    let sites = outliers[0]["sites"].as_array().unwrap();
+    assert!(!sites.is_empty() && sites.iter().all(|s| s["delta_bytes"] != 0), "{sites:?}");
+    assert!(sites[0]["frame"].as_str().unwrap().contains("record_snapshots.py"), "{}", sites[0]);
+    let out = memviz(["ranks".as_ref(), leak.as_os_str(), "--threshold".as_ref(), "5".as_ref()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(" 0 B  "), "a site with no difference: {text}");
+
+    // The job's real outlier: every site listed differs (there are fewer than 50 that do).
+    let job = rank_folder(&dir.path().join("job4"));
+    let (_, v) = ranks_json(&job, &["--top", "50"]);
+    let sites = v["outliers"][0]["sites"].as_array().unwrap();
+    assert!(sites.len() < 50 && sites.iter().all(|s| s["delta_bytes"] != 0), "{sites:?}");
 }

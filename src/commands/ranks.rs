@@ -40,7 +40,8 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         rows.push(row(&session, main_device(&session), f, pattern));
     }
     let peaks: Vec<u64> = rows.iter().map(|r| r.peak_bytes).collect();
-    let (found, median) = ranks::outliers(&peaks, args.threshold);
+    let rule: Vec<ranks::RankPeak> = rows.iter().map(ranks::RankPeak::from).collect();
+    let (found, median) = ranks::outliers(&rule, args.threshold);
     let base = ranks::closest_to_median(&peaks, median);
     let opened_base = if found.is_empty() { None } else { Some(open_input(&files[base].path, cache)?) };
     let mut outliers: Vec<Outlier> = Vec::with_capacity(found.len());
@@ -65,6 +66,7 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         let report = diff::diff(&side_a, &side_b);
         let categories = report.categories.unwrap_or_default();
         let mut sites = report.sites;
+        sites.retain(|s| s.delta_bytes != 0);
         sites.sort_by_key(|s| std::cmp::Reverse(s.delta_bytes.unsigned_abs()));
         sites.truncate(args.top.max(1));
         outliers.push(Outlier {

@@ -195,8 +195,8 @@ impl RankStrip {
         }
         self.loading = None;
         let loaded: Vec<usize> = (0..self.curves.len()).filter(|&i| self.curves[i].is_some()).collect();
-        let peaks: Vec<u64> =
-            loaded.iter().filter_map(|&i| self.curves[i].as_ref()).map(|c| c.row.peak_bytes).collect();
+        let peaks: Vec<ranks::RankPeak> =
+            loaded.iter().filter_map(|&i| self.curves[i].as_ref()).map(|c| ranks::RankPeak::from(&c.row)).collect();
         let (found, _) = ranks::outliers(&peaks, None);
         self.outliers = found.into_iter().map(|(j, _, over)| (loaded[j], over)).collect();
     }
