@@ -58,7 +58,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("query").required(true).args(["addr", "frame"])))]
 pub struct FindArgs {
-    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// An address (hex, with or without 0x): every allocation that ever covered it.
     #[arg(long, value_name = "HEX")]
@@ -97,7 +98,8 @@ pub struct RanksArgs {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("instant").required(true).args(["event", "action", "time", "oom", "end"])))]
 pub struct SegmentsArgs {
-    /// A snapshot or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// After this raw trace event of the device (-1: before the first).
     #[arg(long, allow_negative_numbers = true, value_name = "K")]
@@ -120,7 +122,8 @@ pub struct SegmentsArgs {
 
 #[derive(Debug, Args)]
 pub struct OomArgs {
-    /// A snapshot or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     #[command(flatten)]
     pub common: AnswerArgs,
@@ -128,8 +131,9 @@ pub struct OomArgs {
 
 #[derive(Debug, Args)]
 pub struct OpenArgs {
-    /// A .memviz archive, or a snapshot (pickle, gzip / zstd, JSON); a folder of per-rank
-    /// snapshots or archives, or several files, opens the rank strip.
+    /// A .memviz archive, or a snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 /
+    /// lz4 compressed); a folder of per-rank snapshots or archives, or several files, opens the
+    /// rank strip.
     #[arg(required = true, num_args = 1..)]
     pub inputs: Vec<PathBuf>,
     /// Render one frame offscreen (no window) to this PNG and exit.
@@ -147,7 +151,8 @@ pub struct OpenArgs {
     /// or ranks (the rank strip of a folder or several files).
     #[arg(long, value_enum, value_name = "VIEW", conflicts_with = "view")]
     pub bench_view: Option<BenchViewArg>,
-    /// Draw a GPU's memory capacity: h100, a100, a100-40, h200, a10g, l40s, v100, v100-16, 4090.
+    /// Draw a GPU's memory capacity: h100, a100 (or a100-80), a100-40, h200, a10g, l40s, v100 (or
+    /// v100-32), v100-16, 4090 (or rtx4090).
     #[arg(long, value_name = "NAME")]
     pub gpu: Option<String>,
     /// Close the window after this many frames (for automated tests).
@@ -279,8 +284,9 @@ fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 
 #[derive(Debug, Args)]
 pub struct IndexArgs {
-    /// A snapshot (pickle, optionally compressed, or JSON), or a folder of them (one per rank:
-    /// every snapshot under it, indexed in parallel, one archive each).
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed), or a
+    /// folder of them (one per rank: every snapshot under it, told from other files by its first
+    /// bytes, indexed in parallel, one archive each).
     pub input: PathBuf,
     /// Where to write the archive (default: the snapshot's name with `.memviz`); for a folder,
     /// the folder the archives go under (default: beside each snapshot).
@@ -297,7 +303,8 @@ pub struct IndexArgs {
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// Print JSON (a stable schema for scripts) instead of text.
     #[arg(long)]
@@ -341,7 +348,8 @@ pub enum ExportCommand {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// Only this device (default: every device with trace events or segments).
     #[arg(long)]
@@ -354,7 +362,8 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("instant").required(true).args(["action", "time", "peak", "end"])))]
 pub struct AtArgs {
-    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// Right after this action (-1: before the first action; `last`: after the last; commas
     /// as printed are fine: 1,077).
@@ -403,7 +412,7 @@ pub struct AnswerArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GroupByArg {
-    /// Allocation site (the stack), shown by its best frame.
+    /// Allocation site (the stack), shown by its best frame (also: site).
     #[value(alias = "site")]
     Stack,
     /// The site's best frame (sites sharing it merge).
@@ -416,7 +425,7 @@ pub enum GroupByArg {
     Stream,
     /// The private memory pool (CUDA graphs, MemPool).
     Pool,
-    /// torch.compile's compile_context.
+    /// torch.compile's compile_context (also: compile-context).
     #[value(name = "compile_context", alias = "compile-context")]
     CompileContext,
     /// The annotate label (torch.cuda.memory._annotate_tensor), else user_metadata.
@@ -443,7 +452,8 @@ impl From<GroupByArg> for GroupBy {
 
 #[derive(Debug, Args)]
 pub struct RangeArgs {
-    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// Actions A..B: from A to before B; `..B` from the first, `A..` to the last.
     #[arg(value_name = "A..B", value_parser = parse_range)]
@@ -461,7 +471,8 @@ pub struct ActionRange {
 
 #[derive(Debug, Args)]
 pub struct StepsArgs {
-    /// A snapshot (pickle, optionally gzip / zstd compressed, or JSON) or a .memviz archive.
+    /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
+    /// .memviz archive.
     pub input: PathBuf,
     /// Spans whose name matches: a substring (e.g. "## step"), or a whole name with `*`
     /// wildcards, as --annotation-filter (default: the numbered span family with the most spans,
@@ -474,7 +485,8 @@ pub struct StepsArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline: a snapshot or a .memviz archive.
+    /// The baseline: a snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4
+    /// compressed) or a .memviz archive.
     pub a: PathBuf,
     /// The one compared with it.
     pub b: PathBuf,
@@ -574,21 +586,70 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(format!("expected a percentage ≥ 0, got `{s}`")) }
 }
 
+/// The first argument that is not the global `--no-cache`: where a command's name goes.
+fn first_word(args: &[std::ffi::OsString]) -> Option<(usize, String)> {
+    args.iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, a)| !a.to_string_lossy().starts_with("--no-cache"))
+        .map(|(i, a)| (i, a.to_string_lossy().into_owned()))
+}
+
+/// Every command's name and alias (and `help`).
+fn command_names() -> Vec<String> {
+    use clap::CommandFactory as _;
+    let cli = Cli::command();
+    let mut names: Vec<String> = cli
+        .get_subcommands()
+        .flat_map(|c| std::iter::once(c.get_name()).chain(c.get_all_aliases()))
+        .map(str::to_owned)
+        .collect();
+    names.push("help".to_owned());
+    names
+}
+
 /// `memviz FILE` means `memviz open FILE`: inserts `open` when the first argument is not a
 /// subcommand or a flag.
 pub fn with_open_default(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    use clap::CommandFactory as _;
     let mut args: Vec<std::ffi::OsString> = args.collect();
-    let first = args.iter().skip(1).find(|a| !a.to_string_lossy().starts_with("--no-cache"));
-    if let Some(first) = first {
-        let s = first.to_string_lossy();
-        let known = Cli::command().get_subcommands().any(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s));
-        if !known && !s.starts_with('-') && s != "help" {
-            let at = args.iter().position(|a| a == first).unwrap_or(1);
-            args.insert(at, "open".into());
-        }
+    if let Some((at, word)) = first_word(&args)
+        && !word.starts_with('-')
+        && !command_names().contains(&word)
+    {
+        args.insert(at, "open".into());
     }
     args
+}
+
+/// `memviz stat x`: a first word that is no command, names no existing file and is close to a
+/// command's name (one or two letters off, and not shaped like a path) is a mistyped command,
+/// not a file to open. The one-line message, as clap would put it, for exit code 2.
+pub fn unknown_command(args: &[std::ffi::OsString]) -> Option<String> {
+    let (_, word) = first_word(args)?;
+    let names = command_names();
+    let path_like = word.contains(['.', '/', '\\']) || std::path::Path::new(&word).exists();
+    if word.starts_with('-') || names.contains(&word) || path_like {
+        return None;
+    }
+    let (distance, name) = names.iter().map(|n| (edit_distance(&word, n), n)).min()?;
+    let close = distance <= if name.len() >= 4 { 2 } else { 1 };
+    close.then(|| format!("unknown command '{word}' — did you mean '{name}'?"))
+}
+
+/// Levenshtein distance over chars: insertions, deletions and substitutions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -622,5 +683,22 @@ mod tests {
         assert!(parse_range("10-20").is_err());
         assert!(parse_range("a..b").is_err());
         assert_eq!(parse_percent("5%"), Ok(5.0));
+    }
+
+    #[test]
+    fn a_mistyped_command_is_told_from_a_file() {
+        let said = |line: &str| unknown_command(&line.split(' ').map(std::ffi::OsString::from).collect::<Vec<_>>());
+        assert_eq!(said("memviz stat x").as_deref(), Some("unknown command 'stat' — did you mean 'stats'?"));
+        assert_eq!(
+            said("memviz --no-cache rnaks d").as_deref(),
+            Some("unknown command 'rnaks' — did you mean 'ranks'?")
+        );
+        assert_eq!(said("memviz idnex d").as_deref(), Some("unknown command 'idnex' — did you mean 'index'?"));
+        assert_eq!(said("memviz stats x"), None);
+        assert_eq!(said("memviz stat.pickle"), None, "shaped like a file: opened (or missing)");
+        assert_eq!(said("memviz run42"), None, "not close to a command");
+        assert_eq!(said("memviz --help"), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "oom"), 3);
     }
 }

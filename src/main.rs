@@ -1,6 +1,7 @@
 //! The `memviz` binary: parse arguments, run the command, map errors to exit codes.
-//! Usage errors exit 2 (clap), bad input exits 1 with one `error: ...` line, and `diff` exits 3
-//! when B's peak grew past `--threshold` (`ranks`: when an outlier rank's peak is past it).
+//! Usage errors exit 2 (clap's, and a mistyped command's one line), bad input exits 1 with one
+//! `error: ...` line, and `diff` exits 3 when B's peak grew past `--threshold` (`ranks`: when an
+//! outlier rank's peak is past it).
 
 use std::process::ExitCode;
 
@@ -14,7 +15,12 @@ fn main() -> ExitCode {
     memviz::viewer::mark_process_start();
     tune_allocator();
     memviz::spill::install();
-    let cli = memviz::cli::Cli::parse_from(memviz::cli::with_open_default(std::env::args_os()));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(message) = memviz::cli::unknown_command(&args) {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
+    let cli = memviz::cli::Cli::parse_from(memviz::cli::with_open_default(args.into_iter()));
     match memviz::commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if memviz::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,

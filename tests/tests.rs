@@ -9,6 +9,7 @@ mod answers;
 mod archive;
 mod bad_input;
 mod categories;
+mod cli;
 mod differential;
 mod find;
 mod frames;

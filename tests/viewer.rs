@@ -786,10 +786,10 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     let strip = app.ranks.as_ref().unwrap();
     assert!(strip.done() && strip.loaded() == 4, "{:?}", strip.failed);
     let rank_of = |i: usize| strip.curves[i].as_ref().unwrap().row.rank;
-    assert_eq!(strip.outliers.iter().map(|o| rank_of(o.0)).collect::<Vec<_>>(), [3]);
+    assert_eq!(strip.outliers.iter().map(|o| rank_of(o.0)).collect::<Vec<_>>(), [Some(3)]);
     let cell = |app: &ViewerApp, rank: u64| {
         let s = app.ranks.as_ref().unwrap();
-        s.cells.iter().find(|(i, _)| s.files[*i].rank == rank).expect("every rank's cell is on screen").1
+        s.cells.iter().find(|(i, _)| s.files[*i].rank == Some(rank)).expect("every rank's cell is on screen").1
     };
     // The outlier's frame is red; the others have none.
     let rgba = gpu.read_rgba();
@@ -833,7 +833,7 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     gpu.settle(&mut app, 100);
     let (c0, c3) = (cell(&app, 0).center(), cell(&app, 3).center());
     click(&mut gpu, &mut app, c0, Modifiers::SHIFT);
-    assert_eq!(app.ranks.as_ref().unwrap().marked.map(rank_of_in(&app)), Some(0));
+    assert_eq!(app.ranks.as_ref().unwrap().marked.map(rank_of_in(&app)), Some(Some(0)));
     click(&mut gpu, &mut app, c3, Modifiers::SHIFT);
     let cmp = app.compare().expect("two ranks compared");
     assert!(
@@ -858,7 +858,7 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     assert!(assert_ids_are_its_own(&mut gpu, &app.compare().unwrap().b) >= 4);
 }
 
-fn rank_of_in(app: &ViewerApp) -> impl Fn(usize) -> u64 + '_ {
+fn rank_of_in(app: &ViewerApp) -> impl Fn(usize) -> Option<u64> + '_ {
     move |i| app.ranks.as_ref().unwrap().curves[i].as_ref().unwrap().row.rank
 }
 

@@ -48,6 +48,18 @@ pub enum Kind {
     Full,
 }
 
+impl Kind {
+    /// Its name in `--json` and `--csv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::TooLarge => "too_large",
+            Kind::Fragmentation => "fragmentation",
+            Kind::Cap => "cap",
+            Kind::Full => "full",
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Site {
     pub frame: String,

@@ -5,14 +5,26 @@
 use super::diff::DiffReport;
 use super::find::FindReport;
 use super::live::LiveSet;
+use super::oom::OomReport;
 use super::range::RangeReport;
 use super::ranks::RanksReport;
+use super::segments::MemoryMap;
 use super::steps::StepsReport;
 
 /// A report's table.
 pub trait Table {
     fn header(&self) -> Vec<&'static str>;
     fn rows(&self) -> Vec<Vec<String>>;
+}
+
+/// A table of borrowed reports (`oom` gathers its reports by device).
+impl<T: Table> Table for &T {
+    fn header(&self) -> Vec<&'static str> {
+        (**self).header()
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        (**self).rows()
+    }
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -213,7 +225,7 @@ impl Table for RanksReport {
             .iter()
             .map(|r| {
                 vec![
-                    r.rank.to_string(),
+                    opt(r.rank),
                     r.file.clone(),
                     r.peak_bytes.to_string(),
                     r.peak_action.to_string(),
@@ -222,9 +234,90 @@ impl Table for RanksReport {
                     r.oom_events.to_string(),
                     opt(r.retained_per_step_bytes),
                     r.steady_growth.to_string(),
-                    self.outliers.iter().any(|o| o.rank == r.rank).to_string(),
+                    self.outliers.iter().any(|o| o.file == r.file).to_string(),
                 ]
             })
             .collect()
+    }
+}
+
+impl Table for MemoryMap {
+    /// One row per segment.
+    fn header(&self) -> Vec<&'static str> {
+        vec![
+            "device",
+            "event",
+            "addr",
+            "size",
+            "stream",
+            "pool",
+            "used_bytes",
+            "free_bytes",
+            "largest_hole_bytes",
+            "blocks",
+            "holes",
+        ]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.segments
+            .iter()
+            .map(|s| {
+                vec![
+                    self.device.to_string(),
+                    self.event.to_string(),
+                    format!("{:#x}", s.addr),
+                    s.size.to_string(),
+                    s.stream.to_string(),
+                    opt(s.pool.map(|(a, b)| format!("{a},{b}"))),
+                    s.used_bytes.to_string(),
+                    s.free_bytes.to_string(),
+                    s.largest_hole_bytes.to_string(),
+                    s.blocks.len().to_string(),
+                    s.holes.len().to_string(),
+                ]
+            })
+            .collect()
+    }
+}
+
+impl Table for OomReport {
+    /// One row per OOM event.
+    fn header(&self) -> Vec<&'static str> {
+        vec![
+            "device",
+            "event",
+            "action",
+            "requested_bytes",
+            "rounded_bytes",
+            "device_free_bytes",
+            "allocated_bytes",
+            "reserved_bytes",
+            "reserved_unallocated_bytes",
+            "largest_free_bytes",
+            "pending_free_bytes",
+            "fragmentation",
+            "kind",
+            "frame",
+            "verdict",
+        ]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        vec![vec![
+            self.device.to_string(),
+            self.event.to_string(),
+            self.action.to_string(),
+            self.requested_bytes.to_string(),
+            self.rounded_bytes.to_string(),
+            opt(self.device_free_bytes),
+            self.allocated_bytes.to_string(),
+            self.reserved_bytes.to_string(),
+            self.reserved_unallocated_bytes.to_string(),
+            self.largest_free_bytes.to_string(),
+            self.pending_free_bytes.to_string(),
+            self.fragmentation.to_string(),
+            self.kind.name().to_owned(),
+            self.frame.clone().unwrap_or_default(),
+            self.verdict.clone(),
+        ]]
     }
 }

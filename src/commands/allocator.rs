@@ -1,7 +1,7 @@
 //! `memviz segments` and `memviz oom`: the allocator's state, from the archive of the input (its
 //! saved states: one chunk decoded and fewer than K events undone per state).
 
-use super::answers::print_all;
+use super::answers::{print_all, write_csv};
 use crate::analysis::{oom, segments};
 use crate::archive::events::ArchiveEvents;
 use crate::archive::{DeviceData, Session};
@@ -33,6 +33,9 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
         per_device.push((session.ordinal(d), reports));
     }
     let reports: Vec<&oom::OomReport> = per_device.iter().flat_map(|(_, r)| r).collect();
+    if args.common.csv {
+        return write_csv(&reports);
+    }
     print_all(input, args.common.json, &reports, |out| {
         for (device, reps) in &per_device {
             out.push('\n');
@@ -66,6 +69,9 @@ pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
             );
         };
         maps.push(segments::memory_map(device, &state.summary(event)));
+    }
+    if args.common.csv {
+        return write_csv(&maps);
     }
     print_all(input, args.common.json, &maps, |out| {
         for m in &maps {

@@ -67,15 +67,24 @@ fn stage_style() -> ProgressStyle {
 }
 
 /// `memviz index DIR`: every snapshot under DIR (or one slice of them), a few at a time, one
-/// progress bar over the folder, already-current archives skipped; a line per snapshot that
-/// failed, and exit 1 when one did.
+/// progress bar over the folder, already-current archives skipped; a warning line per file that
+/// is not a snapshot (skipped) or is listed apart, a line per snapshot that failed, and exit 1
+/// when one did.
 pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
     use crate::archive::folder::{self, Outcome};
     let dir = &args.input;
     let started = std::time::Instant::now();
-    let mut files = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
+    let job = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
+    for w in &job.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut files = job.files;
     if files.is_empty() {
-        bail!("{}: no snapshots in the folder (*.pickle, *.pkl, *.pt, *.json, optionally compressed)", dir.display());
+        bail!(
+            "{}: no memory snapshots in the folder (told by their first bytes: a pickle or JSON of \
+             torch.cuda.memory._snapshot(), optionally gzip / zstd / xz / bzip2 / lz4 compressed)",
+            dir.display()
+        );
     }
     let all = files.len();
     if let Some((i, n)) = args.shard {
@@ -93,16 +102,12 @@ pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
             Outcome::Current => current += 1,
             Outcome::Failed(e) => {
                 failed += 1;
-                eprintln!("memviz: not indexed (rank {}): {e}", f.rank);
+                eprintln!("memviz: not indexed ({}): {e}", f.label());
             }
         }
     }
     let slice = args.shard.map_or(String::new(), |(i, n)| format!(" (slice {i}/{n} of {all})"));
-    let ranks = match (files.iter().map(|f| f.rank).min(), files.iter().map(|f| f.rank).max()) {
-        (Some(a), Some(b)) if a != b => format!(", ranks {a}–{b}"),
-        (Some(a), _) => format!(", rank {a}"),
-        _ => String::new(),
-    };
+    let ranks = ranks_said(&files);
     eprintln!(
         "indexed {}{slice}: {} ({built} built, {current} already current){ranks} in {:.2} s",
         dir.display(),
@@ -113,4 +118,18 @@ pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
         bail!("{}: {failed} of {} snapshots were not indexed (listed above)", dir.display(), files.len());
     }
     Ok(())
+}
+
+/// `, ranks 0–3`, `, rank 5`, and how many files are listed apart (no rank number of their own).
+fn ranks_said(files: &[crate::archive::folder::RankFile]) -> String {
+    let numbers = files.iter().filter_map(|f| f.rank);
+    let said = match (numbers.clone().min(), numbers.max()) {
+        (Some(a), Some(b)) if a != b => format!(", ranks {a}–{b}"),
+        (Some(a), _) => format!(", rank {a}"),
+        _ => String::new(),
+    };
+    match files.iter().filter(|f| f.rank.is_none()).count() {
+        0 => said,
+        n => format!("{said}, {n} listed apart"),
+    }
 }

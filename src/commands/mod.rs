@@ -88,7 +88,11 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
                 )
                 .into());
             }
-            Some(crate::archive::folder::job(many).map_err(anyhow::Error::msg)?)
+            let job = crate::archive::folder::job(many).map_err(anyhow::Error::msg)?;
+            for w in &job.warnings {
+                eprintln!("warning: {w}");
+            }
+            Some(job.files)
         }
     };
     let ranks_bench = args.bench_view == Some(crate::cli::BenchViewArg::Ranks);

@@ -14,10 +14,11 @@ use crate::derive::timeline::TimelineRef;
 /// An outlier rank past `--threshold` (exit code 3).
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "rank {rank}'s peak is {over_pct:.1}% over the median ({peak} vs {median}), more than the {threshold_pct}% threshold"
+    "{who}'s peak is {over_pct:.1}% over the median ({peak} vs {median}), more than the {threshold_pct}% threshold"
 )]
 pub struct RankOutlier {
-    pub rank: u64,
+    /// `rank 3`, or the path of a file listed apart.
+    pub who: String,
     pub peak: String,
     pub median: String,
     pub over_pct: f64,
@@ -25,7 +26,11 @@ pub struct RankOutlier {
 }
 
 pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
-    let files = folder::job(&args.inputs).map_err(anyhow::Error::msg)?;
+    let job = folder::job(&args.inputs).map_err(anyhow::Error::msg)?;
+    for w in &job.warnings {
+        eprintln!("warning: {w}");
+    }
+    let files = job.files;
     let pattern = args.annotation.as_deref();
     // One archive open at a time: a row reads the archive's summary (nothing decompressed unless
     // `--annotation` asks for other steps), so a thousand ranks take a thousand small reads.
@@ -35,7 +40,8 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         rows.push(row(&session, main_device(&session), f, pattern));
     }
     let peaks: Vec<u64> = rows.iter().map(|r| r.peak_bytes).collect();
-    let (found, median) = ranks::outliers(&peaks, args.threshold);
+    let rule: Vec<ranks::RankPeak> = rows.iter().map(ranks::RankPeak::from).collect();
+    let (found, median) = ranks::outliers(&rule, args.threshold);
     let base = ranks::closest_to_median(&peaks, median);
     let opened_base = if found.is_empty() { None } else { Some(open_input(&files[base].path, cache)?) };
     let mut outliers: Vec<Outlier> = Vec::with_capacity(found.len());
@@ -60,14 +66,17 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         let report = diff::diff(&side_a, &side_b);
         let categories = report.categories.unwrap_or_default();
         let mut sites = report.sites;
+        sites.retain(|s| s.delta_bytes != 0);
         sites.sort_by_key(|s| std::cmp::Reverse(s.delta_bytes.unsigned_abs()));
         sites.truncate(args.top.max(1));
         outliers.push(Outlier {
             rank: rows[i].rank,
+            file: rows[i].file.clone(),
             peak_bytes: rows[i].peak_bytes,
             over_median_pct: over,
             z,
             compared_with: rows[base].rank,
+            compared_with_file: rows[base].file.clone(),
             categories,
             sites,
         });
@@ -99,7 +108,7 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     let units = crate::analysis::units::bytes;
     match (args.threshold, report.outliers.iter().find(|o| args.threshold.is_some_and(|t| o.over_median_pct > t))) {
         (Some(t), Some(o)) => Err(RankOutlier {
-            rank: o.rank,
+            who: report.label_of(&o.file).to_owned(),
             peak: units(o.peak_bytes),
             median: units(report.median_peak_bytes),
             over_pct: o.over_median_pct,

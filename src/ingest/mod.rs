@@ -5,6 +5,10 @@
 //! `04 22 4d 18`; pickle `80 NN` (or a protocol 0/1 opcode), JSON `{` / `[`. Other compressors
 //! are named in the error. Everything streams: the input is read once, front to back, so
 //! standard input (`-`) and pipes work like files.
+//!
+//! [`sniff`] tells a snapshot from the other files of a job's folder the same way, from the
+//! first bytes (a snapshot's keys in its first 64 KiB), so that a `config.json` or a
+//! `weights.pt` beside the ranks is skipped rather than read and failed on.
 
 mod ahead;
 mod behind;
@@ -208,7 +212,23 @@ fn read_inner<'r, R: Read + Send + 'r>(
     if let Some((_, name)) = UNSUPPORTED.iter().find(|(magic, _)| head.starts_with(magic)) {
         return Err(IngestError::UnsupportedCompression(name));
     }
-    let (compression, inner): (Compression, Box<dyn Read + Send + 'r>) = if head.starts_with(&[0x1f, 0x8b]) {
+    let (compression, inner) = decompressor(raw)?;
+    std::thread::scope(|scope| {
+        // The thread ends when the decoder's side is dropped, before the scope does.
+        let inner: Box<dyn Read + '_> = match ahead && compression != Compression::None {
+            true => ahead::read_ahead(scope, inner),
+            false => inner,
+        };
+        decode(Reported { inner, report }, compression, file_bytes)
+    })
+}
+
+/// The decompressor the first bytes of `raw` call for (none: `raw` itself).
+fn decompressor<'r, R: Read + Send + 'r>(
+    mut raw: BufReader<R>,
+) -> Result<(Compression, Box<dyn Read + Send + 'r>), IngestError> {
+    let head = raw.fill_buf().map_err(IngestError::Open)?;
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
         let gz = flate2::read::MultiGzDecoder::new(raw);
         (Compression::Gzip, Box::new(Named { inner: gz, what: "gzip stream" }))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -227,15 +247,55 @@ fn read_inner<'r, R: Read + Send + 'r>(
         (Compression::Lz4, Box::new(Named { inner: lz, what: "lz4 stream" }))
     } else {
         (Compression::None, Box::new(raw))
-    };
-    std::thread::scope(|scope| {
-        // The thread ends when the decoder's side is dropped, before the scope does.
-        let inner: Box<dyn Read + '_> = match ahead && compression != Compression::None {
-            true => ahead::read_ahead(scope, inner),
-            false => inner,
-        };
-        decode(Reported { inner, report }, compression, file_bytes)
     })
+}
+
+/// What a file's first bytes say it is ([`sniff`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniffed {
+    /// A pickle or JSON that starts like a snapshot, maybe compressed; also compressed data
+    /// whose head does not decompress (reading it says why).
+    Snapshot,
+    /// A `.memviz` archive.
+    Archive,
+    /// Anything else: a model's `config.json`, torch weights (a zip, or a pickle without a
+    /// snapshot's keys), a log, an empty file.
+    Other,
+}
+
+/// Decompressed bytes a sniff looks at.
+const SNIFF_BYTES: u64 = 64 << 10;
+
+/// A snapshot's head holds one of these keys: its dict's first (`segments`, `device_traces`),
+/// or, for a legacy list of segments, one of the first segment's.
+const SNAPSHOT_KEYS: [&[u8]; 3] = [b"segments", b"device_traces", b"total_size"];
+
+/// Tells a snapshot from the other files of a folder by its first bytes, never its name: the
+/// compression and format magic of [`read`], then one of a snapshot's keys in the first
+/// 64 KiB (decompressed). Cheap enough for every file of a job's folder.
+pub fn sniff(path: &Path) -> io::Result<Sniffed> {
+    let mut raw = BufReader::with_capacity(1 << 16, File::open(path)?);
+    let head = raw.fill_buf()?;
+    if head.starts_with(&memviz_format::MAGIC) {
+        return Ok(Sniffed::Archive);
+    }
+    if head.is_empty() || UNSUPPORTED.iter().any(|(magic, _)| head.starts_with(magic)) {
+        return Ok(Sniffed::Other);
+    }
+    let Ok((compression, inner)) = decompressor(raw) else { return Ok(Sniffed::Snapshot) };
+    let mut start = Vec::new();
+    if inner.take(SNIFF_BYTES).read_to_end(&mut start).is_err() && compression != Compression::None {
+        return Ok(Sniffed::Snapshot);
+    }
+    Ok(if starts_like_a_snapshot(&start) { Sniffed::Snapshot } else { Sniffed::Other })
+}
+
+/// A pickle (`PROTO`, or a protocol 0/1 dict or list) or JSON (`{`, `[`) holding one of
+/// [`SNAPSHOT_KEYS`].
+fn starts_like_a_snapshot(start: &[u8]) -> bool {
+    let first = start.iter().copied().find(|b| !b.is_ascii_whitespace());
+    let format = matches!(first, Some(0x80 | b'{' | b'[' | b'}' | b']' | b'('));
+    format && SNAPSHOT_KEYS.iter().any(|k| start.windows(k.len()).any(|w| w == *k))
 }
 
 /// Decodes the (decompressed) bytes as JSON or pickle, by their first byte.

@@ -111,7 +111,7 @@ impl ViewerApp {
                 self.open_any(one, ctx);
             }
             _ => match crate::archive::folder::job(paths) {
-                Ok(files) => self.open_job(files, ctx),
+                Ok(job) => self.open_job(job.files, ctx),
                 Err(e) => self.content = Content::Failed(e),
             },
         }

@@ -36,7 +36,7 @@ impl Compare {
             a: ta,
             b: tb,
             axes: [a.steps.clone(), b.steps.clone()],
-            names: [format!("rank {}", a.row.rank), format!("rank {}", b.row.rank)],
+            names: [a.row.label.clone(), b.row.label.clone()],
         };
         c.follow(0);
         c

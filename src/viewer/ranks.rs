@@ -213,8 +213,8 @@ impl RankStrip {
         }
         self.loading = None;
         let loaded: Vec<usize> = (0..self.curves.len()).filter(|&i| self.curves[i].is_some()).collect();
-        let peaks: Vec<u64> =
-            loaded.iter().filter_map(|&i| self.curves[i].as_ref()).map(|c| c.row.peak_bytes).collect();
+        let peaks: Vec<ranks::RankPeak> =
+            loaded.iter().filter_map(|&i| self.curves[i].as_ref()).map(|c| ranks::RankPeak::from(&c.row)).collect();
         let (found, _) = ranks::outliers(&peaks, None);
         self.outliers = found.into_iter().map(|(j, _, over)| (loaded[j], over)).collect();
     }
@@ -250,7 +250,7 @@ impl RankStrip {
             let names: Vec<String> = self
                 .outliers
                 .iter()
-                .filter_map(|&(i, over)| Some(format!("rank {} ({over:+.1}%)", self.curves[i].as_ref()?.row.rank)))
+                .filter_map(|&(i, over)| Some(format!("{} ({over:+.1}%)", self.curves[i].as_ref()?.row.label)))
                 .collect();
             match (self.done(), names.is_empty()) {
                 (false, _) => ui.label("outliers: once all are loaded"),
@@ -259,7 +259,7 @@ impl RankStrip {
             };
         });
         if let Some(m) = self.marked.and_then(|i| self.curves.get(i)?.as_ref()) {
-            ui.label(format!("rank {} marked: Shift+click another rank to compare the two", m.row.rank));
+            ui.label(format!("{} marked: Shift+click another rank to compare the two", m.row.label));
         }
         for e in self.failed.iter().take(3) {
             ui.colored_label(theme::CAPACITY, format!("error: {e}"));
@@ -307,14 +307,14 @@ impl RankStrip {
             painter.text(
                 cell.left_top() + vec2(6.0, 4.0),
                 egui::Align2::LEFT_TOP,
-                format!("rank {} · loading", self.files[i].rank),
+                format!("{} · loading", self.files[i].label()),
                 egui::FontId::proportional(12.0),
                 theme::AXIS_TEXT,
             );
             return None;
         };
         let row = &curve.row;
-        let title = format!("rank {}  {}", row.rank, units::bytes(row.peak_bytes));
+        let title = format!("{}  {}", row.label, units::bytes(row.peak_bytes));
         painter.text(
             cell.left_top() + vec2(6.0, 4.0),
             egui::Align2::LEFT_TOP,
