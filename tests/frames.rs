@@ -3,24 +3,13 @@
 //! many chunks (the generator's: thousands of annotation spans, millions of actions), on the
 //! action axis and the wall-time axis.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::support::*;
 use eframe::egui;
 use memviz::viewer::offscreen::Offscreen;
 use memviz::viewer::tabs::Tab;
 use memviz::viewer::{ViewerApp, ViewerOptions};
-
-/// gpt2_small repeated to about `events` events, indexed into `dir`.
-fn many_chunk_archive(dir: &Path, events: u64) -> PathBuf {
-    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let pickle = dir.join("many.pickle");
-    let file = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
-    crate::generator::gen_snapshot::write(&snap, events, file).unwrap();
-    let out = dir.join("many.memviz");
-    memviz_ok(["index".as_ref(), pickle.as_os_str(), "-o".as_ref(), out.as_os_str()]);
-    out
-}
 
 fn bench_in(archive: &Path, tab: Tab, answers: bool, wall_time: bool) -> memviz::viewer::bench::BenchResult {
     let ctx = egui::Context::default();
@@ -43,7 +32,7 @@ fn bench_in(archive: &Path, tab: Tab, answers: bool, wall_time: bool) -> memviz:
 #[test]
 fn zooming_panning_and_hovering_decompress_nothing_on_the_ui_thread() {
     let dir = tempdir();
-    let archive = many_chunk_archive(dir.path(), 4_000_000);
+    let archive = crate::generator::repeated_archive(dir.path(), 4_000_000);
     let session = memviz::archive::Session::open(&archive).unwrap();
     let d = memviz::model::DeviceIdx(0);
     let chunks = session.device(d).action_time_us.len();

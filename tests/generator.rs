@@ -16,6 +16,21 @@ fn generate(snap: &Snapshot, events: u64) -> Snapshot {
     memviz::ingest::read(bytes.as_slice(), len).unwrap().0
 }
 
+/// gpt2_small repeated to about `events` events, indexed into `dir`: an archive of many chunks
+/// (action times, event columns, saved states) and thousands of annotation spans.
+pub fn repeated_archive(dir: &std::path::Path, events: u64) -> std::path::PathBuf {
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let pickle = dir.join("repeated.pickle");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
+    gen_snapshot::write(&snap, events, &mut out).unwrap();
+    std::io::Write::flush(&mut out).unwrap();
+    drop(out);
+    let archive = dir.join("repeated.memviz");
+    let stamp = memviz::archive::write::stamp(&pickle).unwrap();
+    memviz::archive::pipeline::build_archive(&pickle, stamp, &archive, &|_| {}, &|_| {}).unwrap();
+    archive
+}
+
 #[test]
 fn one_copy_is_the_recording_and_more_copies_stay_consistent() {
     let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();

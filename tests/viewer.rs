@@ -196,13 +196,7 @@ fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
     }
     assert!(checked >= 20, "checked {checked} blocks and holes");
 
-    let key = |k: egui::Key| egui::Event::Key {
-        key: k,
-        physical_key: None,
-        pressed: true,
-        repeat: false,
-        modifiers: egui::Modifiers::NONE,
-    };
+    let key = |k: egui::Key| memviz::viewer::bench::key(k, false);
     let event = |app: &ViewerApp| app.timeline().unwrap().selection.event;
     gpu.frame(&mut app, vec![key(egui::Key::ArrowLeft)]);
     assert_eq!(event(&app), Some(2352));
@@ -226,7 +220,7 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     use memviz::archive::chunks::decompressed_on_this_thread;
     use memviz::viewer::tabs::OpenAt;
     let dir = tempdir();
-    let archive = long_archive(dir.path(), 2_500_000);
+    let archive = crate::generator::repeated_archive(dir.path(), 2_500_000);
     let session = memviz::archive::Session::open(&archive).unwrap();
     let d = DeviceIdx(0);
     let every = i64::from(session.device(d).allocator.every.to_native());
@@ -238,8 +232,8 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     let (mut gpu, mut app) = open_with(&archive, options, 1000, 700);
     let shown_event = |app: &ViewerApp| app.map.shown.as_ref().map(|s| s.event);
     assert_eq!(shown_event(&app), Some(start));
-    // The first settled frame: once the background check has summed up the action times, the
-    // annotation lane reads its chunks of them (through the session's cache) on the UI thread.
+    // The first settled frame, once the background check has summed up the action times (the
+    // annotation lane and the time axis appear then).
     for _ in 0..3000 {
         if app.timeline().unwrap().session.time_axis(d).is_some() {
             break;
@@ -249,13 +243,7 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     assert!(app.timeline().unwrap().session.time_axis(d).is_some(), "the background check ended");
     gpu.settle(&mut app, 500);
     let on_ui_thread = decompressed_on_this_thread();
-    let key = |k: egui::Key| egui::Event::Key {
-        key: k,
-        physical_key: None,
-        pressed: true,
-        repeat: false,
-        modifiers: egui::Modifiers::NONE,
-    };
+    let key = |k: egui::Key| memviz::viewer::bench::key(k, false);
     let (right, left) = (egui::Key::ArrowRight, egui::Key::ArrowLeft);
     let mut seen = Vec::new();
     for (step, k) in [right, left, left, left, left, right, left, right].into_iter().enumerate() {
@@ -283,20 +271,6 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     for (event, summary) in seen {
         assert!(summary == session.allocator_state(d, event).unwrap().summary(event), "event {event}");
     }
-}
-
-/// gpt2_small repeated to about `events` events (`benches/gen_snapshot.rs`), indexed into `dir`.
-fn long_archive(dir: &Path, events: u64) -> std::path::PathBuf {
-    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let pickle = dir.join("long.pickle");
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
-    crate::generator::gen_snapshot::write(&snap, events, &mut out).unwrap();
-    std::io::Write::flush(&mut out).unwrap();
-    drop(out);
-    let archive = dir.join("long.memviz");
-    let stamp = memviz::archive::write::stamp(&pickle).unwrap();
-    memviz::archive::pipeline::build_archive(&pickle, stamp, &archive, &|_| {}, &|_| {}).unwrap();
-    archive
 }
 
 /// *Allocated Memory (incl. Private Pools)* on cudagraph (a CUDA graph's pool and a MemPool):

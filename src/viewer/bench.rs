@@ -41,6 +41,12 @@ pub fn wheel(at: egui::Pos2, dy: f32, shift: bool) -> Vec<Event> {
     ]
 }
 
+/// A key pressed (`repeat`: held down, the key repeating) with no modifiers: a bench's or a
+/// test's keystroke.
+pub fn key(key: egui::Key, repeat: bool) -> Event {
+    Event::Key { key, physical_key: None, pressed: true, repeat, modifiers: Modifiers::NONE }
+}
+
 fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
     v.sort_by(f64::total_cmp);
     let at = |p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0);
@@ -123,28 +129,10 @@ pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
         }
     }
     let step_ms = (app.tab == super::tabs::Tab::State).then(|| {
-        gpu.frame(
-            app,
-            vec![
-                Event::PointerGone,
-                Event::Key {
-                    key: egui::Key::Home,
-                    physical_key: None,
-                    pressed: true,
-                    repeat: false,
-                    modifiers: Modifiers::NONE,
-                },
-            ],
-        );
+        gpu.frame(app, vec![Event::PointerGone, key(egui::Key::Home, false)]);
         let mut steps = Vec::with_capacity(1000);
         for _ in 0..1000 {
-            let right = Event::Key {
-                key: egui::Key::ArrowRight,
-                physical_key: None,
-                pressed: true,
-                repeat: true,
-                modifiers: Modifiers::NONE,
-            };
+            let right = key(egui::Key::ArrowRight, true);
             let t = Instant::now();
             gpu.frame(app, vec![right]);
             steps.push(t.elapsed().as_secs_f64() * 1e3);
