@@ -76,8 +76,7 @@ pub struct RanksArgs {
     /// A folder of per-rank snapshots or archives, or the files themselves.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// The step annotations, as for `steps` (default: the numbered span family with the most
-    /// spans).
+    /// The step annotations, as for `steps` (default: the steps memviz finds, as `steps` does).
     #[arg(long, value_name = "PATTERN")]
     pub annotation: Option<String>,
     /// An outlier whose peak is more than this many percent over the median: exit 3 (and a rank
@@ -475,8 +474,8 @@ pub struct StepsArgs {
     /// .memviz archive.
     pub input: PathBuf,
     /// Spans whose name matches: a substring (e.g. "## step"), or a whole name with `*`
-    /// wildcards, as --annotation-filter (default: the numbered span family with the most spans,
-    /// at least 3: `## step N ##`, `ProfilerStep#N`, …).
+    /// wildcards, as --annotation-filter (default: memviz finds the steps — a span family that
+    /// tiles the trace, the optimizer's spans, or the trace's own loop — and says which rule).
     #[arg(long, value_name = "PATTERN")]
     pub annotation: Option<String>,
     #[command(flatten)]

@@ -64,7 +64,16 @@ fn accuracy(archive: &std::path::Path, truth: &std::path::Path) -> BTreeMap<Stri
 /// The ground-truth recordings: `categories` (GPT-2 + AdamW, annotated, Python stacks) from
 /// ../shared/fixtures, and three from `record_truth.py` with no annotations at all: ResNet-18 +
 /// SGD with momentum, GPT-2 + Adam with C++ frames, a torch.compile'd GPT-2 + AdamW.
-const TRUTHS: [&str; 5] = ["categories", "resnet_sgd", "gpt2_cpp_adam", "compiled_adamw", "fsdp_adamw"];
+const TRUTHS: [&str; 8] = [
+    "categories",
+    "resnet_sgd",
+    "gpt2_cpp_adam",
+    "compiled_adamw",
+    "fsdp_adamw",
+    "gpt2_plain_adamw",
+    "ddp_buckets",
+    "lora_llama",
+];
 
 #[test]
 fn categories_are_right_for_98_percent_of_the_known_bytes() {
@@ -164,4 +173,23 @@ fn categories_show_up_in_at_and_stats_and_rules_come_first() {
     assert_eq!(bad.status.code(), Some(1));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.lines().count() == 1 && err.contains("rule 1: unknown category \"weights\""), "{err}");
+}
+
+/// Tensors user code makes with no training loop around them (frag_oom: 3–4 MiB tensors in a
+/// loop, every other one freed) have no evidence of a kind: unknown, never a guessed input or
+/// temporary.
+#[test]
+fn memory_with_no_loop_around_it_is_unknown() {
+    let v: serde_json::Value = serde_json::from_slice(&memviz_ok([
+        "at".as_ref(),
+        data("frag_oom.pickle").as_os_str(),
+        "--end".as_ref(),
+        "--group-by".as_ref(),
+        "category".as_ref(),
+        "--json".as_ref(),
+    ]))
+    .unwrap();
+    let by = v["devices"][0]["groups"].as_array().unwrap();
+    assert_eq!(by.len(), 1, "{by:?}");
+    assert_eq!(by[0]["label"], "unknown");
 }

@@ -21,5 +21,6 @@ mod model;
 mod ranks;
 mod real_use;
 mod stats;
+mod step_rules;
 mod tolerance;
 mod viewer;

@@ -14,7 +14,11 @@ use crate::hash::xxh64;
 /// PNG-style magic: a high byte, the name, and CR LF / EOF / LF to catch text-mode transfers.
 pub const MAGIC: [u8; 8] = *b"\x89MVZ\r\n\x1a\n";
 /// Bumped on every change to an archived type (validation proves memory safety, not schema).
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
+/// The first version whose stored steps follow the step rules (`derive::step_rules`): found from
+/// spans of any family, the optimizer's marks or the trace itself; a step row's `span` may be
+/// `u32::MAX`. Readers recompute the steps of older archives.
+pub const STEP_RULES_VERSION: u32 = 8;
 /// The first version with a block table (older ones hash the whole archive).
 pub const FIRST_BLOCKED_VERSION: u32 = 6;
 /// Bytes of the archive each block-table entry covers (the last block may be shorter).

@@ -22,7 +22,7 @@ pub mod view;
 
 pub use header::{
     BLOCK_LEN, FINGERPRINT_SPAN, FIRST_BLOCKED_VERSION, FORMAT_VERSION, HEADER_LEN, Header, HeaderError, MAGIC,
-    OLDEST_READABLE_VERSION, SourceStamp, block_table, seal,
+    OLDEST_READABLE_VERSION, STEP_RULES_VERSION, SourceStamp, block_table, seal,
 };
 
 /// Texels per tile row (columns of the timeline).

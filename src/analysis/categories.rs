@@ -78,6 +78,9 @@ pub struct SiteSignals {
     pub backward: bool,
     pub forward: bool,
     pub communication: bool,
+    /// Frames of DistributedDataParallel's own code (`torch/nn/parallel/distributed.py`): its
+    /// gradient buckets, made at construction and rebuilt in the second step's `_pre_forward`.
+    pub ddp: bool,
     /// Frames of a sharded or flattened parameter being made (FSDP's `FSDPParam`, `FlatParamHandle`,
     /// `distribute_tensor`): the model's state, though collectives' code makes it.
     pub sharded_param: bool,
@@ -90,6 +93,13 @@ impl SiteSignals {
         let mut s = SiteSignals { no_stack: stack.is_empty(), ..SiteSignals::default() };
         let python = stack.iter().any(|&f| frames.file(f).ends_with(".py"));
         s.off_main = python && !stack.iter().any(|&f| frames.name(f) == "<module>");
+        // DDP's forward wraps the model's: only memory its own code allocates (the innermost
+        // Python frame is DDP's) is its buckets.
+        s.ddp = stack
+            .iter()
+            .find(|&&f| frames.file(f).ends_with(".py"))
+            .is_some_and(|&f| frames.file(f).replace('\\', "/").ends_with("torch/nn/parallel/distributed.py"));
+        s.communication = s.ddp;
         for &f in stack {
             let (name, file) = (frames.name(f), frames.file(f).replace('\\', "/"));
             let torch_nn = file.contains("torch/nn/");
@@ -294,6 +304,12 @@ pub fn classify<F: FrameSource>(
             || (start != BEFORE_TRACE && instance[end as usize] > next_forward_after[instance[start as usize] as usize])
     };
 
+    // Lives until a forward that starts after its birth's instance (or to the end, when one does).
+    let lives_into_forward = |id: usize| {
+        let next = next_forward_after[instance[e.start[id] as usize] as usize];
+        next != u32::MAX && (e.end[id] == NEVER || e.end[id] >= first_action_of[next as usize])
+    };
+
     // Parameters first: their sizes tell gradients.
     let mut of = vec![Category::Unknown; e.len()];
     let mut decided = vec![false; e.len()];
@@ -329,9 +345,42 @@ pub fn classify<F: FrameSource>(
             (of[id], decided[id]) = (c, true);
         }
     }
+    // Gradients' sizes as the backwards show them: what the autograd engine allocates in a
+    // backward and keeps past it. A tensor user code makes before the loop, keeps to the end and
+    // whose size such a gradient has is a parameter too (adapters such as LoRA's, made by hand).
+    let grad_sizes: HashSet<u64> = (0..e.len())
+        .filter(|&id| {
+            let (start, end) = (e.start[id], e.end[id]);
+            let s = signal(t.site(ElementId::at(id)));
+            start != BEFORE_TRACE
+                && end != NEVER
+                && phases[start as usize] == Phase::Backward
+                && instance[end as usize] != instance[start as usize]
+                && (s.no_stack || s.backward)
+                && !s.communication
+        })
+        .map(|id| e.size[id])
+        .collect();
+    let first_loop_action = phases.iter().position(|&p| p != Phase::Other).unwrap_or(n);
+    for id in 0..e.len() {
+        let start = e.start[id];
+        if decided[id] || e.end[id] != NEVER || start == BEFORE_TRACE || start as usize >= first_loop_action {
+            continue;
+        }
+        let s = signal(t.site(ElementId::at(id)));
+        if !(s.forward || s.backward || s.optimizer || s.no_stack || s.communication)
+            && grad_sizes.contains(&e.size[id])
+        {
+            (of[id], decided[id]) = (Category::Parameter, true);
+        }
+    }
     let param_sizes: HashSet<u64> = (0..e.len()).filter(|&i| of[i] == Category::Parameter).map(|i| e.size[i]).collect();
 
     let has_backward = phases.contains(&Phase::Backward);
+    // With no loop at all (no forward, backward or optimizer phase), "outside the loop" and
+    // "inside one phase" say nothing: user code's memory there is unknown.
+    let has_loop = first_loop_action < n;
+    let mut ddp_kept = Vec::new();
     // The trace ends inside the last instance: what is live at the end was not seen to die.
     let unfinished = |i: u32| i == last_instance;
 
@@ -357,6 +406,12 @@ pub fn classify<F: FrameSource>(
         let (born, i0) = (phases[k0], instance[k0]);
         let died_in = (end != NEVER).then(|| instance[end as usize]);
         let same_instance = died_in == Some(i0);
+        if s.ddp && kept(id) {
+            // DDP's gradient buckets: decided below, once it is known whether the backwards
+            // keep gradients of their own.
+            ddp_kept.push(id);
+            continue;
+        }
         if s.communication {
             // Collectives' buffers come and go with the phase that needs them (an all-gather's
             // output, a reduce-scatter's input); what their code makes and keeps is the model's
@@ -409,15 +464,27 @@ pub fn classify<F: FrameSource>(
                 }
             }
             Phase::Other => {
-                if same_instance {
+                if !has_loop {
+                    Category::Unknown
+                } else if same_instance {
                     Category::Temporary
-                } else if !s.forward && !s.backward && !s.optimizer && !s.no_stack {
+                } else if !s.forward && !s.backward && !s.optimizer && !s.no_stack && lives_into_forward(id) {
                     Category::Input
                 } else {
                     Category::Unknown
                 }
             }
         };
+    }
+
+    // DDP's buckets kept across steps are the gradients (`gradient_as_bucket_view=True`: the
+    // parameters' `.grad` are views of them) unless the backwards keep gradients of their own,
+    // which the buckets then only carry to the all-reduce.
+    let own_gradients = (0..e.len()).any(|id| {
+        of[id] == Category::Gradient && e.start[id] != BEFORE_TRACE && phases[e.start[id] as usize] == Phase::Backward
+    });
+    for id in ddp_kept {
+        of[id] = if own_gradients { Category::Communication } else { Category::Gradient };
     }
 
     // 5. A backward the trace ends inside: its allocations still live take the category of the

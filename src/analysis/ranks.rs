@@ -175,7 +175,7 @@ pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> Ra
         retaining: report.as_ref().filter(|_| steady).map(|r| r.retaining.clone()).unwrap_or_default(),
         verdict: report.map_or_else(
             || {
-                pattern.map_or("no numbered span family to take as steps".to_owned(), |p| {
+                pattern.map_or(format!("no steps found: {}", steps::NO_LOOP), |p| {
                     format!("no steps matching {p:?}")
                 })
             },

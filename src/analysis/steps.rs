@@ -24,8 +24,12 @@ use serde::Serialize;
 use super::annotations::glob_match;
 use super::frames::FrameSource;
 use super::units;
-use crate::derive::steps::{FamilySteps, families, family_steps};
+use crate::derive::steps::{FamilySteps, StepRule, families, family_steps};
 use crate::derive::timeline::TimelineRef;
+
+/// Why a device has no default steps.
+pub const NO_LOOP: &str =
+    "no span family tiles the trace, no optimizer spans mark it, and no allocation site repeats at even intervals";
 
 /// Consecutive growing steps that make a verdict of steady growth.
 pub const GROWTH_RUN: usize = 3;
@@ -78,7 +82,12 @@ pub struct StepsReport {
     pub device: crate::model::DeviceId,
     /// The pattern given, or `null` when the steps are the default family.
     pub pattern: Option<String>,
-    /// The span family these steps belong to (`## step # ##`).
+    /// How the steps were found (`numbered`, `repeated`, `optimizer_marks`, `trace`: README
+    /// "How memviz finds steps"), and that rule as a sentence.
+    pub rule: StepRule,
+    pub found_by: String,
+    /// The span family these steps belong to (`## step # ##`; for the trace's own loop
+    /// `(the trace's loop)`).
     pub family: String,
     /// Every family the pattern matched on this device (this one among them).
     pub families: Vec<String>,
@@ -106,10 +115,11 @@ pub struct Retainer {
 /// in start order.
 pub fn steps<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, pattern: Option<&str>) -> Vec<StepsReport> {
     match pattern {
-        None => {
-            let Some(found) = t.default_steps() else { return Vec::new() };
-            vec![family_report(t, frames, None, &found, std::slice::from_ref(&found.family))]
-        }
+        None => match t.default_steps() {
+            Some(found) => vec![family_report(t, frames, None, &found, std::slice::from_ref(&found.family))],
+            // Reported all the same: a device without a loop is an answer too.
+            None => vec![family_report(t, frames, None, &FamilySteps::default(), &[])],
+        },
         Some(p) => {
             let found = families(t.spans, |name| glob_match(p, name));
             let names: Vec<String> = found.iter().map(|f| f.0.clone()).collect();
@@ -132,12 +142,27 @@ fn family_report<F: FrameSource>(
     let mut steps: Vec<Step> = found
         .rows
         .iter()
-        .map(|r| {
-            let s = &t.spans[r.span];
+        .enumerate()
+        .map(|(i, r)| {
+            // A span's own name and times when it is the step; else the step's number and the
+            // times of its first and last actions.
+            let own =
+                r.span.map(|i| &t.spans[i]).filter(|_| matches!(found.rule, StepRule::Numbered | StepRule::Repeated));
+            let name = match own {
+                Some(s) if found.rule == StepRule::Numbered => s.name.to_owned(),
+                _ => format!("step {i}"),
+            };
+            let (start_us, end_us) = match own {
+                Some(s) => (since(s.start_us), s.end_us.and_then(since)),
+                None => (
+                    t.since_start(i64::from(r.start_action)),
+                    t.since_start(i64::from(r.end_action) - 1).filter(|_| r.end_action > r.start_action),
+                ),
+            };
             Step {
-                name: s.name.to_owned(),
-                start_us: since(s.start_us),
-                end_us: s.end_us.and_then(since),
+                name,
+                start_us,
+                end_us,
                 start_action: r.start_action,
                 end_action: r.end_action,
                 total_start: r.total_start,
@@ -178,6 +203,12 @@ fn family_report<F: FrameSource>(
     StepsReport {
         device: t.layout.device,
         pattern: pattern.map(str::to_owned),
+        rule: found.rule,
+        found_by: if found.rows.is_empty() && pattern.is_none() {
+            NO_LOOP.to_owned()
+        } else {
+            found.rule.describe(&found.family)
+        },
         family: found.family.clone(),
         families: families.to_vec(),
         steps,
@@ -283,18 +314,12 @@ pub fn render_retainer(out: &mut String, s: &Retainer) {
 
 /// The aligned text report of one device and family: at most `top` rows, then a count of the rest.
 pub fn render_text(out: &mut String, r: &StepsReport, top: usize) {
-    let matching = r
-        .pattern
-        .as_ref()
-        .map_or("(the numbered span family with the most spans)".to_owned(), |p| format!("matching \"{p}\""));
-    let _ = writeln!(
-        out,
-        "device {} — {} span{} of \"{}\" {matching}",
-        r.device,
-        r.steps.len(),
-        plural(r.steps.len()),
-        r.family
-    );
+    let n = r.steps.len();
+    let _ = match &r.pattern {
+        Some(p) => writeln!(out, "device {} — {n} span{} of \"{}\" matching \"{p}\"", r.device, plural(n), r.family),
+        None if n == 0 => writeln!(out, "device {} — no steps found: {NO_LOOP}", r.device),
+        None => writeln!(out, "device {} — {n} step{}: {}", r.device, plural(n), r.found_by),
+    };
     if r.families.len() > 1 && r.families.first() == Some(&r.family) {
         let _ = writeln!(
             out,

@@ -312,7 +312,7 @@ fn summary(
             .rows
             .iter()
             .map(|r| f::StepRow {
-                span: r.span as u32,
+                span: r.span.map_or(NONE, |i| i as u32),
                 start_action: r.start_action,
                 end_action: r.end_action,
                 total_start: r.total_start,

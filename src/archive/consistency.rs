@@ -173,7 +173,7 @@ fn summary_ids(
     let Some(steps) = s.steps.as_ref() else { return Ok(()) };
     for r in steps.rows.iter() {
         id_or_none("a step's span", r.span.to_native(), spans)?;
-        if r.span.to_native() == NONE || !range(r.start_action.to_native(), r.end_action.to_native()) {
+        if !range(r.start_action.to_native(), r.end_action.to_native()) {
             return Err("a step's actions are out of range".into());
         }
         id_or_none("a step's peak action", r.peak_action.to_native(), actions)?;

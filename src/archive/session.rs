@@ -525,19 +525,24 @@ impl Session {
         bytes.iter().copied().chain([initial]).max().unwrap_or(0)
     }
 
-    /// The default steps the archive stores (`None`: the device has no numbered span family, or
-    /// the archive is older than its summary: then they are computed from the spans).
-    pub fn stored_steps(&self, d: DeviceIdx) -> Option<crate::derive::steps::FamilySteps> {
-        use crate::derive::steps::{FamilySteps, Retained, StepRow};
+    /// The default steps the archive stores (`None`: none were found, or the archive is older
+    /// than its summary or than the step rules of version 8: then they are computed afresh).
+    /// Their rule is read off the rows and `spans` ([`StepRule::of_stored`]).
+    pub fn stored_steps(&self, d: DeviceIdx, spans: &[NamedSpan<'_>]) -> Option<crate::derive::steps::FamilySteps> {
+        use crate::derive::steps::{FamilySteps, Retained, StepRow, StepRule};
+        if self.archive.format_version() < memviz_format::STEP_RULES_VERSION {
+            return None;
+        }
         let summary = self.device(d).summary.as_ref()?;
         let none = |v: u32| (v != u32::MAX).then_some(v);
-        summary.steps.as_ref().map(|s| FamilySteps {
+        let mut found = summary.steps.as_ref().map(|s| FamilySteps {
             family: s.family.as_str().to_owned(),
+            rule: StepRule::default(),
             rows: s
                 .rows
                 .iter()
                 .map(|r| StepRow {
-                    span: r.span.to_native() as usize,
+                    span: none(r.span.to_native()).map(|i| i as usize),
                     start_action: r.start_action.to_native(),
                     end_action: r.end_action.to_native(),
                     total_start: r.total_start.to_native(),
@@ -556,7 +561,9 @@ impl Session {
                     steps: r.steps.to_native() as usize,
                 })
                 .collect(),
-        })
+        })?;
+        found.rule = StepRule::of_stored(&found, spans);
+        Some(found)
     }
 }
 
@@ -792,6 +799,7 @@ impl<'s> DeviceData<'s> {
         let mut spans = session.named_spans(d);
         spans.sort_by_key(|s| s.start_us);
         let attrs = super::attrs::DeviceAttrs { root: session.root(), layout: session.layout(d) };
+        let steps = session.stored_steps(d, &spans);
         DeviceData {
             session,
             d,
@@ -800,7 +808,7 @@ impl<'s> DeviceData<'s> {
             trace_start_us: session.trace_start_us(d),
             time_base_us: session.time_base_us(),
             attrs,
-            steps: session.stored_steps(d),
+            steps,
         }
     }
 

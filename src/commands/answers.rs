@@ -317,9 +317,9 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
         match &args.annotation {
             Some(p) => bail!("{}: no annotation span matches \"{p}\" (spans: {})", input.display(), seen.join(", ")),
             None => bail!(
-                "{}: no numbered annotation family with {} spans or more to take as steps; give --annotation (spans: {})",
+                "{}: no steps found: {}; give --annotation (spans: {})",
                 input.display(),
-                steps::GROWTH_RUN,
+                steps::NO_LOOP,
                 seen.join(", ")
             ),
         }

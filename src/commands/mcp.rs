@@ -59,7 +59,7 @@ const TOOLS: &[Spec] = &[
     },
     Spec {
         name: "steps",
-        description: "Per training step (the numbered span family, or annotation): peak, net growth, retained memory; the warm-up, steady growth and the sites that keep memory.",
+        description: "Per training step (found from spans, the optimizer's marks or the trace's loop, or annotation): peak, net growth, retained memory; the warm-up, steady growth and the sites that keep memory.",
         positional: &[INPUT],
         options: &[
             ("annotation", "string", "the steps' span pattern (default: the numbered family)"),

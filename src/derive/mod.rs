@@ -15,5 +15,6 @@ pub mod frames;
 pub mod reserved;
 pub mod sites;
 pub mod spans;
+pub mod step_rules;
 pub mod steps;
 pub mod timeline;

@@ -1,15 +1,16 @@
 //! The facts of a training loop's steps: the spans of one *family* (the same name with its
 //! numbers taken out: `## step 3 ##` and `## step 4 ##` are one family; `Optimizer.step#AdamW.step`,
-//! nested inside them, another), each with its actions and totals, and the sites that keep
-//! memory from one step to the next. The archive stores them for the default family (so a table
-//! of a thousand ranks reads no event); `analysis::steps` computes them for a pattern and judges
-//! them either way.
+//! nested inside them, another) — or the steps [`super::step_rules`] finds without such spans —
+//! each with its actions and totals, and the sites that keep memory from one step to the next.
+//! The archive stores the default steps (so a table of a thousand ranks reads no event);
+//! `analysis::steps` computes them for a pattern and judges them either way.
 //!
 //! A span covers the actions whose time `t` has `start ≤ t < end` ([`TimelineRef::span_actions`]).
 //! Within a family a span that starts before the previous one ended is not a step of its own.
 
 use std::collections::{BTreeSet, HashMap};
 
+pub use super::step_rules::StepRule;
 use super::timeline::{NamedSpan, TimelineRef};
 use crate::layout::{BEFORE_TRACE, NEVER};
 use crate::model::ElementId;
@@ -41,8 +42,8 @@ pub fn family(name: &str) -> String {
 /// One step: a span of the family and what the timeline did inside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepRow {
-    /// Index into the device's spans.
-    pub span: usize,
+    /// Index into the device's spans (`None`: found in the trace, [`StepRule::Trace`]).
+    pub span: Option<usize>,
     /// The step's actions are `start_action .. end_action`.
     pub start_action: u32,
     pub end_action: u32,
@@ -70,27 +71,11 @@ pub struct Retained {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FamilySteps {
     pub family: String,
+    /// How the steps were found.
+    pub rule: StepRule,
     pub rows: Vec<StepRow>,
     /// Largest first, at most [`RETAINERS`].
     pub retaining: Vec<Retained>,
-}
-
-/// The default family: the numbered span family (names that differ only in their numbers:
-/// `## step N ##`, `ProfilerStep#N`, `step_N`) with the most spans, at least [`MIN_STEPS`].
-pub fn default_family(spans: &[NamedSpan<'_>]) -> Option<String> {
-    let mut by_family: Vec<(String, Vec<&str>)> = Vec::new();
-    for s in spans.iter().filter(|s| !s.is_point()) {
-        let f = family(s.name);
-        match by_family.iter_mut().find(|(g, _)| *g == f) {
-            Some((_, names)) => names.push(s.name),
-            None => by_family.push((f, vec![s.name])),
-        }
-    }
-    by_family
-        .into_iter()
-        .filter(|(_, names)| names.len() >= MIN_STEPS && names.iter().any(|n| *n != names[0]))
-        .max_by_key(|(_, names)| names.len())
-        .map(|(f, _)| f)
 }
 
 /// The families of the spans whose name `keep` accepts, in order of their first span, each with
@@ -115,21 +100,36 @@ pub fn families(spans: &[NamedSpan<'_>], keep: impl Fn(&str) -> bool) -> Vec<(St
     out
 }
 
-/// The default family's steps, if the timeline has one.
+/// The default steps ([`super::step_rules`]), if the timeline shows a loop.
 pub fn default_steps(t: &TimelineRef<'_>) -> Option<FamilySteps> {
-    let f = default_family(t.spans)?;
-    let (f, steps) = families(t.spans, |name| family(name) == f).into_iter().next()?;
-    Some(family_steps(t, f, &steps))
+    super::step_rules::find(t)
 }
 
 /// The rows of the spans `steps` (indices into `t.spans`) and the sites they retain.
 pub fn family_steps(t: &TimelineRef<'_>, family: String, steps: &[usize]) -> FamilySteps {
+    let names_differ = steps.windows(2).any(|w| t.spans[w[0]].name != t.spans[w[1]].name);
+    let rule = if names_differ { StepRule::Numbered } else { StepRule::Repeated };
+    let rows: Vec<(Option<usize>, u32, u32)> = steps
+        .iter()
+        .map(|&i| {
+            let (a, b) = t.span_actions(&t.spans[i]);
+            (Some(i), a, b)
+        })
+        .collect();
+    family_steps_of(t, family, rule, &rows)
+}
+
+/// The rows of the steps `(span, start action, end action)` and the sites they retain.
+pub fn family_steps_of(
+    t: &TimelineRef<'_>,
+    family: String,
+    rule: StepRule,
+    steps: &[(Option<usize>, u32, u32)],
+) -> FamilySteps {
     let l = t.layout;
     let rows: Vec<StepRow> = steps
         .iter()
-        .map(|&i| {
-            let s = &t.spans[i];
-            let (a0, a1) = t.span_actions(s);
+        .map(|&(span, a0, a1)| {
             let total_start = l.total_after(i64::from(a0) - 1);
             let (mut peak_bytes, mut peak_action) = (total_start, None);
             for (k, &total) in (a0..a1).zip(&l.totals[a0 as usize..a1 as usize]) {
@@ -137,20 +137,21 @@ pub fn family_steps(t: &TimelineRef<'_>, family: String, steps: &[usize]) -> Fam
                     (peak_bytes, peak_action) = (total, Some(k));
                 }
             }
+            let ended = span.and_then(|i| t.spans[i].end_us);
             StepRow {
-                span: i,
+                span,
                 start_action: a0,
                 end_action: a1,
                 total_start,
                 total_end: l.total_after(i64::from(a1) - 1),
                 peak_bytes,
                 peak_action,
-                before_trace: t.trace_start_us.is_some_and(|t0| s.end_us.is_some_and(|e| e <= t0)),
+                before_trace: t.trace_start_us.is_some_and(|t0| ended.is_some_and(|e| e <= t0)),
             }
         })
         .collect();
     let retaining = retainers(t, &rows);
-    FamilySteps { family, rows, retaining }
+    FamilySteps { family, rule, rows, retaining }
 }
 
 /// The sites whose allocations of a step after the first (from its start to the next one's: what
@@ -208,7 +209,5 @@ mod tests {
             [span("step 1", 0, Some(10)), span("step 2", 5, Some(20)), span("step 3", 20, None), span("x", 1, Some(2))];
         let f = families(&spans, |n| n.starts_with("step"));
         assert_eq!(f, [("step #".to_owned(), vec![0, 2])]);
-        assert_eq!(default_family(&spans).as_deref(), Some("step #"));
-        assert_eq!(default_family(&spans[..2]), None, "two spans are too few");
     }
 }

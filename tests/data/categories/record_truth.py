@@ -21,9 +21,49 @@ come from the frames alone), other models, other optimizers, C++ frames, torch.c
 import json, os, subprocess, sys, time, weakref
 
 
-def start(stacks):
+def start(stacks, annotations=False):
+    """`annotations=True` records `record_function` spans (global_record_annotations); the default
+    is what `_record_memory_history()` records with no arguments: none."""
     import torch
-    torch.cuda.memory._record_memory_history(stacks=stacks, max_entries=1_000_000)
+    kw = {"global_record_annotations": True} if annotations else {}
+    torch.cuda.memory._record_memory_history(stacks=stacks, max_entries=1_000_000, **kw)
+
+
+def ddp_init(port):
+    import torch, torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(port))
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    torch.cuda.set_device(0)
+
+
+def lora_llama():
+    """A bf16 Llama with gradient checkpointing, its q/v projections wrapped in LoRA adapters that
+    user code creates (rank 16), the base frozen."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    class Lora(torch.nn.Module):
+        def __init__(self, base, r=16):
+            super().__init__()
+            self.base = base
+            self.a = torch.nn.Parameter(torch.randn(r, base.in_features, device="cuda", dtype=torch.bfloat16) * 0.01)
+            self.b = torch.nn.Parameter(torch.zeros(base.out_features, r, device="cuda", dtype=torch.bfloat16))
+
+        def forward(self, x):
+            return self.base(x) + (x @ self.a.t()) @ self.b.t()
+
+    cfg = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=6, num_attention_heads=8,
+                      num_key_value_heads=8, vocab_size=8192, max_position_embeddings=512)
+    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16)
+    model.requires_grad_(False)
+    for layer in model.model.layers:
+        layer.self_attn.q_proj = Lora(layer.self_attn.q_proj)
+        layer.self_attn.v_proj = Lora(layer.self_attn.v_proj)
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    model.config.use_cache = False
+    return model
 
 
 def gpt2(n_layer=4, n_embd=256, vocab=8192):
@@ -77,6 +117,36 @@ def run(name, out):
         lossf = lambda b: model(input_ids=b, labels=b).loss
         hook_mod = lambda: model.transformer.h[1]
         save_hooks = True
+    elif name == "gpt2_plain_adamw":
+        # The loop most people write: no annotations, Python stacks (the autograd engine's thread
+        # allocates the gradients with no Python frame at all), dumped when every gradient exists.
+        start("python")
+        model = gpt2().cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        batch = lambda: torch.randint(0, 8192, (8, 128), device="cuda")
+        lossf = lambda b: model(input_ids=b, labels=b).loss
+        hook_mod = None
+        save_hooks = True
+    elif name == "ddp_buckets":
+        # DDP with gradient_as_bucket_view=True: the gradients are views into DDP's buckets.
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        ddp_init(29513)
+        start("python")
+        inner = gpt2().cuda()
+        model = DDP(inner, gradient_as_bucket_view=True, bucket_cap_mb=4)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        batch = lambda: torch.randint(0, 8192, (8, 128), device="cuda")
+        lossf = lambda b: model(input_ids=b, labels=b).loss
+        hook_mod = lambda: inner.transformer.h[1]
+        save_hooks = True
+    elif name == "lora_llama":
+        start("python")
+        model = lora_llama()
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+        batch = lambda: torch.randint(0, 8192, (8, 256), device="cuda")
+        lossf = lambda b: model(input_ids=b, labels=b).loss
+        hook_mod = None
+        save_hooks = True
     else:
         raise SystemExit("unknown scenario " + name)
     local = lambda t: t.to_local() if hasattr(t, "to_local") else t
@@ -94,10 +164,16 @@ def run(name, out):
                 group = m._get_fsdp_state()._fsdp_param_group
                 out += [(fp._param_fqn, fp.sharded_param) for fp in (group.fsdp_params if group else [])]
         return out or list(model.named_parameters())
+    buckets = {}  # DDP's gradient buckets (the storages its parameters' .grad are views of)
     for _ in range(3):
         b = batch()
         loss = lossf(b)
         loss.backward()
+        buckets.clear()  # the first step's buckets are rebuilt (freed) in the second's forward
+        for p in model.parameters():
+            if p.grad is not None and p.grad.untyped_storage().nbytes() > p.grad.nbytes and name == "ddp_buckets":
+                s = p.grad.untyped_storage()
+                buckets[s.data_ptr()] = s.nbytes()
         opt.step()
         opt.zero_grad(set_to_none=True)
         del loss, b
@@ -114,6 +190,8 @@ def run(name, out):
 
     def dump():
         torch.cuda.synchronize()
+        for ptr, n in buckets.items():
+            truth[ptr] = ["gradient", n, "DDP bucket"]
         for n, p in sharded(model):
             s = local(p).untyped_storage()
             truth[s.data_ptr()] = ["parameter", s.nbytes(), n]
@@ -149,13 +227,15 @@ def run(name, out):
     if hook_mod is not None:
         h = hook_mod().register_full_backward_hook(lambda m, gi, go: None if truth else dump())
     else:
-        # A compiled graph runs its backward as one node: dump when half the gradients exist.
-        params = list(model.parameters())
+        # A compiled graph runs its backward as one node: dump when half the gradients exist;
+        # the others dump when the last one does (before the optimizer step).
+        params = [p for p in model.parameters() if p.requires_grad]
         seen = []
+        when = len(params) // 2 if name == "compiled_adamw" else len(params)
 
         def on_grad(p):
             seen.append(p)
-            if len(seen) == len(params) // 2 and not truth:
+            if len(seen) == when and not truth:
                 dump()
 
         hs = [p.register_post_accumulate_grad_hook(on_grad) for p in params]
@@ -172,9 +252,13 @@ def run(name, out):
             x.remove()
     torch.cuda.memory._record_memory_history(enabled=None)
     json.dump({hex(k): v for k, v in truth.items()}, open(out + ".truth.json", "w"), indent=0)
-    if name == "fsdp_adamw":
+    if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
-    return {"scenario": name, "torch": torch.__version__, "truth": len(truth), "seconds": round(time.time() - t0, 1)}
+    kinds = {}
+    for c, n, _ in truth.values():
+        kinds[c] = kinds.get(c, 0) + n
+    return {"scenario": name, "torch": torch.__version__, "truth": len(truth), "bytes_by_kind": kinds,
+            "ddp_buckets": len(buckets), "seconds": round(time.time() - t0, 1)}
 
 
 if __name__ == "__main__":
