@@ -539,19 +539,20 @@ pub struct TimeArg {
     pub half_step_us: i64,
 }
 
-/// `1200` (µs), `300us`, `250ms`, `686.2 ms`, `1.5s`, `2min`, `1,200us`.
+/// `300us`, `250ms`, `686.213 ms`, `1.5s`, `2min`, `1,200us`; a number needs its unit.
 pub fn parse_time(s: &str) -> Result<TimeArg, String> {
     let t = s.trim().replace([',', '_'], "");
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let scale = match unit.trim() {
-        "" | "us" | "µs" => 1.0,
+        "" => return Err(format!("time `{s}` has no unit: give us, ms, s or min (e.g. {s}us or {s}ms)")),
+        "us" | "µs" => 1.0,
         "ms" => 1e3,
         "s" => 1e6,
         "min" | "m" => 60e6,
         other => return Err(format!("unknown unit `{other}` (use us, ms, s or min, e.g. 250ms)")),
     };
-    let v: f64 = num.parse().map_err(|_| format!("expected a time such as 1200, 250ms or 1.5s, got `{s}`"))?;
+    let v: f64 = num.parse().map_err(|_| format!("expected a time such as 1200us, 250ms or 1.5s, got `{s}`"))?;
     let us = (v * scale).round();
     if !us.is_finite() || us > i64::MAX as f64 / 2.0 {
         return Err(format!("time `{s}` is too large"));
@@ -658,7 +659,8 @@ mod tests {
     #[test]
     fn times_and_ranges_parse() {
         let us = |s: &str| parse_time(s).map(|t| t.us);
-        assert_eq!(us("1200"), Ok(1200));
+        assert!(us("1200").unwrap_err().contains("no unit: give us, ms, s or min"));
+        assert_eq!(us("1200us"), Ok(1200));
         assert_eq!(us("250ms"), Ok(250_000));
         assert_eq!(us("1.5s"), Ok(1_500_000));
         assert_eq!(us("2min"), Ok(120_000_000));

@@ -170,7 +170,7 @@ fn at_time_maps_to_the_last_action_at_or_before_it() {
     let ms = at(&["--time", &format!("{}ms", t as f64 / 1000.0)]);
     assert_eq!(ms["action"], by_time["action"]);
     // Before the first action: the initial state; past the end: said, not clamped.
-    assert_eq!(at(&["--time", "0"])["action"], -1);
+    assert_eq!(at(&["--time", "0us"])["action"], -1);
     let err = assert_bad_input(&memviz(["at".as_ref(), snap.as_os_str(), "--time".as_ref(), "60min".as_ref()]), &snap);
     assert!(err.contains("60 min 0 s is past the end of device 0's trace (its last action is at"), "{err}");
 }
@@ -205,7 +205,7 @@ fn at_text_reads_well() {
         "3".as_ref(),
     ]))
     .unwrap();
-    assert!(text.contains("device 0 — after action 1,077 (the peak), 686.2 ms into the trace"), "{text}");
+    assert!(text.contains("device 0 — after action 1,077 (the peak), 686.213 ms into the trace"), "{text}");
     assert!(text.contains("live      378 MiB (396,741,640 B) in 252 allocations"), "{text}");
     assert!(text.contains("during    ## step 1 ## › ## backward ##"), "{text}");
     assert!(text.contains("forward (activations.py:66)  [stack 21]"), "{text}");

@@ -335,15 +335,29 @@ fn one_time_base_for_every_device() {
         let t = d["time_us"].as_i64().unwrap();
         assert!(t <= 700, "device {}: action at {t} µs for --time 700us", d["device"]);
     }
-    // As printed, pasted back: the action printed at a time is selected by that time.
+    // As printed, pasted back: the action printed at a time is selected by that time, in any
+    // unit; a number without a unit is an error that names the units.
     let gpt = data("gpt2_small.pickle");
-    let line = text(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--action".as_ref(), "1,077".as_ref()]));
-    assert!(line.contains("after action 1,077 (the peak), 686.2 ms into the trace"), "{line}");
-    let back =
-        json(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--json".as_ref(), "--time".as_ref(), "686.2 ms".as_ref()]));
-    let k = back["devices"][0]["action"].as_i64().unwrap();
-    let printed = text(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--action".as_ref(), k.to_string().as_ref()]));
-    assert!(printed.contains(", 686.2 ms into the trace"), "--time 686.2 ms selected action {k}: {printed}");
+    let line = text(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--peak".as_ref()]));
+    assert!(line.contains("after action 1,077 (the peak), 686.213 ms into the trace"), "{line}");
+    for pasted in ["686.213 ms", "686.213ms", "686213us", "686,213 µs", "0.686213s"] {
+        let back =
+            json(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--json".as_ref(), "--time".as_ref(), pasted.as_ref()]));
+        assert_eq!(back["devices"][0]["action"], 1077, "--time {pasted}");
+    }
+    // Every action whose time is unique to the µs comes back from its printed time.
+    let trace =
+        json(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--json".as_ref(), "--action".as_ref(), "2,000".as_ref()]));
+    let t = trace["devices"][0]["time_us"].as_i64().unwrap();
+    let printed = text(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--action".as_ref(), "2,000".as_ref()]));
+    // "device 0 — after action 2,000, 1.234567 s into the trace"
+    let head = printed.lines().find(|l| l.contains(" into the trace")).unwrap();
+    let shown = head.split(", ").last().unwrap().trim_end_matches(" into the trace").to_owned();
+    let back = json(&memviz_ok(["at".as_ref(), gpt.as_os_str(), "--json".as_ref(), "--time".as_ref(), shown.as_ref()]));
+    assert_eq!(back["devices"][0]["time_us"], t, "{shown}");
+    let out = memviz(["at".as_ref(), gpt.as_os_str(), "--time".as_ref(), "686213".as_ref()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no unit: give us, ms, s or min"));
 }
 
 /// 11. Numbers paste back as printed; out of range is said the same way everywhere; an action

@@ -586,7 +586,7 @@ fn viewer_time_base_and_narrow_top_bar() {
     .unwrap();
     let lines = info.lines(session.time_base_us());
     let allocated = &lines.iter().find(|(k, _)| k == "allocated").unwrap().1;
-    assert_eq!(allocated, "action 1,077, +686.2 ms", "the same time `memviz at --action 1,077` prints");
+    assert_eq!(allocated, "action 1,077, +686.213 ms", "the same time `memviz at --action 1,077` prints");
 
     let (_, wide) = open(&archive, 1600, 600);
     let (_, narrow) = open(&archive, 800, 600);

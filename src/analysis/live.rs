@@ -119,7 +119,7 @@ pub fn render_text(out: &mut String, s: &LiveSet, top: usize) {
         when.push_str(" (the peak)");
     }
     if let Some(t) = s.time_us {
-        let _ = write!(when, ", {} into the trace", units::duration_us(t));
+        let _ = write!(when, ", {} into the trace", units::instant_us(t));
     }
     let _ = writeln!(out, "device {} — {when}", s.device);
     if !s.annotation.is_empty() {

@@ -165,7 +165,7 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     let n = r.end - r.start;
     let _ = write!(span, " ({}", units::count(u64::from(n), "action", "actions"));
     if let (Some(a), Some(b)) = (r.start_time_us, r.end_time_us) {
-        let _ = write!(span, ", {} → {} into the trace", units::duration_us(a), units::duration_us(b));
+        let _ = write!(span, ", {} → {} into the trace", units::instant_us(a), units::instant_us(b));
     }
     span.push(')');
     let _ = writeln!(out, "device {} — {span}", r.device);

@@ -174,11 +174,7 @@ pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> Ra
         steady_growth: steady,
         retaining: report.as_ref().filter(|_| steady).map(|r| r.retaining.clone()).unwrap_or_default(),
         verdict: report.map_or_else(
-            || {
-                pattern.map_or(format!("no steps found: {}", steps::NO_LOOP), |p| {
-                    format!("no steps matching {p:?}")
-                })
-            },
+            || pattern.map_or(format!("no steps found: {}", steps::NO_LOOP), |p| format!("no steps matching {p:?}")),
             |r| r.verdict.text,
         ),
     }

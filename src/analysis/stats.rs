@@ -375,7 +375,7 @@ fn render_device(out: &mut String, d: &DeviceStats) {
         None => peak.push_str(" before the first action"),
     }
     if let Some(t) = d.peak.time_us {
-        let _ = write!(peak, ", {} into the trace", units::duration_us(t));
+        let _ = write!(peak, ", {} into the trace", units::instant_us(t));
     }
     row(out, "peak", peak);
     if !d.peak.annotation.is_empty() {

@@ -74,6 +74,21 @@ pub fn duration_us(us: i64) -> String {
     }
 }
 
+/// An instant in µs, to the µs, as `--time` reads it back: `"850 µs"`, `"686.213 ms"`,
+/// `"5.148084 s"` — pasted, it selects the action printed with it (the last one recorded in
+/// that µs).
+pub fn instant_us(us: i64) -> String {
+    let a = us.unsigned_abs();
+    let sign = if us < 0 { "-" } else { "" };
+    if a < 1_000 {
+        format!("{sign}{a} µs")
+    } else if a < 1_000_000 {
+        format!("{sign}{}.{:03} ms", a / 1_000, a % 1_000)
+    } else {
+        format!("{sign}{}.{:06} s", a / 1_000_000, a % 1_000_000)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +112,8 @@ mod tests {
         assert_eq!(duration_us(12_500), "12.5 ms");
         assert_eq!(duration_us(3_200_000), "3.20 s");
         assert_eq!(duration_us(125_000_000), "2 min 5 s");
+        assert_eq!(instant_us(686_213), "686.213 ms");
+        assert_eq!(instant_us(686_003), "686.003 ms");
+        assert_eq!(instant_us(125_000_010), "125.000010 s");
     }
 }

@@ -158,7 +158,7 @@ pub fn viewer_options(args: &crate::cli::OpenArgs) -> anyhow::Result<crate::view
             (Some(e), _, _, _) => Some(OpenAt::Event(e)),
             (_, Some(k), _, _) => Some(OpenAt::Action(k)),
             (_, _, Some(n), _) => Some(OpenAt::Oom(n)),
-            (_, _, _, Some(t)) => Some(OpenAt::Time(t.us)),
+            (_, _, _, Some(t)) => Some(OpenAt::Time(t.us + t.half_step_us)),
             _ => None,
         },
         by_category: args.colour == Some(crate::cli::ColourArg::Category),

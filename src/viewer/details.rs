@@ -88,7 +88,7 @@ impl ElementInfo {
 
     /// The lines of the tooltip and of the bottom bar's header.
     pub fn lines(&self, trace_start_us: Option<i64>) -> Vec<(String, String)> {
-        let since = |t: i64| trace_start_us.map_or(String::new(), |s| format!("+{}", units::duration_us(t - s)));
+        let since = |t: i64| trace_start_us.map_or(String::new(), |s| format!("+{}", units::instant_us(t - s)));
         let mut v = vec![
             ("size".into(), format!("{} ({} B)", units::bytes(self.size), units::thousands(self.size))),
             ("address".into(), format!("{:#x}", self.addr)),

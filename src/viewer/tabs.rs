@@ -51,7 +51,8 @@ pub enum OpenAt {
     Action(i64),
     /// Just before the N-th OOM event (1-based; 0: the last).
     Oom(usize),
-    /// The last action at or before this time (µs since the snapshot's start).
+    /// The last action at or before this time (µs since the snapshot's start; `--time` adds half
+    /// the unit of its last digit, as the commands do).
     Time(i64),
 }
 
