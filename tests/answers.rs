@@ -139,7 +139,7 @@ fn every_grouping_adds_up() {
             by.as_ref(),
         ]);
         let d = &v["devices"][0];
-        assert_eq!(d["group_by"], by);
+        assert_eq!(d["group_by"], if by == "stack" { "site" } else { by }, "--csv's name, the one --group-by takes");
         check_groups(by, d);
         labels.push(
             d["groups"].as_array().unwrap().iter().map(|g| g["label"].as_str().unwrap().to_owned()).collect::<Vec<_>>(),
@@ -532,4 +532,24 @@ fn group_by_pool_follows_the_segments_pools() {
         .collect();
     assert!(groups.len() > 1, "{groups:?}");
     assert_eq!(groups, blocks, "live allocations per pool: at --group-by pool, then the segment map");
+}
+
+/// `--json` and `--csv` name a grouping alike, the way `--group-by` takes it.
+#[test]
+fn json_and_csv_name_groupings_alike() {
+    let snap = data("cudagraph.pickle");
+    for by in ["site", "stack", "pool", "category", "compile-context", "size"] {
+        let args = |fmt: &str| ["at", snap.to_str().unwrap(), "--peak", "--group-by", by, fmt].map(String::from);
+        let json: serde_json::Value = serde_json::from_slice(&memviz_ok(args("--json"))).unwrap();
+        let csv = String::from_utf8(memviz_ok(args("--csv"))).unwrap();
+        let row = csv.lines().nth(1).unwrap_or_else(|| panic!("{by}: {csv}"));
+        let named = row.split(',').nth(2).unwrap();
+        assert_eq!(json["devices"][0]["group_by"], named, "--group-by {by}");
+        let want = match by {
+            "stack" => "site",
+            "compile-context" => "compile_context",
+            other => other,
+        };
+        assert_eq!(named, want);
+    }
 }

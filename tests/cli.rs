@@ -103,3 +103,27 @@ fn help_lists_every_value() {
         assert!(help(command).contains("gzip / zstd / xz / bzip2 / lz4"), "{command:?}: the compressors");
     }
 }
+
+/// Labels say what they measure: `range` breaks down by category what it allocated (right under
+/// "allocated", not under "peak"); `index -` states no ratio to a snapshot whose size it never
+/// knew.
+#[test]
+fn labels_say_what_they_measure() {
+    let gpt = data("gpt2_small.pickle");
+    let r = String::from_utf8(memviz_ok(["range".as_ref(), gpt.as_os_str(), "1000..2000".as_ref()])).unwrap();
+    let lines: Vec<&str> = r.lines().collect();
+    let at = lines.iter().position(|l| l.trim_start().starts_with("allocated")).unwrap();
+    assert!(lines[at + 1].trim_start().starts_with("by category"), "{r}");
+    let peak = lines.iter().position(|l| l.trim_start().starts_with("peak")).unwrap();
+    assert!(!lines[peak + 1].contains("by category"), "{r}");
+
+    let dir = tempdir();
+    let out = dir.path().join("piped.memviz");
+    let piped = memviz_stdin(
+        std::fs::File::open(&gpt).unwrap().into(),
+        ["index".as_ref(), "-".as_ref(), "-o".as_ref(), out.as_os_str()],
+    );
+    let said = String::from_utf8_lossy(&piped.stderr);
+    assert!(piped.status.success() && said.contains("indexed -:"), "{said}");
+    assert!(!said.contains("× the snapshot"), "{said}");
+}

@@ -120,7 +120,19 @@ fn local_config_and_vocab_override() {
     assert!(s["shape_candidates"].is_null());
     let without = memviz_ok(["stats".as_ref(), "--json".as_ref(), data("gpt2_small.pickle").as_os_str()]);
     let w: serde_json::Value = serde_json::from_slice(&without).unwrap();
-    assert!(w["shape_candidates"]["v"] == 8192, "v is inferred from the frequent sizes: {}", w["shape_candidates"]);
+    // Its config (n_embd 256, n_inner 4·256, vocab 8192), from the weights' sizes — not h=512,
+    // which its activations suggest (1,024 tokens × 256 fp32 is 512² × 4 B).
+    let c = &w["shape_candidates"];
+    assert_eq!((c["h"].as_u64(), c["i"].as_u64(), c["v"].as_u64()), (Some(256), Some(1024), Some(8192)), "{c}");
+    // Candidates that explain little are not shown: frag_oom's 3–4 MiB tensors.
+    let frag = memviz_ok(["stats".as_ref(), "--json".as_ref(), data("frag_oom.pickle").as_os_str()]);
+    let f: serde_json::Value = serde_json::from_slice(&frag).unwrap();
+    assert_eq!(
+        f["shape_candidates"],
+        serde_json::json!({"h": null, "i": null, "v": null}),
+        "{}",
+        f["shape_candidates"]
+    );
 }
 
 /// A snapshot with PyTorch-internal annotations around the peak and a user one.

@@ -78,6 +78,17 @@ fn diff_lists_devices_it_did_not_compare() {
         (1.into(), 0.into())
     );
     assert_eq!(pair["unmatched_a"], serde_json::json!([0]));
+    // The text does not claim B lacks a device it was not asked to compare.
+    let picked = text(&memviz_ok([
+        "diff".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--device".as_ref(),
+        "1".as_ref(),
+        "--device-b".as_ref(),
+        "0".as_ref(),
+    ]));
+    assert!(!picked.contains("not compared"), "{picked}");
 }
 
 /// 3. A screenshot or bench of an archive whose checksum fails is the one-line error, exit 1:

@@ -14,9 +14,10 @@ use crate::model::ElementId;
 
 /// What a table's rows are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum GroupBy {
     /// Allocation site (stack), labelled by its best frame.
+    #[serde(rename = "site")]
     Stack,
     /// The site's best frame as text (sites sharing it merge).
     Frame,
@@ -37,6 +38,15 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
+    /// As `--group-by` takes it and `--json` / `--csv` write it: `site`, `compile_context`, …
+    pub fn key(self) -> &'static str {
+        match self {
+            GroupBy::CompileContext => "compile_context",
+            other => other.name(),
+        }
+    }
+
+    /// As a table's heading says it.
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Stack => "site",

@@ -170,6 +170,9 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     span.push(')');
     let _ = writeln!(out, "device {} — {span}", r.device);
     row(out, "allocated", flow(r.allocated));
+    if let Some(b) = r.allocated_by_category.as_ref().filter(|b| !b.is_empty()) {
+        row(out, "  by category", super::categories::one_line(b));
+    }
     row(
         out,
         "freed",
@@ -196,9 +199,6 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     }
     if let Some(k) = r.peak_action {
         row(out, "peak", format!("{:>10} at action {}", units::bytes(r.peak_bytes), units::thousands(u64::from(k))));
-    }
-    if let Some(b) = r.allocated_by_category.as_ref().filter(|b| !b.is_empty()) {
-        row(out, "  by category", super::categories::one_line(b));
     }
     row(out, "still live", format!("{} (allocated here, live after it)", flow(r.still_live)));
     if let Some(b) = r.still_live_by_category.as_ref().filter(|b| !b.is_empty()) {

@@ -178,11 +178,37 @@ pub fn infer_allocations(src: &impl FrameSource, allocations: &[(u64, u32)]) -> 
     infer(allocations.iter().map(|a| a.0))
 }
 
+/// The allocations of `layout` a model's shapes show in: those alive for at least a quarter of
+/// the trace (parameters, gradients, optimizer state). Activations come and go every step, and
+/// their sizes are the batch's tokens times a dimension, which look like square matrices by
+/// coincidence (1,024 tokens × 256 fp32 = 512² × 4 B). All of them when too few live that long.
+pub fn long_lived(layout: crate::layout::LayoutRef<'_>, limit: usize) -> Vec<usize> {
+    use crate::layout::{BEFORE_TRACE, NEVER};
+    let e = layout.elements;
+    let n = layout.actions.len() as u64;
+    let all: Vec<usize> = (0..e.len().min(limit)).filter(|&i| e.origin[i] == 0).collect();
+    let span = |i: usize| {
+        let start = if e.start[i] == BEFORE_TRACE { 0 } else { u64::from(e.start[i]) };
+        let end = if e.end[i] == NEVER { n } else { u64::from(e.end[i]) };
+        end.saturating_sub(start)
+    };
+    let long: Vec<usize> = all.iter().copied().filter(|&i| 4 * span(i) >= n).collect();
+    if long.len() >= MIN_LONG_LIVED { long } else { all }
+}
+
+/// The fewest long-lived allocations to guess shapes from (else every allocation counts).
+const MIN_LONG_LIVED: usize = 8;
+/// The share of the bytes the candidates must explain to be shown…
+pub const EXPLAINED: f64 = 0.5;
+/// … or of the allocations.
+pub const EXPLAINED_COUNT: f64 = 0.75;
+
 pub fn infer(sizes: impl Iterator<Item = u64>) -> Candidates {
     let mut counts: HashMap<u64, u64> = HashMap::new();
     for s in sizes {
         *counts.entry(s).or_default() += 1;
     }
+    let all: Vec<(u64, u64)> = counts.iter().map(|(&s, &n)| (s, n)).collect();
     let mut common: Vec<(u64, u64)> = counts.into_iter().filter(|&(_, n)| n >= 2).collect();
     common.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     common.truncate(64);
@@ -248,7 +274,27 @@ pub fn infer(sizes: impl Iterator<Item = u64>) -> Candidates {
             }
         }
     }
-    Candidates { h, i: best(iv).or(h.map(|h| 4 * h)), v: best(vv) }
+    let c = Candidates { h, i: best(iv).or(h.map(|h| 4 * h)), v: best(vv) };
+    // Shown only when they explain most of the bytes: vectors of h or i, k×h² (k = 1, 3, 4),
+    // h×i and h×v matrices, in fp32 or bf16.
+    let Some(h) = c.h else { return c };
+    let mut products = vec![h, h * h, 3 * h * h, 4 * h * h];
+    products.extend(c.i.into_iter().flat_map(|i| [i, h * i]));
+    products.extend(c.v.map(|v| h * v));
+    let explains = |s: u64| products.iter().any(|&p| [4, 2].iter().any(|&dtype| block(p * dtype) == block(s)));
+    // Most of the bytes — or, where a few large buffers that are no tensor of the model's (a
+    // cuBLAS workspace) weigh as much as the weights, most of the allocations by far.
+    let (mut bytes, mut count) = ((0u64, 0u64), (0u64, 0u64));
+    for &(s, n) in &all {
+        bytes.1 += s * n;
+        count.1 += n;
+        if explains(s) {
+            bytes.0 += s * n;
+            count.0 += n;
+        }
+    }
+    let most = |(part, whole): (u64, u64), share: f64| part as f64 >= share * whole as f64;
+    if most(bytes, EXPLAINED) || most(count, EXPLAINED_COUNT) { c } else { Candidates::default() }
 }
 
 #[cfg(test)]

@@ -163,9 +163,9 @@ pub fn compute(snap: &Snapshot, layouts: &[LayoutRef<'_>], options: &StatsOption
         let allocations: Vec<(u64, u32)> = layouts
             .iter()
             .flat_map(|&l| {
-                (0..l.elements.len())
+                shapes::long_lived(l, usize::MAX)
+                    .into_iter()
                     .map(ElementId::at)
-                    .filter(move |&i| l.elements.origin[i.index()] == Origin::Alloc as u8)
                     .map(move |i| (l.elements.size[i.index()], element_stack(snap, l, i)))
             })
             .collect();

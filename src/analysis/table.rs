@@ -66,7 +66,7 @@ impl Table for LiveSet {
                 vec![
                     d.clone(),
                     k.clone(),
-                    self.group_by.name().to_owned(),
+                    self.group_by.key().to_owned(),
                     g.label.clone(),
                     g.bytes.to_string(),
                     g.count.to_string(),

@@ -382,6 +382,9 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
         sa.device_indices().filter(|d| !pairs.iter().any(|p| p.0 == *d)).map(|d| sa.ordinal(d)).collect();
     let unmatched_b: Vec<DeviceId> =
         sb.device_indices().filter(|d| !pairs.iter().any(|p| p.1 == *d)).map(|d| sb.ordinal(d)).collect();
+    // A pair picked with --device / --device-b leaves the other devices out on purpose: the
+    // text does not list them as if the other side lacked them.
+    let picked = args.common.device.is_some() || args.device_b.is_some();
     let grew = args.threshold.and_then(|limit| {
         reports.iter().find_map(|r| {
             let pct = r.peak_delta_pct.unwrap_or(if r.b.peak_bytes > 0 { f64::INFINITY } else { 0.0 });
@@ -417,7 +420,7 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
                     diff::render_text(&mut out, r, args.common.top);
                 }
                 for (side, list, other) in [("A", &unmatched_a, "B"), ("B", &unmatched_b, "A")] {
-                    for d in list {
+                    for d in list.iter().filter(|_| !picked) {
                         let _ = writeln!(
                             out,
                             "\n{side}'s device {d}: not compared ({other} has no device {d}; pick a pair with --device and --device-b)"

@@ -39,7 +39,7 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
     let summary = build_archive(input, stamp, &out, &|n| bar.set_position(n), &message)?;
     bar.finish_and_clear();
     eprintln!(
-        "indexed {}: {} device{}, {} events, {} allocations, peak {}; {} ({:.2}× the snapshot) in {:.2} s",
+        "indexed {}: {} device{}, {} events, {} allocations, peak {}; {}{} in {:.2} s",
         file_name(input),
         summary.devices,
         if summary.devices == 1 { "" } else { "s" },
@@ -47,7 +47,12 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
         units::thousands(summary.allocations),
         units::bytes(summary.peak_bytes),
         out.display(),
-        summary.archive_bytes as f64 / summary.snapshot_bytes.max(1) as f64,
+        // Read from a pipe, the snapshot's size is not known: no ratio.
+        if streamed {
+            String::new()
+        } else {
+            format!(" ({:.2}× the snapshot)", summary.archive_bytes as f64 / summary.snapshot_bytes.max(1) as f64)
+        },
         summary.seconds,
     );
     Ok(summary)

@@ -668,7 +668,8 @@ fn shape_candidates(session: &Session, d: DeviceIdx) -> Option<String> {
     use crate::analysis::shapes;
     let stacked = session.elements(d);
     let e = stacked.layout.elements;
-    let allocations = || (0..e.len().min(SHAPE_ELEMENTS)).filter(|&i| e.origin[i] == 0);
+    let long = shapes::long_lived(stacked.layout, SHAPE_ELEMENTS);
+    let allocations = || long.iter().copied();
     let site = |i: usize| stacked.sites.get(i).copied().unwrap_or(crate::model::NONE);
     if shapes::is_convnet(session.root(), allocations().map(site)) {
         return None;
