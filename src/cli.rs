@@ -58,6 +58,10 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("query").required(true).args(["addr", "frame"])))]
 pub struct FindArgs {
+    /// Print each site's whole stack under it (the frames MemoryViz shows, innermost first, with
+    /// full paths); --json carries it as `frames`.
+    #[arg(long)]
+    pub stacks: bool,
     /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
     /// .memviz archive.
     pub input: PathBuf,
@@ -121,6 +125,10 @@ pub struct SegmentsArgs {
 
 #[derive(Debug, Args)]
 pub struct OomArgs {
+    /// Print each site's whole stack under it (the frames MemoryViz shows, innermost first, with
+    /// full paths); --json carries it as `frames`.
+    #[arg(long)]
+    pub stacks: bool,
     /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
     /// .memviz archive.
     pub input: PathBuf,
@@ -361,6 +369,10 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("instant").required(true).args(["action", "time", "peak", "end"])))]
 pub struct AtArgs {
+    /// Print each site's whole stack under it (the frames MemoryViz shows, innermost first, with
+    /// full paths); --json carries it as `frames`.
+    #[arg(long)]
+    pub stacks: bool,
     /// A snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4 compressed) or a
     /// .memviz archive.
     pub input: PathBuf,
@@ -484,6 +496,10 @@ pub struct StepsArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
+    /// Print each site's whole stack under it (the frames MemoryViz shows, innermost first, with
+    /// full paths); --json carries it as `frames`.
+    #[arg(long)]
+    pub stacks: bool,
     /// The baseline: a snapshot (pickle or JSON, optionally gzip / zstd / xz / bzip2 / lz4
     /// compressed) or a .memviz archive.
     pub a: PathBuf,

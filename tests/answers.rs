@@ -553,3 +553,62 @@ fn json_and_csv_name_groupings_alike() {
         assert_eq!(named, want);
     }
 }
+
+/// `--stacks` resolves the `[stack N]` a row names: `at`, `find`, `diff` and `oom` print each
+/// site's whole (filtered) stack under it, innermost first, and `--json` carries it as `frames`.
+#[test]
+fn stacks_print_the_whole_stack_of_each_site() {
+    let gpt = data("gpt2_small.pickle");
+    let at = json_of(["at".as_ref(), gpt.as_os_str(), "--peak".as_ref(), "--stacks".as_ref(), "--json".as_ref()]);
+    let rows = at["devices"][0]["groups"].as_array().unwrap();
+    // A site's stack can be all frames MemoryViz hides: then no `frames`.
+    let with: Vec<&serde_json::Value> = rows.iter().filter(|g| g.get("frames").is_some()).collect();
+    assert!(with.len() * 2 > rows.len(), "most rows have a stack: {rows:?}");
+    for g in &with {
+        let frames: Vec<&str> = g["frames"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+        assert!(frames.len() >= 2, "{g}");
+        assert!(frames.last().unwrap().starts_with("<module> ("), "outermost last: {frames:?}");
+        let short = g["top_frame"].as_str().unwrap().split(" › ").next().unwrap();
+        let name = short.split(" (").next().unwrap();
+        assert!(frames.iter().any(|f| f.starts_with(&format!("{name} ("))), "{short} in {frames:?}");
+    }
+    assert!(rows.iter().filter(|g| g["stack"].is_null()).all(|g| g.get("frames").is_none()));
+    let plain = json_of(["at".as_ref(), gpt.as_os_str(), "--peak".as_ref(), "--json".as_ref()]);
+    assert!(plain["devices"][0]["groups"][0].get("frames").is_none(), "only with --stacks");
+    let text =
+        String::from_utf8(memviz_ok(["at".as_ref(), gpt.as_os_str(), "--peak".as_ref(), "--stacks".as_ref()])).unwrap();
+    assert!(text.lines().any(|l| l.trim_start().starts_with("at <module> (")), "{text}");
+
+    let frag = data("frag_oom.pickle");
+    let oom = json_of(["oom".as_ref(), frag.as_os_str(), "--stacks".as_ref(), "--json".as_ref()]);
+    let first = &oom["devices"][0];
+    assert!(first["frames"].as_array().is_some_and(|f| f.len() >= 2), "{first}");
+    assert!(first["filled_by"][0]["frames"].as_array().is_some_and(|f| !f.is_empty()), "{first}");
+
+    let find = json_of([
+        "find".as_ref(),
+        gpt.as_os_str(),
+        "--frame".as_ref(),
+        "_init_group".as_ref(),
+        "--stacks".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let hit = &find["devices"][0]["hits"][0];
+    assert!(
+        hit["frames"].as_array().unwrap().iter().any(|f| f.as_str().unwrap().starts_with("_init_group (")),
+        "{hit}"
+    );
+
+    let diff = json_of([
+        "diff".as_ref(),
+        gpt.as_os_str(),
+        data("expandable.pickle").as_os_str(),
+        "--stacks".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let site = &diff["devices"][0]["sites"][0];
+    assert!(
+        site["frames"].as_array().is_some_and(|f| !f.is_empty()) || site["frame"] == "(no stack recorded)",
+        "{site}"
+    );
+}

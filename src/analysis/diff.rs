@@ -56,6 +56,12 @@ pub struct SiteDelta {
     pub delta_bytes: i64,
     pub a_count: u64,
     pub b_count: u64,
+    /// A stack of the site in A and in B (ids of each file; not written).
+    #[serde(skip)]
+    pub stacks: (Option<u32>, Option<u32>),
+    /// With `--stacks`: the site's whole (filtered) stack, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
 }
 
 /// A site allocating in only one of the two traces.
@@ -68,6 +74,12 @@ pub struct OnlyIn {
     pub allocated_bytes: u64,
     /// Live at that trace's peak.
     pub bytes_at_peak: u64,
+    /// A stack of the site in the trace it allocates in (not written).
+    #[serde(skip)]
+    pub stack: Option<u32>,
+    /// With `--stacks`: the site's whole (filtered) stack, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -114,7 +126,15 @@ struct SiteStats {
 struct Summary {
     by_key: BTreeMap<u64, SiteStats>,
     frames: HashMap<u64, String>,
+    /// A stack id of each site key.
+    stacks: HashMap<u64, u32>,
     side: SideSummary,
+}
+
+impl Summary {
+    fn stack(&self, key: &u64) -> Option<u32> {
+        self.stacks.get(key).copied().filter(|&s| s != crate::model::NONE)
+    }
 }
 
 /// The site key of a stack: the hash of the text of its shown frames up to the best one —
@@ -147,9 +167,10 @@ fn summarise<F: FrameSource>(s: &Side<'_, '_, F>) -> Summary {
     used.dedup();
     let mut names = SiteNames::new(s.frames);
     let keys: HashMap<u32, u64> = used.iter().map(|&st| (st, site_key(s.frames, st))).collect();
-    let mut frames = HashMap::new();
+    let (mut frames, mut stacks) = (HashMap::new(), HashMap::new());
     for &st in &used {
         frames.entry(keys[&st]).or_insert_with(|| names.label(st));
+        stacks.entry(keys[&st]).or_insert(st);
     }
     let key_of = |st: u32| keys.get(&st).copied().unwrap_or_else(|| site_key(s.frames, st));
     let mut by_key: BTreeMap<u64, SiteStats> = BTreeMap::new();
@@ -175,11 +196,29 @@ fn summarise<F: FrameSource>(s: &Side<'_, '_, F>) -> Summary {
         live_at_peak: live.ids.len() as u64,
         sites: keys.values().collect::<std::collections::HashSet<_>>().len(),
     };
-    Summary { by_key, frames, side }
+    Summary { by_key, frames, stacks, side }
 }
 
 fn hex(key: u64) -> String {
     format!("{key:016x}")
+}
+
+impl DiffReport {
+    /// `--stacks`: each site's whole stack, from A where the site is in A (`a`: A's frames).
+    pub fn with_stacks<FA: FrameSource, FB: FrameSource>(&mut self, a: &FA, b: &FB) {
+        for s in &mut self.sites {
+            s.frames = match s.stacks {
+                (Some(x), _) => super::frames::full_stack(a, Some(x)),
+                (None, y) => super::frames::full_stack(b, y),
+            };
+        }
+        for s in &mut self.new_sites {
+            s.frames = super::frames::full_stack(b, s.stack);
+        }
+        for s in &mut self.vanished_sites {
+            s.frames = super::frames::full_stack(a, s.stack);
+        }
+    }
 }
 
 pub fn diff<FA: FrameSource, FB: FrameSource>(a: &Side<'_, '_, FA>, b: &Side<'_, '_, FB>) -> DiffReport {
@@ -221,6 +260,8 @@ pub fn diff<FA: FrameSource, FB: FrameSource>(a: &Side<'_, '_, FA>, b: &Side<'_,
                 delta_bytes: pb.0 as i64 - pa.0 as i64,
                 a_count: pa.1,
                 b_count: pb.1,
+                stacks: (sa.stack(k), sb.stack(k)),
+                frames: Vec::new(),
             })
         })
         .collect();
@@ -236,6 +277,8 @@ pub fn diff<FA: FrameSource, FB: FrameSource>(a: &Side<'_, '_, FA>, b: &Side<'_,
                 allocations: s.allocations,
                 allocated_bytes: s.allocated_bytes,
                 bytes_at_peak: s.at_peak.0,
+                stack: from.stack(k),
+                frames: Vec::new(),
             })
             .collect();
         v.sort_by(|x, y| {
@@ -309,6 +352,7 @@ pub fn render_text(out: &mut String, r: &DiffReport, top: usize) {
                 &s.site[..8],
                 clip(&s.frame)
             );
+            super::frames::render_stack(out, &s.frames, 53);
         }
         if changed.len() > top {
             let _ = writeln!(out, "    … {} more sites changed", units::thousands((changed.len() - top) as u64));
@@ -331,6 +375,7 @@ pub fn render_text(out: &mut String, r: &DiffReport, top: usize) {
                 &s.site[..8],
                 clip(&s.frame)
             );
+            super::frames::render_stack(out, &s.frames, 53);
         }
         if list.len() > top {
             let _ = writeln!(out, "    … {} more", units::thousands((list.len() - top) as u64));

@@ -118,6 +118,11 @@ pub struct Hit {
     pub alloc_time_us: Option<i64>,
     pub free_time_us: Option<i64>,
     pub site: String,
+    /// The site's stack id in this archive (`null`: no stack recorded).
+    pub stack: Option<u32>,
+    /// With `--stacks`: the site's whole (filtered) stack, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +131,15 @@ pub struct FindReport {
     pub query: String,
     pub count: usize,
     pub hits: Vec<Hit>,
+}
+
+impl FindReport {
+    /// `--stacks`: each hit's whole stack.
+    pub fn with_stacks<F: FrameSource>(&mut self, frames: &F) {
+        for h in &mut self.hits {
+            h.frames = super::frames::full_stack(frames, h.stack);
+        }
+    }
 }
 
 pub fn find<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, q: &Query) -> FindReport {
@@ -145,6 +159,8 @@ pub fn find<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, q: &Query) -> FindR
                 alloc_time_us: a.and_then(|k| t.since_start(i64::from(k))),
                 free_time_us: f.and_then(|k| t.since_start(i64::from(k))),
                 site: names.label(t.site(id)),
+                stack: Some(t.site(id)).filter(|&s| s != crate::model::NONE),
+                frames: Vec::new(),
             }
         })
         .collect();
@@ -184,6 +200,7 @@ pub fn render_text(out: &mut String, r: &FindReport, top: usize) {
             at(h.free_action, h.free_time_us, "never"),
             clip(&h.site)
         );
+        super::frames::render_stack(out, &h.frames, 14);
     }
     if r.hits.len() > top {
         let _ =

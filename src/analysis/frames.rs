@@ -47,6 +47,8 @@ fn is_torch_file(file: &str) -> bool {
 /// C++ namespaces of PyTorch's dispatcher and allocator (with `stacks="all"`).
 const NATIVE_PREFIXES: [&str; 6] = ["c10::", "at::", "torch::", "std::", "void at::", "bool at::"];
 
+use std::fmt::Write as _;
+
 pub use crate::derive::frames::FrameSource;
 
 /// PyTorch's own filter: false for frames MemoryViz hides.
@@ -146,6 +148,19 @@ pub fn fx_summary(src: &impl FrameSource, f: FrameId) -> Option<String> {
 pub fn fx_details(src: &impl FrameSource, f: FrameId) -> Vec<(&'static str, &str)> {
     let fx = src.fx(f);
     FxInfo::KEYS.into_iter().zip(fx.to_array()).filter(|&(_, s)| s != NONE).map(|(k, s)| (k, src.text(s))).collect()
+}
+
+/// The whole stack of `stack` as `--stacks` prints it: the frames MemoryViz shows, innermost
+/// first, with their full file paths (empty: no stack recorded).
+pub fn full_stack(src: &impl FrameSource, stack: Option<u32>) -> Vec<String> {
+    stack.filter(|&s| s != crate::model::NONE).map_or_else(Vec::new, |s| shown_lines(src, s, false))
+}
+
+/// The frames of a row, one per line under it, indented to `indent` spaces.
+pub fn render_stack(out: &mut String, frames: &[String], indent: usize) {
+    for f in frames {
+        let _ = writeln!(out, "{:indent$}at {f}", "");
+    }
 }
 
 /// The frames MemoryViz shows for a stack, innermost first, with runs of the same frame elided

@@ -92,6 +92,9 @@ pub struct Group {
     pub share_pct: f64,
     /// The frame holding the most bytes in the row.
     pub top_frame: Option<String>,
+    /// Group by site with `--stacks`: the site's whole (filtered) stack, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
 }
 
 /// Site → its best frame as text (and where inside it the allocation happened), computed once
@@ -218,6 +221,7 @@ pub fn group<'a, F: FrameSource>(
                 count: row.count,
                 share_pct: share(row.bytes, total),
                 top_frame,
+                frames: Vec::new(),
             };
             (key, group)
         })
@@ -264,6 +268,7 @@ pub fn render(out: &mut String, groups: &[Group], by: GroupBy, top: usize) {
             }
         }
         out.push('\n');
+        super::frames::render_stack(out, &g.frames, 36);
     }
     if groups.len() > top {
         let rest = &groups[top..];

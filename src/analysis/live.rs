@@ -54,6 +54,21 @@ pub struct LiveAllocation {
     pub category: crate::model::Category,
     /// The action that allocated it (`null`: live before the trace).
     pub alloc_action: Option<u32>,
+    /// With `--stacks`: the site's whole (filtered) stack, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
+}
+
+impl LiveSet {
+    /// `--stacks`: each site row's and each listed allocation's whole stack.
+    pub fn with_stacks<F: FrameSource>(&mut self, frames: &F) {
+        for g in &mut self.groups {
+            g.frames = super::frames::full_stack(frames, g.stack);
+        }
+        for a in self.allocations.iter_mut().flatten() {
+            a.frames = super::frames::full_stack(frames, a.stack);
+        }
+    }
 }
 
 /// The live set right after action `k` (−1 ..= actions − 1; the caller checks the range).
@@ -102,6 +117,7 @@ pub fn list<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, k: i64) -> Vec<Live
                     .and_then(|c| c.get(id.index()).copied())
                     .unwrap_or(crate::model::Category::Unknown),
                 alloc_action: el.start_opt().map(|a| a.0),
+                frames: Vec::new(),
             }
         })
         .collect();
@@ -152,6 +168,7 @@ pub fn render_text(out: &mut String, s: &LiveSet, top: usize) {
                 a.category.name(),
                 groups::clip(&a.site)
             );
+            super::frames::render_stack(out, &a.frames, 52);
         }
         if list.len() > top {
             let _ =

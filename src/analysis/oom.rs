@@ -65,6 +65,11 @@ pub struct Site {
     pub frame: String,
     pub bytes: u64,
     pub count: u64,
+    /// The site's stack id (`null`: no stack recorded).
+    pub stack: Option<u32>,
+    /// With `--stacks`: its whole (filtered) stack, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -85,8 +90,12 @@ pub struct OomReport {
     pub kind: Kind,
     /// The verdict as one sentence.
     pub verdict: String,
-    /// The frame that asked.
+    /// The frame that asked, and its stack's id (`null`: none recorded).
     pub frame: Option<String>,
+    pub stack: Option<u32>,
+    /// With `--stacks`: the whole (filtered) stack that asked, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
     /// The last action before the OOM (−1: none) and the annotations open at the OOM.
     pub action: i64,
     pub annotation: Vec<String>,
@@ -262,6 +271,8 @@ pub fn report<F: FrameSource>(frames: &F, o: &OomState, cx: Context) -> OomRepor
             frame: frame_of(stack).unwrap_or_else(|| super::groups::NO_STACK.to_owned()),
             bytes,
             count,
+            stack: Some(stack).filter(|&s| s != crate::model::NONE),
+            frames: Vec::new(),
         })
         .collect();
     let advice = advice(kind, o, block, cx.expandable, filled_by.first(), b.allocated);
@@ -280,6 +291,8 @@ pub fn report<F: FrameSource>(frames: &F, o: &OomState, cx: Context) -> OomRepor
         kind,
         verdict,
         frame: frame_of(cx.stack),
+        stack: Some(cx.stack).filter(|&s| s != crate::model::NONE),
+        frames: Vec::new(),
         action: cx.action,
         annotation: cx.annotation,
         filled_by,
@@ -379,6 +392,16 @@ pub fn one_line(r: &OomReport) -> String {
 }
 
 /// The text report of one OOM.
+impl OomReport {
+    /// `--stacks`: the whole stack that asked, and each filling site's.
+    pub fn with_stacks<F: FrameSource>(&mut self, frames: &F) {
+        self.frames = super::frames::full_stack(frames, self.stack);
+        for s in &mut self.filled_by {
+            s.frames = super::frames::full_stack(frames, s.stack);
+        }
+    }
+}
+
 pub fn render_text(out: &mut String, r: &OomReport, index: usize, of: usize) {
     let b = units::bytes;
     let _ = writeln!(
@@ -397,6 +420,7 @@ pub fn render_text(out: &mut String, r: &OomReport, index: usize, of: usize) {
     if let Some(f) = &r.frame {
         row(out, "asked by", f.clone());
     }
+    super::frames::render_stack(out, &r.frames, 18);
     if !r.annotation.is_empty() {
         row(out, "during", r.annotation.join(" › "));
     }
@@ -429,6 +453,7 @@ pub fn render_text(out: &mut String, r: &OomReport, index: usize, of: usize) {
                 units::thousands(s.count),
                 super::groups::clip(&s.frame)
             );
+            super::frames::render_stack(out, &s.frames, 25);
         }
     }
     if !r.advice.is_empty() {

@@ -29,7 +29,10 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
         let data = DeviceData::new(&session, d);
         let first = session.trace(d).start;
         let event = |e| (events.time_us(e), events.stack(e));
-        let reports = oom::reports_in(&data.timeline(), root, &states, first, event, expandable);
+        let mut reports = oom::reports_in(&data.timeline(), root, &states, first, event, expandable);
+        if args.stacks {
+            reports.iter_mut().for_each(|r| r.with_stacks(root));
+        }
         per_device.push((session.ordinal(d), reports));
     }
     let reports: Vec<&oom::OomReport> = per_device.iter().flat_map(|(_, r)| r).collect();

@@ -206,6 +206,9 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
         if args.list {
             report.allocations = Some(live::list(&t, session.root(), k));
         }
+        if args.stacks {
+            report.with_stacks(session.root());
+        }
         reports.push(report);
     }
     print(input, &args.common, &reports, |out, r| live::render_text(out, r, args.common.top))
@@ -338,7 +341,13 @@ pub fn find_cmd(args: &FindArgs, cache: bool) -> anyhow::Result<()> {
     let session = open_input(input, cache)?;
     let reports: Vec<find::FindReport> = devices(&session, args.common.device, input)?
         .into_iter()
-        .map(|d| find::find(&DeviceData::new(&session, d).timeline(), session.root(), &query))
+        .map(|d| {
+            let mut r = find::find(&DeviceData::new(&session, d).timeline(), session.root(), &query);
+            if args.stacks {
+                r.with_stacks(session.root());
+            }
+            r
+        })
         .collect();
     print(input, &args.common, &reports, |out, r| find::render_text(out, r, args.common.top))
 }
@@ -376,7 +385,11 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
             timeline: TimelineRef { categories: Some(&cb), ..tb },
             frames: sb.root(),
         };
-        reports.push(diff::diff(&side_a, &side_b));
+        let mut report = diff::diff(&side_a, &side_b);
+        if args.stacks {
+            report.with_stacks(sa.root(), sb.root());
+        }
+        reports.push(report);
     }
     let unmatched_a: Vec<DeviceId> =
         sa.device_indices().filter(|d| !pairs.iter().any(|p| p.0 == *d)).map(|d| sa.ordinal(d)).collect();

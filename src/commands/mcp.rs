@@ -29,6 +29,9 @@ const DEVICE: (&str, &str, &str) = ("device", "string", "only this device (an or
 const CATEGORIES: (&str, &str, &str) = ("categories", "string", "a TOML file of your own category rules, tried first");
 const INPUT: (&str, &str, &str) = ("input", "string", "a snapshot (pickle, .gz, .zst, JSON) or a .memviz archive");
 
+const STACKS: (&str, &str, &str) =
+    ("stacks", "boolean", "each site's whole stack (innermost first, full paths) as `frames`");
+
 const TOOLS: &[Spec] = &[
     Spec {
         name: "stats",
@@ -42,11 +45,12 @@ const TOOLS: &[Spec] = &[
         positional: &[INPUT],
         options: &[
             ("action", "string", "right after this action (-1: before the first; last)"),
-            ("time", "string", "at this time since the snapshot's start: 686.2ms, 1.5s"),
+            ("time", "string", "at this time since the snapshot's start, with its unit: 686.213ms, 1.5s"),
             ("peak", "boolean", "at each device's peak"),
             ("end", "boolean", "after the last action"),
             ("group_by", "string", "site, frame, annotation, size, stream, pool, compile_context, metadata, category"),
             ("list", "boolean", "list every live allocation with addr, size, site and category"),
+            STACKS,
             DEVICE,
             CATEGORIES,
         ],
@@ -62,7 +66,7 @@ const TOOLS: &[Spec] = &[
         description: "Per training step (found from spans, the optimizer's marks or the trace's loop, or annotation): peak, net growth, retained memory; the warm-up, steady growth and the sites that keep memory.",
         positional: &[INPUT],
         options: &[
-            ("annotation", "string", "the steps' span pattern (default: the numbered family)"),
+            ("annotation", "string", "the steps' span pattern (default: the steps memviz finds)"),
             DEVICE,
             CATEGORIES,
         ],
@@ -75,6 +79,7 @@ const TOOLS: &[Spec] = &[
             ("threshold", "number", "say `regressed` when B's peak is more than this many percent over A's"),
             DEVICE,
             ("device_b", "string", "B's device to compare with A's device"),
+            STACKS,
             CATEGORIES,
         ],
     },
@@ -82,7 +87,7 @@ const TOOLS: &[Spec] = &[
         name: "find",
         description: "Allocations that ever covered an address (hex), or whose stack has a frame matching a text (substring, or /regex/). Give addr or frame.",
         positional: &[INPUT],
-        options: &[("addr", "string", "an address, hex"), ("frame", "string", "frame text or /regex/"), DEVICE],
+        options: &[("addr", "string", "an address, hex"), ("frame", "string", "frame text or /regex/"), STACKS, DEVICE],
     },
     Spec {
         name: "segments",
@@ -101,7 +106,7 @@ const TOOLS: &[Spec] = &[
         name: "oom",
         description: "Why each out-of-memory happened: the request, what was free, fragmentation, the verdict.",
         positional: &[INPUT],
-        options: &[DEVICE],
+        options: &[STACKS, DEVICE],
     },
     Spec {
         name: "ranks",
