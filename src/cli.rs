@@ -351,6 +351,31 @@ pub enum ExportCommand {
     },
     /// The Active Cached Segment Timeline: segments stacked like the element layout.
     Segments(ExportArgs),
+    /// The bytes live at one instant as folded stacks (`frame;frame;frame bytes`, outermost
+    /// first) for inferno, speedscope or Perfetto; --svg draws the flame graph.
+    Flamegraph(FlamegraphArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("instant").required(true).args(["action", "peak", "oom", "end"])))]
+pub struct FlamegraphArgs {
+    #[command(flatten)]
+    pub export: ExportArgs,
+    /// Right after this action (-1: before the first; `last`: after the last).
+    #[arg(long, value_name = "K", value_parser = parse_action, allow_negative_numbers = true)]
+    pub action: Option<ActionArg>,
+    /// At each device's peak.
+    #[arg(long)]
+    pub peak: bool,
+    /// Just before the N-th OOM event (1 = the first; without N, the last).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+    pub oom: Option<usize>,
+    /// After the last action.
+    #[arg(long)]
+    pub end: bool,
+    /// Draw the flame graph as an SVG (inferno) instead of writing the folded stacks.
+    #[arg(long)]
+    pub svg: bool,
 }
 
 #[derive(Debug, Args)]

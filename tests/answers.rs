@@ -612,3 +612,39 @@ fn stacks_print_the_whole_stack_of_each_site() {
         "{site}"
     );
 }
+
+/// `export flamegraph`: folded stacks (`frame;frame bytes`, outermost first) that add up to what
+/// `at` and `oom` say is live, and an SVG inferno draws.
+#[test]
+fn flamegraph_folds_the_live_bytes() {
+    let gpt = data("gpt2_small.pickle");
+    let folded = String::from_utf8(memviz_ok(["export", "flamegraph", gpt.to_str().unwrap(), "--peak"])).unwrap();
+    let mut total = 0u64;
+    for line in folded.lines() {
+        let (stack, bytes) = line.rsplit_once(' ').unwrap();
+        total += bytes.parse::<u64>().unwrap();
+        assert!(stack == "(no stack recorded)" || stack.starts_with("<module> ("), "outermost first: {line}");
+    }
+    let at = json_of(["at".as_ref(), gpt.as_os_str(), "--peak".as_ref(), "--json".as_ref()]);
+    assert_eq!(total, at["devices"][0]["total_bytes"].as_u64().unwrap());
+
+    let frag = data("frag_oom.pickle");
+    let oom = json_of(["oom".as_ref(), frag.as_os_str(), "--json".as_ref()]);
+    for (n, report) in oom["devices"].as_array().unwrap().iter().enumerate() {
+        let nth = (n + 1).to_string();
+        let lines =
+            String::from_utf8(memviz_ok(["export", "flamegraph", frag.to_str().unwrap(), "--oom", &nth])).unwrap();
+        let sum: u64 = lines.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+        assert_eq!(sum, report["allocated_bytes"].as_u64().unwrap(), "OOM {nth}");
+    }
+    let out = memviz(["export", "flamegraph", frag.to_str().unwrap(), "--oom", "9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has 2 OOM events (asked for OOM 9)"));
+
+    let dir = tempdir();
+    let svg = dir.path().join("peak.svg");
+    memviz_ok(["export", "flamegraph", gpt.to_str().unwrap(), "--peak", "--svg", "-o", svg.to_str().unwrap()]);
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<?xml") && drawn.contains("<svg") && drawn.contains("live bytes: gpt2_small.pickle"));
+    assert!(drawn.contains("train (gen_snapshots.py:"), "the frames are drawn");
+}

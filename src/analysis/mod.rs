@@ -9,6 +9,7 @@ pub mod category_rules;
 pub mod diff;
 pub mod export;
 pub mod find;
+pub mod flamegraph;
 pub mod frames;
 pub mod groups;
 pub mod live;

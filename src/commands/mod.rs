@@ -2,6 +2,7 @@
 
 mod allocator;
 mod answers;
+mod flamegraph;
 mod index;
 pub mod mcp;
 mod ranks;
@@ -46,6 +47,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Export(ExportCommand::Sampled { args, every }) => export_sampled(&args, every as usize, cache),
         Command::Export(ExportCommand::State { args, every, events }) => export_state(&args, every, &events, cache),
         Command::Export(ExportCommand::Segments(args)) => export_segments(&args, cache),
+        Command::Export(ExportCommand::Flamegraph(args)) => flamegraph::flamegraph_cmd(&args, cache),
         Command::At(args) => at_cmd(&args, cache),
         Command::Range(args) => range_cmd(&args, cache),
         Command::Steps(args) => steps_cmd(&args, cache),
