@@ -1151,3 +1151,28 @@ fn stored_tile_keys_draw_what_keys_from_the_sites_draw() {
     assert!(drawn > with_keys.len() / 4 / 4, "the plot is drawn ({drawn} pixels)");
     assert!(with_keys == from_sites, "stored keys colour the plot as the sites do");
 }
+
+/// The viewer says what it shows: the y fit reaches the reserved line and the `--gpu`
+/// capacity line (neither runs off the plot); "save PNG" picks a name no earlier save has.
+#[test]
+fn lines_stay_on_the_plot_and_saves_never_overwrite() {
+    let archive = golden_archive();
+    let session = memviz::archive::Session::open(&archive).unwrap();
+    let reserved = session.reserved_peak(DeviceIdx(0));
+    let peak = session.layout(DeviceIdx(0)).peak_bytes;
+    assert!(reserved > peak, "gpt2_small reserves more than it allocates: {reserved} vs {peak}");
+    let (_, app) = open(&archive, 800, 500);
+    let v = app.timeline().unwrap().view;
+    assert!(v.y1 >= reserved as f64, "the reserved line's top {reserved} is inside 0..{}", v.y1);
+    let h100 = 80u64 << 30;
+    let options = ViewerOptions { gpu: Some(("H100", h100)), ..ViewerOptions::default() };
+    let (_, app) = open_with(&archive, options, 800, 500);
+    assert!(app.timeline().unwrap().view.y1 >= h100 as f64, "the capacity line is on the plot");
+
+    let dir = tempdir();
+    let first = memviz::viewer::app::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
+    assert_eq!(first.file_name().unwrap(), "view-0-10.png");
+    std::fs::write(&first, b"earlier").unwrap();
+    let second = memviz::viewer::app::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
+    assert_eq!(second.file_name().unwrap(), "view-0-10-2.png");
+}

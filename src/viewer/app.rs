@@ -366,7 +366,7 @@ impl ViewerApp {
                 let back = egui::Panel::top("ranks bar")
                     .show(ui, |ui| {
                         ui.horizontal(|ui| {
-                            let back = ui.button(format!("← all {} ranks", strip.files.len())).clicked();
+                            let back = ui.button(format!("back to all {} ranks", strip.files.len())).clicked();
                             ui.label(name);
                             back
                         })
@@ -392,6 +392,8 @@ pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: 
     session.spawn_checks();
     let mut t = Timeline::new(session, ctx);
     t.max_entries = options.max_entries;
+    t.capacity = options.gpu.map(|g| g.1);
+    t.fit();
     t.colour_by_category = options.by_category;
     t.colour_by_site = !options.by_allocation;
     t
@@ -625,6 +627,16 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     }
 }
 
+/// `NAME.png`, or `NAME-2.png`, `NAME-3.png`, … whichever does not exist yet: a save never
+/// overwrites an earlier one.
+pub fn unused_png_name(name: &str) -> PathBuf {
+    let first = PathBuf::from(format!("{name}.png"));
+    std::iter::once(first)
+        .chain((2..).map(|n| PathBuf::from(format!("{name}-{n}.png"))))
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .expect("an unused name")
+}
+
 /// "save PNG": asks the window for this frame, written (by the integration, once it has the
 /// pixels) to the working folder, named after the file and the actions shown.
 fn save_png(ctx: &egui::Context, t: &Timeline, source: Option<&Path>) -> PathBuf {
@@ -632,7 +644,7 @@ fn save_png(ctx: &egui::Context, t: &Timeline, source: Option<&Path>) -> PathBuf
         .unwrap_or(&t.session.archive.path)
         .file_stem()
         .map_or("memviz".into(), |s| s.to_string_lossy().into_owned());
-    let out = PathBuf::from(format!("{stem}-{:.0}-{:.0}.png", t.view.x0.max(0.0), t.view.x1));
+    let out = unused_png_name(&format!("{stem}-{:.0}-{:.0}", t.view.x0.max(0.0), t.view.x1));
     let target = out.clone();
     ctx.request_screenshot(move |image| {
         let [w, h] = image.size;

@@ -62,7 +62,7 @@ impl Compare {
     /// The bar above: the two ranks and the way back; true when "back" was clicked.
     pub fn bar_ui(&self, ui: &mut egui::Ui, ranks: usize) -> bool {
         ui.horizontal(|ui| {
-            let back = ui.button(format!("← all {ranks} ranks")).clicked();
+            let back = ui.button(format!("back to all {ranks} ranks")).clicked();
             ui.label(format!("{} (top) and {} (bottom), x axes linked by step", self.names[0], self.names[1]));
             back
         })

@@ -241,7 +241,7 @@ impl MemoryMap {
         let Some(event) = map_event(t) else {
             return note_ui(
                 ui,
-                "Hover or pin the timeline, or step with ←/→, to see the allocator's state at that event.",
+                "Hover or pin the timeline, or step with the Left / Right arrow keys, to see the allocator's state at that event.",
             );
         };
         if t.session.device(t.device).allocator.states.is_empty() {

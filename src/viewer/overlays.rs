@@ -147,11 +147,16 @@ impl Timeline {
         painter.add(super::strip::joined_mesh(&shades, ppp));
         painter.add(super::strip::joined_mesh(&marks, ppp));
         let places: Vec<(f32, u32)> = labels.iter().map(|l| (l.0, l.1)).collect();
+        // A label that would run past the lane's right edge is not drawn: clipped, `## step 9 ##`
+        // reads "#".
+        let mut overflows = vec![false; labels.len()];
         let shown = axis::place_labels_lazily(&places, 6.0, |i| {
-            painter.layout_no_wrap(labels[i].2.to_owned(), font.clone(), theme::ANNOTATION).size().x
+            let w = painter.layout_no_wrap(labels[i].2.to_owned(), font.clone(), theme::ANNOTATION).size().x;
+            overflows[i] = labels[i].0 + w > lane.right();
+            w
         });
-        for (l, show) in labels.iter().zip(shown) {
-            if show {
+        for ((l, show), overflow) in labels.iter().zip(shown).zip(overflows) {
+            if show && !overflow {
                 painter.text(
                     pos2(l.0, lane.center().y),
                     egui::Align2::LEFT_CENTER,

@@ -22,10 +22,12 @@ pub fn top_bar_ui(
     tab: &mut Tab,
     answers_open: &mut bool,
 ) {
-    // Wraps onto a second row in a narrow window rather than clipping the controls.
+    // The controls wrap onto a second row in a narrow window rather than being clipped; the
+    // texts elide (`…`, the whole on hover) rather than wrapping.
     ui.horizontal_wrapped(|ui| {
         let root = t.session.root();
-        ui.strong(root.source.name.as_str());
+        let name = root.source.name.as_str();
+        ui.add(egui::Label::new(egui::RichText::new(name).strong()).truncate()).on_hover_text(name);
         ui.separator();
         egui::ComboBox::from_id_salt("view").selected_text(tab.title()).show_ui(ui, |ui| {
             for v in Tab::ALL {
@@ -82,12 +84,20 @@ pub fn top_bar_ui(
             t.max_entries = None;
         }
         let l = t.stacked().layout;
-        ui.label(format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64)));
+        let peak = format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64));
+        ui.add(egui::Label::new(peak).truncate());
+        if let Some(n) = t.frees_without_alloc() {
+            let said = format!("truncated trace: {} frees without their alloc", units::thousands(n));
+            ui.add(egui::Label::new(egui::RichText::new(said).color(super::theme::PEAK)).truncate()).on_hover_text(
+                "the ring buffer wrapped (_record_memory_history's max_entries) or recording started late: memory allocated before the trace's first event is drawn from the start",
+            );
+        }
         if options.model.is_none()
             && let Some(c) = t.shape_candidates()
         {
             ui.separator();
-            ui.weak(c).on_hover_text("guessed from the most frequent allocation sizes; pass --model for exact shapes");
+            ui.add(egui::Label::new(egui::RichText::new(c).weak()).truncate())
+                .on_hover_text("guessed from the long-lived allocations' sizes; pass --model for exact shapes");
         }
     });
 }

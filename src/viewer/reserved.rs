@@ -67,6 +67,14 @@ impl ReservedCache {
 }
 
 impl Timeline {
+    /// The highest reserved bytes over actions `[a, b)` (`None`: not known yet or no series).
+    pub fn visible_reserved(&mut self, a: usize, b: usize) -> Option<u64> {
+        let mut cache = std::mem::take(&mut self.reserved_cache);
+        let max = cache.max(self, a, b);
+        self.reserved_cache = cache;
+        max
+    }
+
     /// The reserved line and the shaded gap over the allocated area (element timeline only).
     pub fn reserved_overlay(&mut self, painter: &egui::Painter) {
         let mut cache = std::mem::take(&mut self.reserved_cache);

@@ -257,11 +257,12 @@ fn row_texts(session: &Session, events: &ArchiveEvents<'_>, (device, start, end)
     (start..end.min(trace.len()))
         .map(|i| {
             let e = trace.start + i;
+            // The size before the address: a narrow panel cuts the row's end, not the size.
             format!(
-                "{i:>8} {:<14} {:#x} {}",
+                "{i:>8} {:<14} {:>10} {:#x}",
                 events.action(e).name(),
-                events.addr(e),
-                crate::analysis::units::bytes(events.size(e))
+                crate::analysis::units::bytes(events.size(e)),
+                events.addr(e)
             )
         })
         .collect()

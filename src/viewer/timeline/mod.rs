@@ -60,9 +60,11 @@ pub struct Timeline {
     pub worker: Worker,
     pub textures: Textures,
     /// Shape candidates of the device (`h=… i=… v=…`), inferred once in the background.
-    candidates: Option<Pending<Option<String>>>,
+    candidates: Option<Pending<TopFacts>>,
     /// `--max-entries` / the detail slider: draw only the N largest individually.
     pub max_entries: Option<usize>,
+    /// The card's capacity drawn as a line (`--gpu`): the y fit reaches it.
+    pub capacity: Option<u64>,
     /// The palette for (device, plane, by-site?), computed once per choice.
     colours: Option<Cached<(DeviceIdx, Plane, bool), Vec<u32>>>,
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
@@ -132,6 +134,7 @@ impl Timeline {
             worker,
             textures: Textures::default(),
             max_entries: None,
+            capacity: None,
             candidates: None,
             colours: None,
             segment_keys: None,
@@ -449,21 +452,31 @@ impl Timeline {
         (0.0, actions.max(1) as f64)
     }
 
+    /// Everything: the whole trace, and bytes up to the highest of the peak, the reserved line
+    /// (element timeline) and the capacity line, so that no line drawn runs off the plot.
     pub fn fit(&mut self) {
         let l = self.stacked().layout;
         let (a, b) = self.x_extent();
-        self.view = View::fit(l.actions.len(), l.peak_bytes);
+        let reserved = (self.plane == Plane::Elements).then(|| self.session.reserved_peak(self.device));
+        let top = self.ceiling(l.peak_bytes, reserved);
+        self.view = View::fit(l.actions.len(), top);
         self.view.x0 = a;
         self.view.x1 = b;
     }
 
-    /// Double-click: fit Y to the highest total visible.
+    /// Double-click: fit Y to the highest total visible (and the reserved and capacity lines).
     pub fn fit_y(&mut self) {
         let l = self.stacked().layout;
         let (a, b) = self.visible_actions();
         let max = l.totals.get(a..b.min(l.totals.len())).and_then(|t| t.iter().max().copied()).unwrap_or(l.peak_bytes);
+        let reserved = (self.plane == Plane::Elements).then(|| self.visible_reserved(a, b)).flatten();
         self.view.y0 = 0.0;
-        self.view.y1 = (max.max(1) as f64) * 1.05;
+        self.view.y1 = (self.ceiling(max, reserved).max(1) as f64) * 1.05;
+    }
+
+    /// The highest of `allocated`, `reserved` and the capacity line while it is drawn.
+    fn ceiling(&self, allocated: u64, reserved: Option<u64>) -> u64 {
+        allocated.max(reserved.unwrap_or(0)).max(self.capacity.unwrap_or(0))
     }
 
     /// Action index range `[a, b)` currently visible.
@@ -586,10 +599,21 @@ impl Timeline {
     /// `h=… i=… v=…` guessed from the device's most frequent allocation sizes (no `--model`),
     /// worked out on a named thread (a pass over every element): `None` until then.
     pub fn shape_candidates(&mut self) -> Option<&str> {
+        self.top_facts().and_then(|f| f.shapes.as_deref())
+    }
+
+    /// How many frees of the device have no alloc in the trace (its ring buffer wrapped, or
+    /// recording started late), worked out with the shape candidates: `None` when none (or not
+    /// yet known).
+    pub fn frees_without_alloc(&mut self) -> Option<u64> {
+        self.top_facts().map(|f| f.free_only).filter(|&n| n > 0)
+    }
+
+    fn top_facts(&mut self) -> Option<&TopFacts> {
         if self.candidates.as_ref().is_none_or(|p| p.device != self.device) {
-            self.candidates = Some(Pending::start("shapes", &self.session, self.device, shape_candidates));
+            self.candidates = Some(Pending::start("shapes", &self.session, self.device, top_facts));
         }
-        self.candidates.as_ref().and_then(Pending::get).and_then(Option::as_deref)
+        self.candidates.as_ref().and_then(Pending::get)
     }
 
     /// True while the shape candidates asked for are still being worked out (they change the
@@ -662,6 +686,20 @@ impl AsRef<[u32]> for SitesRef {
 /// Elements the shape candidates are guessed from, at most: the first ones (a run's first steps
 /// allocate every shape it has), so a 10 GB archive's guess reads 50 MB of it, not 550.
 const SHAPE_ELEMENTS: usize = 4 << 20;
+
+/// What the top bar says of a device that takes a pass over its elements.
+pub struct TopFacts {
+    /// The shape candidates line (`None`: nothing guessed).
+    shapes: Option<String>,
+    /// Frees whose alloc is not in the trace.
+    free_only: u64,
+}
+
+fn top_facts(session: &Session, d: DeviceIdx) -> TopFacts {
+    let origin = session.elements(d).layout.elements.origin;
+    let free_only = origin.iter().filter(|&&o| o == crate::layout::Origin::FreeOnly as u8).count() as u64;
+    TopFacts { shapes: shape_candidates(session, d), free_only }
+}
 
 /// The shape candidates line of device `d`'s allocations (`None`: nothing guessed).
 fn shape_candidates(session: &Session, d: DeviceIdx) -> Option<String> {
