@@ -1176,3 +1176,22 @@ fn lines_stay_on_the_plot_and_saves_never_overwrite() {
     let second = memviz::viewer::app::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
     assert_eq!(second.file_name().unwrap(), "view-0-10-2.png");
 }
+
+/// A legend under the timeline names its lines and shades: its OOM swatch is the only red of
+/// that exact colour in a trace without an OOM, drawn below the plot.
+#[test]
+fn the_timeline_legend_is_drawn_under_the_plot() {
+    let (gpu, app) = open(&golden_archive(), 1000, 600);
+    let rgba = gpu.read_rgba();
+    let rect = app.timeline().unwrap().plot_rect;
+    let oom = memviz::viewer::reserved::OOM;
+    let (mut below, mut inside) = (0, 0);
+    for (i, c) in rgba.chunks_exact(4).enumerate() {
+        if c[..3] == [oom.r(), oom.g(), oom.b()] {
+            let y = (i / gpu.width as usize) as f32;
+            if y > rect.bottom() { below += 1 } else { inside += 1 }
+        }
+    }
+    assert!(below >= 80, "the OOM swatch below the plot ({below} pixels)");
+    assert_eq!(inside, 0, "no OOM marker in gpt2_small");
+}

@@ -596,6 +596,7 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
         panels::bottom_bar_ui(ui, t, options, s.stack_filter, s.full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, t));
     if t.colour_by_category && t.plane == Plane::Elements {
         egui::Panel::bottom("legend").show(ui, |ui| panels::legend_ui(ui, t));
     }

@@ -275,6 +275,7 @@ impl MemoryMap {
             b(s.summary.free()),
             b(s.summary.largest_free),
         ));
+        super::legend::memory_map_ui(ui);
         let rect = ui.available_rect_before_wrap();
         let response = ui.allocate_rect(rect, egui::Sense::click_and_drag());
         let inner = rect.shrink(2.0);

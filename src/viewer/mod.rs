@@ -22,6 +22,7 @@ pub mod events_list;
 pub mod floor;
 pub mod gpu;
 pub mod indexing;
+pub mod legend;
 pub mod map_draw;
 pub mod marks;
 pub mod memory_map;
