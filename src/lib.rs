@@ -19,4 +19,5 @@ pub mod lod;
 pub mod model;
 pub mod output;
 pub mod spill;
+pub mod temp_files;
 pub mod viewer;

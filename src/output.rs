@@ -1,36 +1,61 @@
 //! Writing results: atomically to a file (temp file + rename), or to standard output.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 
-/// Writes `path` through `fill`: the data goes to a temporary file beside it that is renamed
-/// over `path` only once complete, so a failure or a kill never leaves a partial file.
+/// Writes `path` through `fill`: the data goes to a temporary file beside it
+/// ([`crate::temp_files::TempFile`]: an unguessable name, never through a link, removed on a
+/// signal) that is renamed over `path` only once complete, so a failure or a kill never leaves
+/// a partial file. A FIFO or a character device (`/dev/stdout`, a pipe) is written into as it
+/// is; any other file that is not a regular one (a socket, a block device, a folder) is refused.
 pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let tmp = temp_path(path);
+    let result = match output_kind(path)? {
+        OutputKind::Stream => (|| {
+            let file = fs::OpenOptions::new().write(true).open(path)?;
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            fill(&mut w)?;
+            before_writing()?;
+            w.into_inner().map_err(|e| e.into_error())?;
+            anyhow::Ok(())
+        })(),
+        OutputKind::File => (|| {
+            let (tmp, file) = crate::temp_files::TempFile::beside(path)?;
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            fill(&mut w)?;
+            before_writing()?;
+            let file = w.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            tmp.persist(path)?;
+            anyhow::Ok(())
+        })(),
+    };
     // Errors name the file asked for, never the temporary one beside it.
-    let result = (|| {
-        let file = File::create(&tmp)?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        fill(&mut w)?;
-        before_writing()?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        anyhow::Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
     result.with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// `dir/.name.tmp-PID` beside the target, so the rename stays on one file system.
-pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+enum OutputKind {
+    /// A new or regular file: written beside, then renamed over it.
+    File,
+    /// A FIFO or a character device: written into.
+    Stream,
+}
+
+/// An output that is neither a file nor a stream (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: not a regular file, a FIFO or a character device; refusing to write there")]
+pub struct NotAnOutput(pub String);
+
+fn output_kind(path: &Path) -> Result<OutputKind, NotAnOutput> {
+    use std::os::unix::fs::FileTypeExt as _;
+    match fs::metadata(path) {
+        Err(_) => Ok(OutputKind::File),
+        Ok(m) if m.is_file() => Ok(OutputKind::File),
+        Ok(m) if m.file_type().is_fifo() || m.file_type().is_char_device() => Ok(OutputKind::Stream),
+        Ok(_) => Err(NotAnOutput(path.display().to_string())),
+    }
 }
 
 /// A command asked to write over one of its own inputs (`index run.pickle -o run.pickle`):

@@ -23,7 +23,14 @@
 //! `MEMVIZ_MEMORY_BUDGET` (bytes, or with `K` / `M` / `G`) sets the budget; the default is
 //! [`DEFAULT_BUDGET`]. Tests set a tiny one to make a small build spill all the time.
 //!
-//! The only `unsafe` outside `archive/open.rs` and `main.rs`: the allocator, its mapping and the
+//! Every command but the viewer runs with the watcher on ([`guard`]), and the watcher bounds
+//! what no spilling can move: when the process's anonymous memory (`RssAnon`: the heap, not the
+//! mapped archive or spill file) passes the budget (at least [`MIN_HARD_LIMIT`]), or the spill
+//! file would hold more than `MEMVIZ_SPILL_LIMIT` (default: the free disk of its folder less
+//! [`DISK_MARGIN`]), the command stops with one error line and exit code 1, its temp files
+//! removed ([`crate::temp_files::remove_all`]) — a hostile input never exhausts the machine.
+//!
+//! With `temp_files.rs` (signal handlers), the only `unsafe` outside `archive/open.rs` and `main.rs`: the allocator, its mapping and the
 //! syscalls (Linux only; elsewhere [`Spilling`] is the system allocator and nothing spills).
 
 #![allow(unsafe_code)]
@@ -35,6 +42,53 @@ use std::path::Path;
 pub const MIN_SPILL: usize = 1 << 20;
 /// The resident size a build aims to stay under.
 pub const DEFAULT_BUDGET: u64 = 1 << 30;
+/// The anonymous memory a command may never pass, whatever the budget says (a tiny budget makes
+/// builds spill; it does not stop them).
+pub const MIN_HARD_LIMIT: u64 = 256 << 20;
+/// Free disk the spill file leaves to others by default.
+pub const DISK_MARGIN: u64 = 1 << 30;
+
+/// Keeps the watcher on for a whole command (spilling past ¾ of the budget, the hard limits),
+/// spilling into `dir`.
+pub fn guard(dir: &Path) -> Active {
+    activate(dir)
+}
+
+/// Stops the process on a limit: one error line, temp files removed, exit code 1. Called from
+/// the watcher or the allocator, so it allocates nothing but the message.
+fn fatal(message: &str) -> ! {
+    crate::temp_files::remove_all();
+    eprintln!("error: {message}");
+    // SAFETY: _exit has no preconditions; it does not run destructors, which may allocate.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(1)
+    }
+}
+
+fn spill_limit(dir: &Path) -> u64 {
+    let chosen = std::env::var("MEMVIZ_SPILL_LIMIT").ok().and_then(|v| parse_bytes(&v));
+    let free = free_disk(dir).map(|f| f.saturating_sub(DISK_MARGIN));
+    match (chosen, free) {
+        (Some(c), Some(f)) => c.min(f),
+        (c, f) => c.or(f).unwrap_or(u64::MAX),
+    }
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn free_disk(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a statvfs to fill.
+    (unsafe { libc::statvfs(path.as_ptr(), &mut s) } == 0).then(|| s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+#[cfg(not(unix))]
+fn free_disk(_dir: &Path) -> Option<u64> {
+    None
+}
 
 /// The global allocator of the binary.
 pub struct Spilling;
@@ -65,7 +119,7 @@ impl Drop for Active {
 /// Turns spilling on for a build whose output goes into `dir`. Does nothing when the binary's
 /// allocator is not [`Spilling`] (the library's tests), or where the spill file cannot be made.
 pub fn activate(dir: &Path) -> Active {
-    Active { on: imp::activate(dir, budget()) }
+    Active { on: imp::activate(dir, budget(), spill_limit(dir)) }
 }
 
 /// What spilling did so far.
@@ -161,6 +215,9 @@ mod imp {
     /// The next free offset of the file.
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static SPILLED: AtomicU64 = AtomicU64::new(0);
+    /// Bytes of the spill file reserved now (reserved less punched), and the most it may hold.
+    static LIVE: AtomicU64 = AtomicU64::new(0);
+    static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
     static RELEASES: AtomicU64 = AtomicU64::new(0);
     /// Builds running; the watcher runs while this is above zero.
     static BUILDS: Mutex<(usize, Option<std::thread::JoinHandle<()>>)> = Mutex::new((0, None));
@@ -174,10 +231,11 @@ mod imp {
         SpillStats { spilled_bytes: SPILLED.load(Relaxed), releases: RELEASES.load(Relaxed) }
     }
 
-    pub fn activate(dir: &Path, budget: u64) -> bool {
+    pub fn activate(dir: &Path, budget: u64, limit: u64) -> bool {
         if !INSTALLED.load(Relaxed) {
             return false;
         }
+        LIMIT.fetch_min(limit, Relaxed);
         let mut builds = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
         if BASE.load(Acquire) == 0 && !map_file(dir) {
             return false;
@@ -253,7 +311,15 @@ mod imp {
     fn watch(budget: u64) {
         let start = budget / 4 * 3;
         let release = budget / 8 * 7;
+        let hard = budget.max(super::MIN_HARD_LIMIT);
+        let mut status = String::with_capacity(4096);
         while !STOP.load(Relaxed) {
+            if anonymous(&mut status).is_some_and(|a| a > hard) {
+                super::fatal(&format!(
+                    "this input needs more memory than the budget allows ({} MiB of heap; MEMVIZ_MEMORY_BUDGET raises it) — a corrupt or hostile file?",
+                    hard >> 20
+                ));
+            }
             let rss = resident().unwrap_or(0);
             if rss > start {
                 SPILLING.store(true, Relaxed);
@@ -276,6 +342,15 @@ mod imp {
         // next access), so no allocation in it loses a byte.
         unsafe { libc::madvise(base as *mut libc::c_void, used, libc::MADV_DONTNEED) };
         RELEASES.fetch_add(1, Relaxed);
+    }
+
+    /// Anonymous resident bytes of the process (`RssAnon` of `/proc/self/status`).
+    fn anonymous(buf: &mut String) -> Option<u64> {
+        buf.clear();
+        std::fs::File::open("/proc/self/status").ok()?.read_to_string(buf).ok()?;
+        let line = buf.lines().find(|l| l.starts_with("RssAnon:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb << 10)
     }
 
     /// Resident bytes of the process (`/proc/self/statm`, second field, in pages).
@@ -317,10 +392,22 @@ mod imp {
         layout.size() >= MIN_SPILL && layout.align() <= PAGE.load(Relaxed) && SPILLING.load(Relaxed)
     }
 
-    /// Reserves the file's blocks for `[offset, offset + len)`.
+    /// Reserves the file's blocks for `[offset, offset + len)`, within the spill limit.
     fn reserve(offset: u64, len: usize) -> bool {
+        let live = LIVE.fetch_add(len as u64, Relaxed) + len as u64;
+        let limit = LIMIT.load(Relaxed);
+        if live > limit {
+            super::fatal(&format!(
+                "this input needs more than {} MiB of temp disk to spill to (the free disk, or MEMVIZ_SPILL_LIMIT) — a corrupt or hostile file?",
+                limit >> 20
+            ));
+        }
         // SAFETY: fallocate on our own descriptor; it touches no memory of ours.
-        unsafe { libc::fallocate(FD.load(Relaxed), 0, offset as libc::off_t, len as libc::off_t) == 0 }
+        let ok = unsafe { libc::fallocate(FD.load(Relaxed), 0, offset as libc::off_t, len as libc::off_t) == 0 };
+        if !ok {
+            LIVE.fetch_sub(len as u64, Relaxed);
+        }
+        ok
     }
 
     /// Returns `[offset, offset + len)` to the file system; the mapping's pages go with it.
@@ -328,6 +415,7 @@ mod imp {
         if len == 0 {
             return;
         }
+        LIVE.fetch_sub((len as u64).min(LIVE.load(Relaxed)), Relaxed);
         let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
         // SAFETY: as `reserve`; the range belongs to an allocation being freed or shrunk.
         unsafe { libc::fallocate(FD.load(Relaxed), mode, offset as libc::off_t, len as libc::off_t) };
@@ -431,7 +519,7 @@ mod imp {
     pub fn stats() -> SpillStats {
         SpillStats::default()
     }
-    pub fn activate(_dir: &Path, _budget: u64) -> bool {
+    pub fn activate(_dir: &Path, _budget: u64, _limit: u64) -> bool {
         false
     }
     pub fn deactivate() {}
@@ -459,7 +547,7 @@ mod tests {
     fn spilled_allocations_keep_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
         install();
-        let active = Active { on: imp::activate(dir.path(), 0) };
+        let active = Active { on: imp::activate(dir.path(), 0, u64::MAX) };
         assert!(active.on);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let layout = Layout::from_size_align(3 << 20, 8).unwrap();

@@ -8,7 +8,8 @@ use std::path::Path;
 use crate::support::repo;
 
 /// Lowest first. A module may use any module of an earlier row.
-const LAYERS: [&[&str]; 8] = [
+const LAYERS: [&[&str]; 9] = [
+    &["temp_files"],
     &["model", "output", "spill"],
     &["ingest", "layout"],
     &["lod", "derive", "allocator"],

@@ -150,6 +150,9 @@ fn from_archive(a: Archive, cache_of_input: bool) -> anyhow::Result<Loaded> {
 /// this build's format version (an older one lacks what a rebuild would show: it is replaced).
 pub fn find_cache(snapshot: &Path, stamp: &SourceStamp) -> Option<Archive> {
     candidates(snapshot, stamp).into_iter().find_map(|p| {
+        if !trusted(&p) {
+            return None;
+        }
         let a = Archive::open(&p).ok()?;
         let current = a.format_version() == memviz_format::FORMAT_VERSION;
         (current && a.header().source == *stamp && a.verify().is_ok()).then_some(a)
@@ -164,11 +167,12 @@ fn candidates(snapshot: &Path, stamp: &SourceStamp) -> Vec<PathBuf> {
     v
 }
 
-/// Beside the snapshot when that folder is writable, else the user cache directory.
+/// Beside the snapshot when that folder is writable and no one else's to write in, else the
+/// user cache directory.
 pub fn cache_path(snapshot: &Path, stamp: &SourceStamp) -> PathBuf {
     let beside = archive::default_path(snapshot);
     let dir = beside.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if writable(dir) {
+    if writable(dir) && private_folder(dir) {
         return beside;
     }
     match user_cache_dir() {
@@ -183,11 +187,44 @@ fn cache_name(snapshot: &Path, stamp: &SourceStamp) -> String {
     format!("{stem}-{:016x}.memviz", stamp.fingerprint ^ stamp.size)
 }
 
-fn writable(dir: &Path) -> bool {
-    let probe = dir.join(format!(".memviz-probe-{}", std::process::id()));
-    let ok = std::fs::File::create(&probe).is_ok();
-    let _ = std::fs::remove_file(&probe);
+/// A cached archive is used only when the current user owns it (a regular file, not a link)
+/// and no one else can write in its folder — as ssh treats its keys: an archive planted in a
+/// shared folder, with the victim snapshot's stamp copied in, would otherwise be answered from.
+/// Anything else is rebuilt in the user's own cache (said once).
+fn trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(meta) = path.symlink_metadata() else { return false };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // SAFETY: getuid has no preconditions.
+    #[allow(unsafe_code)]
+    let me = unsafe { libc::getuid() };
+    let ok = meta.is_file() && meta.uid() == me && private_folder(dir);
+    if !ok {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!(
+                "note: not using {}: it is not yours, or others can write in its folder; using your own cache",
+                path.display()
+            );
+        });
+    }
     ok
+}
+
+/// No one but its owner (the current user, or root) can write in `dir`.
+fn private_folder(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(meta) = dir.metadata() else { return false };
+    // SAFETY: getuid has no preconditions.
+    #[allow(unsafe_code)]
+    let me = unsafe { libc::getuid() };
+    (meta.uid() == me || meta.uid() == 0) && meta.mode() & 0o022 == 0
+}
+
+/// Whether a file can be made in `dir`: a probe at an unguessable name, made with `O_EXCL`
+/// (never through a planted link) and removed at once.
+fn writable(dir: &Path) -> bool {
+    tempfile::Builder::new().prefix(".memviz-probe-").tempfile_in(dir).is_ok()
 }
 
 fn user_cache_dir() -> Option<PathBuf> {

@@ -9,7 +9,7 @@
 //! archive took 0.6–0.9 s of kernel time before its 0.2 s fsync; written direct, 0.1–0.2 s.
 
 use memviz_format::rkyv;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
@@ -26,8 +26,6 @@ use rkyv::ser::Serializer;
 use rkyv::ser::allocator::Arena;
 use rkyv::ser::sharing::Share;
 use rkyv::ser::writer::IoWriter;
-
-use crate::output::temp_path;
 
 /// What exists of an archive when its derive stage begins: the root's fields before `devices`
 /// (`root.devices` empty), and each device's fields before `checkpoints` (the later ones
@@ -47,7 +45,7 @@ pub struct Heads {
 /// dropped unfinished removes its temp file.
 pub struct Writing {
     handed: Option<SyncSender<Handed>>,
-    thread: Option<std::io::Result<JoinHandle<anyhow::Result<u64>>>>,
+    thread: Option<std::io::Result<JoinHandle<Written>>>,
     path: PathBuf,
 }
 
@@ -59,6 +57,9 @@ enum Handed {
     /// when they were handed over before).
     Tails(Vec<Device>),
 }
+
+/// What the writer thread ends with: the archive's length and its temp file, to be renamed.
+type Written = anyhow::Result<(u64, crate::temp_files::TempFile)>;
 
 /// Hands the first device's checkpoints and tiles to a [`Writing`] as soon as they exist: they
 /// follow the heads in the archive, so they are written while the allocator's pass runs
@@ -77,13 +78,11 @@ impl Writing {
     /// Starts writing the archive of `heads` to a temp file beside `path`.
     pub fn start(heads: Arc<Heads>, path: &Path, source: SourceStamp) -> Writing {
         let (tx, rx) = sync_channel(2);
-        let tmp = temp_path(path);
+        // Made here, where a failure to make it is the command's error at `finish`.
+        let made = crate::temp_files::TempFile::beside(path);
         let thread = std::thread::Builder::new().name("memviz-write".into()).spawn(move || {
-            let result = write_staged(heads, rx, &tmp, source);
-            if result.is_err() {
-                let _ = fs::remove_file(&tmp);
-            }
-            result
+            let (tmp, file) = made?;
+            write_staged(heads, rx, tmp.path(), file, source).map(|len| (len, tmp))
         });
         Writing { handed: Some(tx), thread: Some(thread), path: path.to_owned() }
     }
@@ -103,13 +102,8 @@ impl Writing {
             let thread = self.thread.take().expect("finished once")?;
             // A send fails only when the writer has already stopped; its error is the one to show.
             let _ = self.handed.take().expect("finished once").send(Handed::Tails(tails));
-            let size = thread.join().map_err(|_| anyhow::anyhow!("the archive's writer panicked"))??;
-            let tmp = temp_path(&path);
-            let renamed = fs::rename(&tmp, &path);
-            if renamed.is_err() {
-                let _ = fs::remove_file(&tmp);
-            }
-            renamed?;
+            let (size, tmp) = thread.join().map_err(|_| anyhow::anyhow!("the archive's writer panicked"))??;
+            tmp.persist(&path)?;
             Ok(size)
         })();
         // The error names the archive asked for, never the temporary file beside it.
@@ -131,8 +125,14 @@ impl Drop for Writing {
 /// The writer thread: header placeholder, the heads, then (once handed over) the first device's
 /// checkpoints and tiles and the tails, the devices and the root object, the block table, the
 /// real header, fsync.
-fn write_staged(heads: Arc<Heads>, handed: Receiver<Handed>, tmp: &Path, source: SourceStamp) -> anyhow::Result<u64> {
-    let mut w = Sink::create(tmp)?;
+fn write_staged(
+    heads: Arc<Heads>,
+    handed: Receiver<Handed>,
+    tmp: &Path,
+    file: File,
+    source: SourceStamp,
+) -> anyhow::Result<u64> {
+    let mut w = Sink::create(tmp, file);
     w.write_all(&[0u8; HEADER_LEN])?;
     let hashing = Hashing { inner: w, block: Xxh64::new(0), table: Vec::new(), len: 0 };
     let mut arena = Arena::new();
@@ -190,18 +190,19 @@ struct Sink {
 }
 
 impl Sink {
-    fn create(path: &Path) -> std::io::Result<Sink> {
-        let file = File::options().write(true).create(true).truncate(true).open(path)?;
+    /// The sink of `file`, the temp file made at `path` (opened again for direct I/O, never
+    /// through a link).
+    fn create(path: &Path, file: File) -> Sink {
         let direct = Self::open_direct(path);
         let buf = vec![0u8; SINK_BUF + DIRECT_ALIGN];
         let start = buf.as_ptr().align_offset(DIRECT_ALIGN);
-        Ok(Sink { file, direct, buf, start, fill: 0, pos: 0 })
+        Sink { file, direct, buf, start, fill: 0, pos: 0 }
     }
 
     #[cfg(target_os = "linux")]
     fn open_direct(path: &Path) -> Option<File> {
         use std::os::unix::fs::OpenOptionsExt as _;
-        File::options().write(true).custom_flags(libc::O_DIRECT).open(path).ok()
+        File::options().write(true).custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW).open(path).ok()
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -326,6 +327,7 @@ pub fn stamp(path: &Path) -> std::io::Result<SourceStamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     /// Writes `total` bytes through a sink in pieces of uneven sizes, the way rkyv hands them
     /// over, and returns what the file holds.
@@ -333,7 +335,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.memviz");
         let bytes: Vec<u8> = (0..total as u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8).collect();
-        let mut sink = Sink::create(&path).unwrap();
+        let mut sink = Sink::create(&path, File::create(&path).unwrap());
         if !direct {
             sink.direct = None;
         }

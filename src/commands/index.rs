@@ -27,7 +27,21 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
             ))
             .into());
         }
-        None => archive::default_path(input),
+        None => {
+            // A read-only folder (a shared dataset mount): the user's cache, where every
+            // command then finds it.
+            let beside = archive::default_path(input);
+            let stamp = archive::write::stamp(input).with_context(context)?;
+            let cached = crate::archive::cache::cache_path(input, &stamp);
+            if cached != beside {
+                eprintln!(
+                    "note: the folder of {} is read-only or others can write in it: the archive goes to {}",
+                    input.display(),
+                    cached.display()
+                );
+            }
+            cached
+        }
     };
     crate::output::refuse_overwriting(&out, &[input])?;
     let stamp = if streamed { SourceStamp::default() } else { archive::write::stamp(input).with_context(context)? };

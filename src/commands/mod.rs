@@ -29,6 +29,9 @@ use crate::cli::{Cli, Command, ExportArgs, ExportCommand, StatsArgs};
 use crate::layout::{Layout, LayoutRef};
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    // Every command but the viewer stays within the memory budget, spilling into the temp
+    // folder, and stops with one line at a hard limit (`spill`).
+    let _bounded = (!matches!(cli.command, Command::Open(_))).then(|| crate::spill::guard(&std::env::temp_dir()));
     match cli.command {
         // The viewer checks what it opens itself; the MCP server guards each call.
         Command::Open(_) | Command::Mcp => dispatch(cli),
@@ -189,7 +192,7 @@ pub struct UsageError(pub String);
 
 /// True when `err` is a usage error (exit code 2).
 pub fn is_usage_error(err: &anyhow::Error) -> bool {
-    err.is::<crate::output::WouldOverwriteInput>() || err.is::<UsageError>()
+    err.is::<crate::output::WouldOverwriteInput>() || err.is::<UsageError>() || err.is::<crate::output::NotAnOutput>()
 }
 
 /// True when `err` is a closed standard output (`memviz ... | head`): not a failure.

@@ -201,7 +201,8 @@ fn read_inner<'r, R: Read + Send + 'r>(
     report: Option<Report<'_>>,
     ahead: bool,
 ) -> Result<(Snapshot, SourceInfo), IngestError> {
-    let mut raw = BufReader::with_capacity(1 << 16, reader);
+    let read_in = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut raw = BufReader::with_capacity(1 << 16, Counting { inner: reader, bytes: std::sync::Arc::clone(&read_in) });
     let head = raw.fill_buf().map_err(IngestError::Open)?;
     if head.is_empty() {
         return Err(IngestError::Empty);
@@ -213,6 +214,10 @@ fn read_inner<'r, R: Read + Send + 'r>(
         return Err(IngestError::UnsupportedCompression(name));
     }
     let (compression, inner) = decompressor(raw)?;
+    let inner: Box<dyn Read + Send + '_> = match compression {
+        Compression::None => inner,
+        _ => Box::new(BombGuard { inner, read_in, out: 0 }),
+    };
     std::thread::scope(|scope| {
         // The thread ends when the decoder's side is dropped, before the scope does.
         let inner: Box<dyn Read + '_> = match ahead && compression != Compression::None {
@@ -243,7 +248,8 @@ fn decompressor<'r, R: Read + Send + 'r>(
         let bz = bzip2::bufread::MultiBzDecoder::new(raw);
         (Compression::Bzip2, Box::new(Named { inner: bz, what: "bzip2 stream" }))
     } else if head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
-        let lz = lz4_flex::frame::FrameDecoder::new(raw);
+        // Concatenated frames (`cat a.lz4 b.lz4`, which `lz4 -dc` reads whole) decode as one.
+        let lz = MultiLz4 { frame: Some(lz4_flex::frame::FrameDecoder::new(raw)) };
         (Compression::Lz4, Box::new(Named { inner: lz, what: "lz4 stream" }))
     } else {
         (Compression::None, Box::new(raw))
@@ -343,6 +349,73 @@ impl<R: Read> Read for Counted<R> {
 struct Named<R> {
     inner: R,
     what: &'static str,
+}
+
+/// Counts the bytes read from the file (what the decompressed size is compared with).
+struct Counting<R> {
+    inner: R,
+    bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Decompressed data past [`BOMB_FLOOR`] that is more than [`BOMB_RATIO`] times what was read
+/// to make it is a decompression bomb (real snapshots compress 5–30×; a 360 KB zstd of a
+/// 10 GiB string is 30,000×): an error within seconds, not gigabytes later.
+pub const BOMB_RATIO: u64 = 1000;
+pub const BOMB_FLOOR: u64 = 1 << 30;
+
+struct BombGuard<'r> {
+    inner: Box<dyn Read + Send + 'r>,
+    read_in: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    out: u64,
+}
+
+impl Read for BombGuard<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.out += n as u64;
+        let read_in = self.read_in.load(std::sync::atomic::Ordering::Relaxed).max(1);
+        if self.out > BOMB_FLOOR && self.out / read_in > BOMB_RATIO {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} bytes decompressed from {read_in}: more than {BOMB_RATIO}× — a decompression bomb, not a snapshot",
+                    self.out
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// lz4 frames one after another, read as one stream.
+struct MultiLz4<R: BufRead> {
+    frame: Option<lz4_flex::frame::FrameDecoder<R>>,
+}
+
+impl<R: BufRead> Read for MultiLz4<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(frame) = self.frame.as_mut() else { return Ok(0) };
+            let n = frame.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // This frame ended: another follows when bytes remain.
+            let mut rest = self.frame.take().expect("a frame").into_inner();
+            if rest.fill_buf()?.is_empty() {
+                return Ok(0);
+            }
+            self.frame = Some(lz4_flex::frame::FrameDecoder::new(rest));
+        }
+    }
 }
 
 impl<R: Read> Read for Named<R> {

@@ -31,6 +31,11 @@ pub struct State {
     pool: Pool,
     memo: Memo,
     far_memo: HashMap<u32, Val>,
+    /// Slots the dense memo was grown over without a value (a `PUT` past its end): at most
+    /// what the pickle has put plus [`MEMO_SLACK`], so the memo's size follows what the pickle
+    /// made, not the indices it names (a ladder of `LONG_BINPUT len + 65,536` stays sparse).
+    memo_holes: u64,
+    memo_puts: u64,
     /// The schema field of each interned string, computed once per distinct string.
     str_field: Vec<Field>,
     /// The action each interned string names, for `action` values.
@@ -101,7 +106,10 @@ impl State {
             v => v,
         };
         let len = self.memo.len() as u32;
-        if i < len || i - len <= MEMO_SLACK {
+        self.memo_puts += 1;
+        let holes = u64::from(i.saturating_sub(len));
+        if i < len || (i - len <= MEMO_SLACK && self.memo_holes + holes <= self.memo_puts + u64::from(MEMO_SLACK)) {
+            self.memo_holes += holes;
             self.memo.set(i as usize, v);
         } else if self.far_memo.len() < (1 << 24) {
             self.far_memo.insert(i, v);

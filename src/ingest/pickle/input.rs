@@ -140,6 +140,21 @@ impl<R: Read> Input<R> {
         Ok(())
     }
 
+    /// Passes over `n` bytes without keeping them (a `BINBYTES8` payload: the snapshot never uses
+    /// one), in window-sized steps.
+    pub fn skip_long(&mut self, n: u64) -> Result<(), PickleError> {
+        let mut left = n;
+        while left > 0 {
+            if self.pos == self.end && !self.refill(1)? {
+                return Err(PickleError::Truncated { offset: self.offset() });
+            }
+            let take = (self.end - self.pos).min(usize::try_from(left).unwrap_or(usize::MAX));
+            self.pos += take;
+            left -= take as u64;
+        }
+        Ok(())
+    }
+
     /// Reads a text argument up to and excluding `\n` (protocol 0/1 opcodes), at most 256 bytes.
     pub fn line(&mut self) -> Result<Vec<u8>, PickleError> {
         let mut out = Vec::new();

@@ -58,6 +58,8 @@ pub enum PickleError {
     Unsupported { name: &'static str, offset: u64 },
     #[error("byte {offset}: malformed pickle: {what}")]
     Malformed { what: &'static str, offset: u64 },
+    #[error("byte {offset}: {count} {what} — no memory snapshot has that many (a corrupt or hostile file)")]
+    TooLarge { what: &'static str, count: u64, offset: u64 },
     #[error("byte {offset}: {problem}")]
     Schema { problem: SchemaError, offset: u64 },
     #[error("byte {offset}: {error}")]
@@ -193,6 +195,15 @@ fn refused_name(opcode: u8) -> Option<&'static str> {
     })
 }
 
+/// The longest string a snapshot may hold: frame names and file paths are short, and the
+/// longest (an `allocator_settings` or `user_metadata`) is kilobytes. A longer one is an error.
+pub const MAX_STRING: u64 = 64 << 20;
+/// Items on the pickle stack at once: pickle writes lists and dicts in batches of 1,000, so a
+/// snapshot's stack stays small; 2^24 items (256 MiB) is far past any.
+pub const MAX_STACK: usize = 1 << 24;
+/// MARKs open at once: a snapshot nests a few levels deep.
+pub const MAX_MARKS: usize = 1 << 16;
+
 impl<R: Read> Vm<R> {
     /// Runs opcodes until STOP and returns the top value.
     fn run(&mut self, info: &mut PickleInfo) -> Result<Val, PickleError> {
@@ -202,10 +213,12 @@ impl<R: Read> Vm<R> {
             match opcode {
                 op::BINGET => {
                     let i = self.inp.u8()? as u32;
+                    self.check_stack(at)?;
                     self.st.memo_push_to(i, &mut self.stack, at)?;
                 }
                 op::LONG_BINGET => {
                     let i = u32::from_le_bytes(self.inp.array()?);
+                    self.check_stack(at)?;
                     self.st.memo_push_to(i, &mut self.stack, at)?;
                 }
                 op::MEMOIZE => {
@@ -285,9 +298,9 @@ impl<R: Read> Vm<R> {
                     let n = u64::from_le_bytes(self.inp.array()?);
                     self.skip_bytes(n)?;
                 }
-                op::NONE => self.stack.push(Val::None),
-                op::NEWTRUE => self.stack.push(Val::Bool(true)),
-                op::NEWFALSE => self.stack.push(Val::Bool(false)),
+                op::NONE => self.push_checked(Val::None, at)?,
+                op::NEWTRUE => self.push_checked(Val::Bool(true), at)?,
+                op::NEWFALSE => self.push_checked(Val::Bool(false), at)?,
                 op::BINFLOAT => {
                     let v = f64::from_be_bytes(self.inp.array()?);
                     self.stack.push(Val::Float(v));
@@ -325,7 +338,13 @@ impl<R: Read> Vm<R> {
                     let v = self.st.alloc(Obj::Tuple, items);
                     self.stack.push(v);
                 }
-                op::MARK => self.marks.push(self.stack.len()),
+                op::MARK => {
+                    if self.marks.len() >= MAX_MARKS {
+                        let count = self.marks.len() as u64 + 1;
+                        return Err(PickleError::TooLarge { what: "MARKs open at once", count, offset: at });
+                    }
+                    self.marks.push(self.stack.len());
+                }
                 op::TUPLE | op::LIST | op::FROZENSET => {
                     let m = self.pop_mark(at)?;
                     let items = self.stack.split_off(m);
@@ -483,6 +502,9 @@ impl<R: Read> Vm<R> {
     }
 
     fn read_string(&mut self, n: u64) -> Result<Val, PickleError> {
+        if n > MAX_STRING {
+            return Err(PickleError::TooLarge { what: "bytes in one string", count: n, offset: self.inp.offset() });
+        }
         if let Some(b) = self.inp.bytes(n as usize)? {
             return Ok(self.st.string(b));
         }
@@ -493,12 +515,32 @@ impl<R: Read> Vm<R> {
         Ok(v)
     }
 
+    /// A bytes object is passed over, never kept (nothing of a snapshot is bytes).
     fn skip_bytes(&mut self, n: u64) -> Result<(), PickleError> {
         if self.inp.bytes(n as usize)?.is_none() {
-            self.inp.read_long(n, &mut self.st.scratch)?;
-            self.st.scratch = Vec::new();
+            self.inp.skip_long(n)?;
         }
-        self.stack.push(Val::Bytes);
+        self.push_checked(Val::Bytes, self.inp.offset())
+    }
+
+    /// Pushes where a hostile pickle could grow the stack without bound (`NONE` × 4·10⁹).
+    #[inline]
+    fn push_checked(&mut self, v: Val, at: u64) -> Result<(), PickleError> {
+        self.check_stack(at)?;
+        self.stack.push(v);
+        Ok(())
+    }
+
+    /// Room for one more item on the stack ([`MAX_STACK`]).
+    #[inline]
+    fn check_stack(&self, at: u64) -> Result<(), PickleError> {
+        if self.stack.len() >= MAX_STACK {
+            return Err(PickleError::TooLarge {
+                what: "items on the pickle stack",
+                count: self.stack.len() as u64 + 1,
+                offset: at,
+            });
+        }
         Ok(())
     }
 }

@@ -1,0 +1,195 @@
+//! Temporary files beside an output, safe in a shared folder and gone after an interruption.
+//!
+//! - **Names nobody can guess**: `.NAME.tmp-PID-RANDOM`, created with `O_CREAT|O_EXCL` (which
+//!   never follows a symlink) by the `tempfile` crate, mode 0600: another user of a shared,
+//!   non-sticky folder cannot plant a link that makes memviz truncate or overwrite their victim.
+//! - **Removed on SIGINT, SIGTERM and SIGHUP**: every temp file in use is registered in a fixed
+//!   table of C strings that the signal handler walks with `unlink` (async-signal-safe), before
+//!   `_exit(128 + signal)`; [`remove_all`] does the same for a fatal limit (`spill`).
+//! - **Stale ones swept**: after a `kill -9`, the next write into that folder removes the
+//!   `.*.tmp-PID-*` files of the current user whose process is gone ([`sweep_stale`]).
+//!
+//! `unsafe` here: the signal handler's installation and its table of C strings (libc).
+
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// Temp files in use at once, at most (more are created, just not removed by a signal).
+const SLOTS: usize = 64;
+static SLOTS_IN_USE: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+/// A temp file beside `target`: created (empty, 0600, never through a link), registered for
+/// removal on a signal, removed when dropped unless [`TempFile::persist`] renamed it.
+pub struct TempFile {
+    path: PathBuf,
+    slot: Option<usize>,
+    kept: bool,
+}
+
+impl TempFile {
+    /// Creates `.NAME.tmp-PID-RANDOM` in `target`'s folder (stale ones there swept first).
+    pub fn beside(target: &Path) -> std::io::Result<(TempFile, std::fs::File)> {
+        let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        sweep_stale(dir);
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let (file, path) = tempfile::Builder::new()
+            .prefix(&format!(".{name}.tmp-{}-", std::process::id()))
+            .rand_bytes(8)
+            .tempfile_in(dir)
+            .and_then(|t| t.keep().map_err(|e| e.error))
+            // The error names the output asked for (the caller's context), not the temp file.
+            .map_err(|e| {
+                e.raw_os_error()
+                    .map_or_else(|| std::io::Error::new(e.kind(), "no temp file"), std::io::Error::from_raw_os_error)
+            })?;
+        let slot = register(&path);
+        install_handlers();
+        Ok((TempFile { path, slot, kept: false }, file))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the finished file to `target` (all or nothing).
+    pub fn persist(mut self, target: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, target)?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            unregister(slot);
+        }
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn register(path: &Path) -> Option<usize> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?.into_raw();
+    for (i, slot) in SLOTS_IN_USE.iter().enumerate() {
+        if slot.compare_exchange(std::ptr::null_mut(), c, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            return Some(i);
+        }
+    }
+    // SAFETY: `c` came from `into_raw` just above and was stored nowhere.
+    drop(unsafe { CString::from_raw(c) });
+    None
+}
+
+fn unregister(slot: usize) {
+    let c = SLOTS_IN_USE[slot].swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if !c.is_null() {
+        // SAFETY: every pointer in the table came from `CString::into_raw`, and the swap took it out.
+        drop(unsafe { CString::from_raw(c) });
+    }
+}
+
+/// Unlinks every registered temp file (async-signal-safe: no allocation, no lock).
+pub fn remove_all() {
+    for slot in &SLOTS_IN_USE {
+        let c = slot.load(Ordering::Acquire);
+        if !c.is_null() {
+            // SAFETY: a NUL-terminated path that stays allocated while registered.
+            unsafe { libc::unlink(c) };
+        }
+    }
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    remove_all();
+    // SAFETY: _exit is async-signal-safe.
+    unsafe { libc::_exit(128 + signal) };
+}
+
+/// SIGINT, SIGTERM and SIGHUP remove the temp files and exit 130, 143 and 129 (once, on first use).
+fn install_handlers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: a handler that only calls async-signal-safe functions.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// Removes `dir`'s `.*.tmp-PID-*` files that belong to the current user and whose process is
+/// gone (a `kill -9` left them).
+pub fn sweep_stale(dir: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = stale_pid(&name.to_string_lossy()) else { continue };
+        let Ok(meta) = entry.path().symlink_metadata() else { continue };
+        if !meta.is_file() || meta.uid() != me || pid == std::process::id() {
+            continue;
+        }
+        // SAFETY: signal 0 only checks whether the process exists.
+        let gone = unsafe { libc::kill(pid as libc::pid_t, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The PID in a temp file's name: `.NAME.tmp-PID-RANDOM` (or the older `.NAME.tmp-PID`).
+fn stale_pid(name: &str) -> Option<u32> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    let (_, tail) = name.rsplit_once(".tmp-")?;
+    tail.split('-').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_carry_the_pid() {
+        assert_eq!(stale_pid(".run.memviz.tmp-4242-a8Xk2QpZ"), Some(4242));
+        assert_eq!(stale_pid(".run.memviz.tmp-4242"), Some(4242));
+        assert_eq!(stale_pid("run.memviz.tmp-4242"), None);
+        assert_eq!(stale_pid(".run.memviz"), None);
+    }
+
+    #[test]
+    fn a_temp_file_is_made_beside_unguessable_and_gone_unless_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.memviz");
+        let (t, _) = TempFile::beside(&target).unwrap();
+        let name = t.path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(&format!(".out.memviz.tmp-{}-", std::process::id())), "{name}");
+        let path = t.path().to_owned();
+        drop(t);
+        assert!(!path.exists());
+        let (t, _) = TempFile::beside(&target).unwrap();
+        t.persist(&target).unwrap();
+        assert!(target.exists());
+        // A dead process's leftover is swept; one of a live process is not.
+        let dead = dir.path().join(".x.memviz.tmp-999999999-abc");
+        let live = dir.path().join(format!(".y.memviz.tmp-{}-abc", std::process::id()));
+        std::fs::write(&dead, b"").unwrap();
+        std::fs::write(&live, b"").unwrap();
+        sweep_stale(dir.path());
+        assert!(!dead.exists() && live.exists());
+    }
+}
