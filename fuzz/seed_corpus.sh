@@ -24,6 +24,13 @@ for f in "$data"/synth/*.pickle "$data"/fx_meta.pickle "$data"/oom_streams.pickl
   fi
 done
 cp "$data"/synth/*.json "$data"/bad/*.json "$out/json/"
+# The attack pass's hostile inputs that fit a seed (memo ladder, concatenated lz4 frames).
+hostile=../shared/fixtures/hostile/make_hostile.py
+if [[ -f $hostile ]]; then
+  python3 "$hostile" "$tmp/hostile" >/dev/null
+  cp "$tmp/hostile/memo_ladder.pickle" "$out/pickle/"
+  cp "$tmp/hostile/memo_ladder.pickle" "$tmp/hostile/concat.pickle.lz4" "$out/ingest/" 2>/dev/null || true
+fi
 cp "$out"/pickle/* "$out"/json/* "$out/ingest/"
 for f in annotate_meta host_memory two_devices; do
   p="$data/synth/$f.pickle"

@@ -15,6 +15,7 @@ mod find;
 mod frames;
 mod generator;
 mod golden;
+mod hostile;
 mod layers;
 mod mcp;
 mod model;
