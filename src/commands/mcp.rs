@@ -146,16 +146,19 @@ pub fn argv(name: &str, args: &JsonObject) -> Result<Vec<String>, String> {
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     };
+    // Options as `--flag=value` and the positional values after `--`: a value that begins with
+    // `-` is a value, never a flag.
     let mut out = vec!["memviz".to_owned(), name.to_owned()];
+    let mut positional = Vec::new();
     for &(p, ty, _) in spec.positional {
         let v = args.get(p).ok_or_else(|| format!("{name}: `{p}` is required"))?;
         match (ty, v) {
             ("array", Value::Array(items)) => {
                 for i in items {
-                    out.push(text(i).ok_or_else(|| format!("{name}: `{p}` holds strings"))?);
+                    positional.push(text(i).ok_or_else(|| format!("{name}: `{p}` holds strings"))?);
                 }
             }
-            _ => out.push(text(v).ok_or_else(|| format!("{name}: `{p}` is a {ty}"))?),
+            _ => positional.push(text(v).ok_or_else(|| format!("{name}: `{p}` is a {ty}"))?),
         }
     }
     for (k, v) in args {
@@ -169,13 +172,12 @@ pub fn argv(name: &str, args: &JsonObject) -> Result<Vec<String>, String> {
             ("boolean", Value::Bool(true)) => out.push(flag),
             ("boolean", Value::Bool(false)) | (_, Value::Null) => {}
             ("boolean", _) => return Err(format!("{name}: `{k}` is a boolean")),
-            _ => {
-                out.push(flag);
-                out.push(text(v).ok_or_else(|| format!("{name}: `{k}` is a {ty}"))?);
-            }
+            _ => out.push(format!("{flag}={}", text(v).ok_or_else(|| format!("{name}: `{k}` is a {ty}"))?)),
         }
     }
     out.push("--json".into());
+    out.push("--".into());
+    out.extend(positional);
     Ok(out)
 }
 
@@ -183,9 +185,15 @@ pub fn argv(name: &str, args: &JsonObject) -> Result<Vec<String>, String> {
 /// one-line error.
 pub fn call(name: &str, args: &JsonObject) -> Result<String, String> {
     let argv = argv(name, args)?;
+    // clap's whole message (what is missing or wrong, and the tip), without the usage lines.
     let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
         let text = e.to_string();
-        text.lines().find(|l| l.starts_with("error:")).unwrap_or(&text).trim_start_matches("error: ").to_owned()
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+            .collect();
+        lines.join(" ").trim_start_matches("error: ").to_owned()
     })?;
     let (result, out) = crate::output::capture(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| super::run(cli)))
@@ -233,7 +241,13 @@ impl ServerHandler for Memviz {
             return Err(McpError::invalid_params(format!("no tool named {:?}", request.name), None));
         }
         let args = request.arguments.unwrap_or_default();
-        Ok(match call(&request.name, &args) {
+        // On the blocking pool: a long call (a 600 MB snapshot) holds up no other request, and a
+        // cancelled one's answer is dropped.
+        let name = request.name.to_string();
+        let answered = tokio::task::spawn_blocking(move || call(&name, &args))
+            .await
+            .unwrap_or_else(|_| Err("internal error (a bug: please report it)".to_owned()));
+        Ok(match answered {
             Ok(json) => CallToolResult::success(vec![ContentBlock::text(json)]),
             Err(line) => CallToolResult::error(vec![ContentBlock::text(line)]),
         }
@@ -241,15 +255,146 @@ impl ServerHandler for Memviz {
     }
 }
 
-/// Serves until the client closes standard input.
+/// The longest request line read; a longer one is answered `-32600` and skipped.
+pub const MAX_REQUEST: usize = 16 << 20;
+
+/// Serves until the client closes standard input. A thread reads the requests first: a line
+/// that is not JSON (or not UTF-8, or nested past serde_json's 128 levels) is answered with the
+/// JSON-RPC parse error `-32700`, one that is not a request (or longer than [`MAX_REQUEST`])
+/// with `-32600`, both on the server's own output, one whole line at a time; the rest go on to
+/// the server through a pipe.
 pub fn serve() -> anyhow::Result<()> {
     super::answers::keep_sessions();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
+    let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let (reader, writer) = std::io::pipe()?;
+    let replies = Arc::clone(&out);
+    std::thread::Builder::new().name("memviz-mcp-read".into()).spawn(move || {
+        screen_requests(std::io::stdin().lock(), writer, &replies);
+    })?;
     runtime.block_on(async {
-        let running = Memviz.serve(rmcp::transport::stdio()).await.map_err(|e| anyhow::anyhow!("mcp: {e}"))?;
+        let input = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(reader)));
+        let output = Lines { pending: Vec::new(), out };
+        let running = Memviz.serve((input, output)).await.map_err(|e| anyhow::anyhow!("mcp: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("mcp: {e}"))?;
         Ok(())
     })
+}
+
+/// Reads request lines from `input`, forwards the well-formed ones to `server`, answers the rest.
+pub fn screen_requests(
+    mut input: impl std::io::BufRead,
+    mut server: impl std::io::Write,
+    out: &std::sync::Mutex<impl std::io::Write>,
+) {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let mut too_long = false;
+        // One line, at most MAX_REQUEST bytes of it kept.
+        let ended = loop {
+            let Ok(buf) = input.fill_buf() else { break true };
+            if buf.is_empty() {
+                break true;
+            }
+            let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            if line.len() + chunk.len() > MAX_REQUEST {
+                too_long = true;
+            } else if !too_long {
+                line.extend_from_slice(chunk);
+            }
+            let used = done.unwrap_or(buf.len());
+            input.consume(used);
+            if done.is_some() {
+                break false;
+            }
+        };
+        let reply = if too_long {
+            Some(rpc_error(&Value::Null, -32600, format!("Invalid Request: longer than {} MiB", MAX_REQUEST >> 20)))
+        } else {
+            screen(&line)
+        };
+        match reply {
+            Some(error) => {
+                let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = writeln!(o, "{error}").and_then(|()| o.flush());
+            }
+            None if line.iter().any(|b| !b.is_ascii_whitespace()) => {
+                line.push(b'\n');
+                if server.write_all(&line).and_then(|()| server.flush()).is_err() {
+                    return;
+                }
+            }
+            None => {}
+        }
+        if ended {
+            return;
+        }
+    }
+}
+
+/// The error a request line gets before the server sees it (`None`: it goes on).
+fn screen(line: &[u8]) -> Option<Value> {
+    let text = match std::str::from_utf8(line) {
+        Ok(t) if t.trim().is_empty() => return None,
+        Ok(t) => t,
+        Err(e) => return Some(rpc_error(&Value::Null, -32700, format!("Parse error: not UTF-8 ({e})"))),
+    };
+    let v: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Some(rpc_error(&Value::Null, -32700, format!("Parse error: {e}"))),
+    };
+    let id = v.get("id").filter(|i| i.is_string() || i.is_number()).cloned().unwrap_or(Value::Null);
+    let is_request = v.is_object()
+        && v.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && (v.get("method").is_some_and(Value::is_string) || v.get("result").is_some() || v.get("error").is_some());
+    (!is_request).then(|| rpc_error(&id, -32600, "Invalid Request: not a JSON-RPC 2.0 message".to_owned()))
+}
+
+fn rpc_error(id: &Value, code: i64, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The server's output, written a whole line at a time under the lock the request screen's
+/// replies take, so the two never interleave within a line.
+struct Lines {
+    pending: Vec<u8>,
+    out: Arc<std::sync::Mutex<std::io::Stdout>>,
+}
+
+impl tokio::io::AsyncWrite for Lines {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use std::io::Write as _;
+        self.pending.extend_from_slice(buf);
+        if let Some(end) = self.pending.iter().rposition(|&b| b == b'\n') {
+            let whole: Vec<u8> = self.pending.drain(..=end).collect();
+            let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
+            o.write_all(&whole)?;
+            o.flush()?;
+        }
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 #[cfg(test)]
@@ -262,11 +407,16 @@ mod tests {
         assert_eq!(
             argv("at", &args(json!({"input": "a.pickle", "peak": true, "group_by": "category", "list": false})))
                 .unwrap(),
-            ["memviz", "at", "a.pickle", "--group-by", "category", "--peak", "--json"]
+            ["memviz", "at", "--group-by=category", "--peak", "--json", "--", "a.pickle"]
         );
         assert_eq!(
             argv("ranks", &args(json!({"inputs": ["r0.memviz", "r1.memviz"], "threshold": 20}))).unwrap(),
-            ["memviz", "ranks", "r0.memviz", "r1.memviz", "--threshold", "20", "--json"]
+            ["memviz", "ranks", "--threshold=20", "--json", "--", "r0.memviz", "r1.memviz"]
+        );
+        // Values that begin with `-` stay values.
+        assert_eq!(
+            argv("find", &args(json!({"input": "-odd.pickle", "frame": "-x"}))).unwrap(),
+            ["memviz", "find", "--frame=-x", "--json", "--", "-odd.pickle"]
         );
         assert!(argv("at", &args(json!({"peak": true}))).unwrap_err().contains("`input` is required"));
         assert!(argv("at", &args(json!({"input": "x", "frobnicate": 1}))).unwrap_err().contains("no argument"));
