@@ -228,7 +228,7 @@ pub fn categorize(session: &Session, d: DeviceIdx, t: &TimelineRef<'_>, rules: &
 
 /// `--action K` must exist on every device answered. One that exists only on another device
 /// says which `--device` has it.
-fn check_action_exists(s: &Session, chosen: &[DeviceIdx], k: i64, input: &Path) -> anyhow::Result<()> {
+pub(super) fn check_action_exists(s: &Session, chosen: &[DeviceIdx], k: i64, input: &Path) -> anyhow::Result<()> {
     let actions = |d: DeviceIdx| i64::from(s.layout(d).actions.len() as u32);
     let label = |d: DeviceIdx| s.ordinal(d);
     let Some(&missing) = chosen.iter().find(|&&d| !(-1..actions(d)).contains(&k)) else { return Ok(()) };

@@ -2,7 +2,7 @@
 
 use anyhow::bail;
 
-use super::answers::{devices, open_input};
+use super::answers::{check_action_exists, devices, open_input};
 use crate::analysis::{flamegraph, units};
 use crate::archive::DeviceData;
 use crate::cli::{ActionArg, FlamegraphArgs};
@@ -14,6 +14,9 @@ pub fn flamegraph_cmd(args: &FlamegraphArgs, cache: bool) -> anyhow::Result<()> 
     }
     let session = open_input(input, cache)?;
     let chosen = devices(&session, args.export.device, input)?;
+    if let Some(ActionArg::Index(k)) = args.action {
+        check_action_exists(&session, &chosen, k, input)?;
+    }
     let several = chosen.len() > 1;
     let (mut lines, mut instants) = (Vec::new(), Vec::new());
     for d in chosen {
@@ -24,11 +27,7 @@ pub fn flamegraph_cmd(args: &FlamegraphArgs, cache: bool) -> anyhow::Result<()> 
             _ if args.end => n - 1,
             _ if args.peak => t.layout.peak_k(),
             (Some(ActionArg::Last), _) => n - 1,
-            (Some(ActionArg::Index(k)), _) if (-1..n).contains(&k) => k,
-            (Some(ActionArg::Index(k)), _) => bail!(
-                "{}: action {k} is out of range on device {device} (-1..{n}: -1 is before the first action)",
-                input.display()
-            ),
+            (Some(ActionArg::Index(k)), _) => k,
             (None, Some(nth)) => {
                 let ooms = session.oom_events(d);
                 let Some(&event) = (if nth == 0 { ooms.last() } else { ooms.get(nth - 1) }) else {
