@@ -10,6 +10,8 @@ use std::process::{Command, Stdio};
 use crate::support::*;
 
 /// Runs memviz; its exit code, its standard error and its peak resident size in MiB.
+// The child is reaped by `wait4` (for its rusage), which clippy does not see.
+#[allow(clippy::zombie_processes)]
 fn measured(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> (Option<i32>, String, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memviz"))
         .arg("--no-cache")
@@ -20,11 +22,14 @@ fn measured(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> (Opt
         .spawn()
         .unwrap();
     let mut stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
+    let reader = std::thread::Builder::new()
+        .name("stderr".into())
+        .spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        })
+        .unwrap();
     let (mut status, mut usage) = (0, unsafe_zeroed_rusage());
     // SAFETY: waits for our own child and fills `status` and `usage`.
     #[allow(unsafe_code)]
@@ -200,7 +205,7 @@ fn special_outputs_are_written_into_or_refused() {
     assert_eq!(made, 0);
     let reading = {
         let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        std::thread::Builder::new().name("fifo".into()).spawn(move || std::fs::read(fifo).unwrap()).unwrap()
     };
     memviz_ok(["export".as_ref(), "layout".as_ref(), gpt.as_os_str(), "-o".as_ref(), fifo.as_os_str()]);
     let got: serde_json::Value = serde_json::from_slice(&reading.join().unwrap()).unwrap();
