@@ -12,6 +12,7 @@ use clap::Parser;
 static ALLOCATOR: memviz::spill::Spilling = memviz::spill::Spilling;
 
 fn main() -> ExitCode {
+    let started = std::time::Instant::now();
     memviz::viewer::mark_process_start();
     tune_allocator();
     memviz::spill::install();
@@ -21,7 +22,9 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = memviz::cli::Cli::parse_from(memviz::cli::with_open_default(args.into_iter()));
-    match memviz::commands::run(cli) {
+    let result = memviz::commands::run(cli);
+    memviz::spill::timing("command", started);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if memviz::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) if err.is::<memviz::commands::PeakGrew>() => {

@@ -90,6 +90,33 @@ fn free_disk(_dir: &Path) -> Option<u64> {
     None
 }
 
+/// With `MEMVIZ_TIMINGS` set, prints to standard error when a stage ended, with the process's CPU
+/// time, resident size, peak resident size (`VmHWM`: this program's own, whatever the process
+/// that started it held) and what spilling did (for benchmarks and the hostile-input tests).
+pub fn timing(stage: &str, started: std::time::Instant) {
+    if std::env::var_os("MEMVIZ_TIMINGS").is_none() {
+        return;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |k: &str| status.lines().find(|l| l.starts_with(k)).map_or("", |l| l[k.len()..].trim()).to_owned();
+    let spill = stats();
+    // utime and stime, fields 14 and 15 of /proc/self/stat (after the parenthesised name), in
+    // clock ticks of 10 ms: the CPU time beside the wall time shows how busy the cores were.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let ticks = stat.rsplit_once(')').map_or(0, |(_, rest)| {
+        rest.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum::<u64>()
+    });
+    eprintln!(
+        "timing: {stage} done at {:.3} s, CPU {:.2} s (RSS {}, peak {}; spilled {:.1} MB, pages dropped {} times)",
+        started.elapsed().as_secs_f64(),
+        ticks as f64 / 100.0,
+        field("VmRSS:"),
+        field("VmHWM:"),
+        spill.spilled_bytes as f64 / (1 << 20) as f64,
+        spill.releases
+    );
+}
+
 /// The global allocator of the binary.
 pub struct Spilling;
 

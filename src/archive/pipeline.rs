@@ -55,7 +55,7 @@ pub fn build_archive(
         ingest::read_path_progress(snapshot, progress)
     };
     let (mut model, mut source) = read.with_context(|| snapshot.display().to_string())?;
-    timing("read", started);
+    crate::spill::timing("read", started);
     message("laying out");
     let (layouts, made) = match beside.map(|b| b.finish(&mut model)) {
         Some(Some((layouts, made))) => (layouts, Some(made)),
@@ -69,7 +69,7 @@ pub fn build_archive(
         }
         None => (lay_out(&model), None),
     };
-    timing("layout", started);
+    crate::spill::timing("layout", started);
     let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
     write_archive(&pending, model, layouts, made, message, started)
 }
@@ -113,10 +113,10 @@ pub fn write_archive(
             Ok(pool) => pool.install(build),
             Err(_) => build(),
         };
-    timing("derive + compress", started);
+    crate::spill::timing("derive + compress", started);
     message("writing");
     let archive_bytes = writing.expect("the build began writing").finish(tails)?;
-    timing("write", started);
+    crate::spill::timing("write", started);
     Ok(IndexSummary {
         devices,
         events,
@@ -126,28 +126,4 @@ pub fn write_archive(
         archive_bytes,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// With `MEMVIZ_TIMINGS` set, prints when each stage ended (for benchmarks).
-fn timing(stage: &str, started: Instant) {
-    if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let field = |k: &str| status.lines().find(|l| l.starts_with(k)).map_or("", |l| l[k.len()..].trim()).to_owned();
-        let spill = crate::spill::stats();
-        // utime and stime, fields 14 and 15 of /proc/self/stat (after the parenthesised name), in
-        // clock ticks of 10 ms: the CPU time beside the wall time shows how busy the cores were.
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        let ticks = stat.rsplit_once(')').map_or(0, |(_, rest)| {
-            rest.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum::<u64>()
-        });
-        eprintln!(
-            "timing: {stage} done at {:.3} s, CPU {:.2} s (RSS {}, peak {}; spilled {:.1} MB, pages dropped {} times)",
-            started.elapsed().as_secs_f64(),
-            ticks as f64 / 100.0,
-            field("VmRSS:"),
-            field("VmHWM:"),
-            spill.spilled_bytes as f64 / (1 << 20) as f64,
-            spill.releases
-        );
-    }
 }
