@@ -87,7 +87,7 @@ impl<'a, T: Copy> CheckpointsRef<'a, T> {
 
 /// Stored ids are capped near this many (32 MiB), whatever the trace.
 const ID_BUDGET: u64 = 8 << 20;
-/// Replay steps per query when storage allows it (measured: well under 1 ms, see README).
+/// Replay steps per query when storage allows it (measured: well under 1 ms, see docs/performance.md).
 const MAX_EVERY: u64 = 1024;
 const MIN_EVERY: u64 = 64;
 

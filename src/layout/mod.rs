@@ -22,7 +22,7 @@ mod checkpoints;
 mod stack;
 
 pub use checkpoints::{Checkpoints, CheckpointsRef, Replay, checkpoint_every};
-pub use stack::{LazyStack, LiveStack, StackChange};
+pub use stack::{DEAD, LazyChange, LazyStack, LiveStack, StackChange};
 
 use rustc_hash::FxHashMap;
 

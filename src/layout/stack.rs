@@ -75,7 +75,18 @@ impl<'a> LiveStack<'a> {
 }
 
 /// An id [`LazyStack`] leaves where an element was removed.
-const DEAD: u32 = u32::MAX;
+pub const DEAD: u32 = u32::MAX;
+
+/// What one action did to a [`LazyStack`]'s entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LazyChange {
+    /// Element `id` pushed as the last entry.
+    Pushed { id: u32 },
+    /// Element `id`'s entry at `pos` marked [`DEAD`].
+    Removed { id: u32, pos: usize },
+    /// Nothing (a free the stack does not hold: only in a corrupted archive).
+    Unchanged,
+}
 
 /// The live stack for replays that read it only now and then (recording checkpoints, drawing
 /// tile columns): removing an element marks its entry dead instead of moving everything above
@@ -107,24 +118,45 @@ impl<'a> LazyStack<'a> {
 
     /// Applies the next action; `false` after the last one.
     pub fn step(&mut self) -> bool {
+        let Some(change) = self.step_lazily() else { return false };
+        if matches!(change, LazyChange::Removed { .. }) && self.dead > 64 && 2 * self.dead > self.ids.len() {
+            self.compact();
+        }
+        true
+    }
+
+    /// Applies the next action without ever compacting: what changed at which entry of
+    /// [`Self::entries`]; `None` after the last one.
+    pub fn step_lazily(&mut self) -> Option<LazyChange> {
         let k = self.next_action;
-        let Some(&id) = self.layout.actions.get(k) else { return false };
+        let &id = self.layout.actions.get(k)?;
         self.next_action += 1;
         let els = &self.layout.elements;
         if els.start[id as usize] == k as u32 {
             self.ids.push(id);
             self.slots.push(els.slot[id as usize]);
-        } else if let Ok(pos) = self.slots.binary_search(&els.slot[id as usize]) {
-            // (A consistent layout always finds it; a corrupted archive must not panic the viewer.)
-            if self.ids[pos] != DEAD {
+            return Some(LazyChange::Pushed { id });
+        }
+        // (A consistent layout always finds it; a corrupted archive must not panic the viewer.)
+        match self.slots.binary_search(&els.slot[id as usize]) {
+            Ok(pos) if self.ids[pos] != DEAD => {
                 self.ids[pos] = DEAD;
                 self.dead += 1;
-                if self.dead > 64 && 2 * self.dead > self.ids.len() {
-                    self.compact();
-                }
+                Some(LazyChange::Removed { id, pos })
             }
+            _ => Some(LazyChange::Unchanged),
         }
-        true
+    }
+
+    /// The entries bottom first, [`DEAD`] where an element was removed since the last
+    /// compaction.
+    pub fn entries(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Removed entries not yet compacted away.
+    pub fn dead(&self) -> usize {
+        self.dead
     }
 
     /// Applies actions until `applied` actions are done (or the trace ends).
@@ -132,7 +164,8 @@ impl<'a> LazyStack<'a> {
         while self.next_action < applied && self.step() {}
     }
 
-    fn compact(&mut self) {
+    /// Drops the dead entries.
+    pub fn compact(&mut self) {
         if self.dead == 0 {
             return;
         }

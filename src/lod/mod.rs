@@ -9,6 +9,7 @@
 //!     TILE_W columns × TILE_H rows each        in the column, so peaks never vanish)
 //! ```
 
+mod column;
 pub mod minimap;
 pub mod raster;
 pub mod tiles;
