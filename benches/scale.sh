@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale table of the README: for each snapshot, `memviz index` (wall, MB/s of pickle, peak
+# The scale table of docs/performance.md: for each snapshot, `memviz index` (wall, MB/s of pickle, peak
 # RSS, archive size), opening its archive in the viewer (open_ms, first_frame_ms on whatever
 # Vulkan driver is there: lavapipe on the project's machine), `at --peak` on the archive warm and
 # cold (the archive's pages dropped from the page cache first), and CPython's `pickle.load` where

@@ -82,7 +82,7 @@ pub struct StepsReport {
     pub device: crate::model::DeviceId,
     /// The pattern given, or `null` when the steps are the default family.
     pub pattern: Option<String>,
-    /// How the steps were found (`numbered`, `repeated`, `optimizer_marks`, `trace`: README
+    /// How the steps were found (`numbered`, `repeated`, `optimizer_marks`, `trace`: docs/guide.md
     /// "How memviz finds steps"), and that rule as a sentence.
     pub rule: StepRule,
     pub found_by: String,

@@ -25,7 +25,7 @@ const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
 const _: () = assert!(lod::raster::AGGREGATED == memviz_format::TEXEL_AGGREGATED);
 
 /// Tiles are precomputed for levels whose columns cover at least this many actions; finer
-/// views rasterise from checkpoints on the fly (the crossover measured in the README).
+/// views rasterise from checkpoints on the fly (the crossover measured in docs/performance.md).
 pub const FINEST_TILE_ACTIONS: u64 = 256;
 
 /// Stages of building, for progress reporting.
