@@ -143,6 +143,10 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
     allocator(&d.allocator, actions.len())?;
     for s in d.spans.iter() {
         id_or_none("a span's name", s.name.to_native(), strings)?;
+        // Nesting deeper than there are spans is no trace's: the viewer divides by depth + 1.
+        if s.depth.to_native() as usize >= d.spans.len() {
+            return Err(format!("a span's depth {} with {} spans", s.depth.to_native(), d.spans.len()));
+        }
     }
     if let Some(summary) = d.summary.as_ref() {
         let totals = (d.initial_total.to_native(), u64s(&d.totals));
@@ -387,12 +391,21 @@ mod tests {
         let bytes = golden();
         let a = Archive::from_memory(&bytes, std::path::Path::new("g.memviz")).unwrap();
         let mut root: memviz_format::schema::Root = rkyv::deserialize::<_, rkyv::rancor::Error>(a.root()).unwrap();
+        let good = root.clone();
         let n = root.devices[0].elements.addr.len() as u32;
         root.devices[0].actions[10] = n + 5;
-        let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
-        let file = memviz_format::seal(&body, a.header().source);
-        let bad = Archive::from_memory(&file, std::path::Path::new("bad.memviz")).unwrap();
-        let err = bad.verify().unwrap_err().to_string();
+        let verify = |root: &memviz_format::schema::Root| {
+            let body = rkyv::to_bytes::<rkyv::rancor::Error>(root).unwrap();
+            let file = memviz_format::seal(&body, a.header().source);
+            let bad = Archive::from_memory(&file, std::path::Path::new("bad.memviz")).unwrap();
+            bad.verify().unwrap_err().to_string()
+        };
+        let err = verify(&root);
         assert!(err.contains("device 0: actions: id") && err.contains("out of range"), "{err}");
+        // A span nested deeper than there are spans (the viewer divided by depth + 1).
+        let mut root = good;
+        root.devices[0].spans[0].depth = u32::MAX;
+        let err = verify(&root);
+        assert!(err.contains("a span's depth 4294967295"), "{err}");
     }
 }

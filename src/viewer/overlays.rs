@@ -138,7 +138,11 @@ impl Timeline {
                     marks.push(mark(sx0));
                     last_marker = sx0;
                 }
-                labels.push((sx0 + 2.0, (sx1 - sx0) as u32 / (depth.depth + 1), self.session.str(span.name)));
+                labels.push((
+                    sx0 + 2.0,
+                    (sx1 - sx0) as u32 / depth.depth.saturating_add(1),
+                    self.session.str(span.name),
+                ));
             }
         }
         // In start order, as the lane reads: equal rooms go to the earlier label.
