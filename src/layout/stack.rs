@@ -119,10 +119,19 @@ impl<'a> LazyStack<'a> {
     /// Applies the next action; `false` after the last one.
     pub fn step(&mut self) -> bool {
         let Some(change) = self.step_lazily() else { return false };
-        if matches!(change, LazyChange::Removed { .. }) && self.dead > 64 && 2 * self.dead > self.ids.len() {
-            self.compact();
+        if matches!(change, LazyChange::Removed { .. }) {
+            self.compact_if_sparse();
         }
         true
+    }
+
+    /// Drops the dead entries once they are more than 64 and half the entries; whether it did.
+    pub fn compact_if_sparse(&mut self) -> bool {
+        let sparse = self.dead > 64 && 2 * self.dead > self.ids.len();
+        if sparse {
+            self.compact();
+        }
+        sparse
     }
 
     /// Applies the next action without ever compacting: what changed at which entry of
@@ -154,18 +163,12 @@ impl<'a> LazyStack<'a> {
         &self.ids
     }
 
-    /// Removed entries not yet compacted away.
-    pub fn dead(&self) -> usize {
-        self.dead
-    }
-
     /// Applies actions until `applied` actions are done (or the trace ends).
     pub fn advance_to(&mut self, applied: usize) {
         while self.next_action < applied && self.step() {}
     }
 
-    /// Drops the dead entries.
-    pub fn compact(&mut self) {
+    fn compact(&mut self) {
         if self.dead == 0 {
             return;
         }

@@ -7,7 +7,7 @@
 //! Fenwick tree of its entries' drawn sizes, updated in O(log live) per action, and each row's
 //! element is a descent of the tree: O(rows · log live) a column. Both give the same texels.
 
-use super::raster::{AGGREGATED, Band, EMPTY};
+use super::raster::{AGGREGATED, Band, EMPTY, band_floor, kept};
 use crate::layout::{CheckpointsRef, DEAD, LayoutRef, LazyChange, LazyStack};
 
 /// Entries from which a column's elements are found in the tree rather than by a walk (the walk
@@ -68,9 +68,7 @@ impl<'a> ColumnStack<'a> {
                     if !self.tree.is_empty() {
                         subtract(&mut self.tree, pos + 1, drawn);
                     }
-                    let (dead, len) = (self.stack.dead(), self.stack.entries().len());
-                    if dead > 64 && 2 * dead > len {
-                        self.stack.compact();
+                    if self.stack.compact_if_sparse() {
                         self.recount();
                     }
                 }
@@ -85,9 +83,7 @@ impl<'a> ColumnStack<'a> {
     /// Fills `column` (one texel a row, bottom first) with the element covering each of
     /// `row_bytes` (ascending): [`AGGREGATED`] under the band, [`EMPTY`] above the stack.
     pub fn fill(&self, row_bytes: &[u64], column: &mut [u32]) {
-        let applied = self.stack.next_action;
-        let floor = self.band.and_then(|b| applied.checked_sub(1).and_then(|k| b.at_least?.get(k).copied()));
-        let band = self.band.map_or(0, |_| self.hidden.max(floor.unwrap_or(0)));
+        let band = self.band.map_or(0, |b| self.hidden.max(band_floor(b, self.stack.next_action)));
         let entries = self.stack.entries();
         let rows = row_bytes.iter().zip(column.iter_mut());
         if !self.tree.is_empty() {
@@ -123,7 +119,7 @@ impl<'a> ColumnStack<'a> {
     }
 
     fn kept(&self, id: u32) -> bool {
-        self.band.is_none_or(|b| b.keep.get(id as usize).copied().unwrap_or(true))
+        kept(self.band, id)
     }
 
     /// The bytes `id` adds to the drawn stack (0 when the band holds it).

@@ -45,7 +45,7 @@ impl<'s> Band<'s> {
 }
 
 /// Whether `id` is drawn on its own (every element without a mask).
-fn kept(band: Option<Band<'_>>, id: u32) -> bool {
+pub(super) fn kept(band: Option<Band<'_>>, id: u32) -> bool {
     band.is_none_or(|b| b.keep.get(id as usize).copied().unwrap_or(true))
 }
 
@@ -54,8 +54,12 @@ fn kept(band: Option<Band<'_>>, id: u32) -> bool {
 fn band_bytes(applied: usize, ids: &[u32], sizes: &[u64], band: Option<Band<'_>>) -> u64 {
     let Some(b) = band else { return 0 };
     let live: u64 = ids.iter().filter(|&&id| !kept(band, id)).map(|&id| sizes[id as usize]).sum();
-    let floor = applied.checked_sub(1).and_then(|k| b.at_least?.get(k).copied()).unwrap_or(0);
-    live.max(floor)
+    live.max(band_floor(b, applied))
+}
+
+/// The least the band holds after `applied` actions (`at_least` of the last action; 0 without).
+pub(super) fn band_floor(band: Band<'_>, applied: usize) -> u64 {
+    applied.checked_sub(1).and_then(|k| band.at_least?.get(k).copied()).unwrap_or(0)
 }
 
 /// The drawn stack after the replay's current action: `(band bytes, [(id, offset)])`, the kept
