@@ -53,3 +53,54 @@ fn a_real_mcp_client_lists_and_calls_the_tools() {
     assert!(seen["bad_action"][1].as_str().unwrap().contains("out of range"));
     assert_eq!(seen["after_errors"], stats["devices"][0]["peak"]["bytes"]);
 }
+
+/// Lines that are not JSON-RPC requests get the JSON-RPC errors on the server's own output, one
+/// whole line each, and the server answers on (no SDK needed: raw lines on its standard input).
+#[test]
+fn malformed_requests_get_json_rpc_errors_and_the_server_answers_on() {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut lines: Vec<Vec<u8>> = vec![
+        b"this is not json".to_vec(),
+        vec![0xff, 0xfe, b'{', b'}'],
+        b"[1, 2, 3]".to_vec(),
+        br#"{"jsonrpc": "1.0", "id": 7, "method": "tools/list"}"#.to_vec(),
+    ];
+    let mut long = br#"{"jsonrpc": "2.0", "id": 8, "method": "x", "params": ""#.to_vec();
+    long.resize(memviz::commands::mcp::MAX_REQUEST + 10, b'a');
+    lines.push(long);
+    lines.push(
+        br#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}"#
+            .to_vec(),
+    );
+    let writer = std::thread::Builder::new()
+        .name("mcp-test-input".into())
+        .spawn(move || {
+            for l in lines {
+                input.write_all(&l).unwrap();
+                input.write_all(b"\n").unwrap();
+            }
+            input
+        })
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut replies = Vec::new();
+    for _ in 0..6 {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        replies.push(serde_json::from_str::<serde_json::Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")));
+    }
+    drop(writer.join().unwrap());
+    let codes: Vec<_> = replies[..5].iter().map(|r| r["error"]["code"].as_i64()).collect();
+    assert_eq!(codes, [Some(-32700), Some(-32700), Some(-32600), Some(-32600), Some(-32600)], "{replies:?}");
+    assert_eq!(replies[3]["id"], 7, "the id of a request that is not JSON-RPC 2.0 is kept");
+    assert_eq!(replies[5]["id"], 1);
+    assert_eq!(replies[5]["result"]["serverInfo"]["name"], "memviz", "{}", replies[5]);
+    assert!(child.wait().unwrap().success(), "exits 0 once its input is closed");
+}

@@ -21,21 +21,29 @@ fn golden_archive() -> std::path::PathBuf {
     data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION))
 }
 
-/// A colleague's archive with a valid checksum but an id out of range: the viewer shows one
-/// error line, never a panic.
-#[test]
-fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
+/// The golden archive changed by `mutate` and sealed again with valid checksums (a colleague's
+/// file memviz did not write), as `dir/bad.memviz`.
+fn resealed(dir: &Path, mutate: impl FnOnce(&mut memviz_format::schema::Root)) -> std::path::PathBuf {
     use memviz_format::rkyv;
     let bytes = std::fs::read(golden_archive()).unwrap();
     let a = memviz::archive::Archive::from_memory(&bytes, Path::new("g.memviz")).unwrap();
     let mut root: memviz_format::schema::Root = rkyv::deserialize::<_, rkyv::rancor::Error>(a.root()).unwrap();
-    let n = root.devices[0].elements.addr.len() as u32;
-    root.devices[0].checkpoints.ids[3] = n + 7;
+    mutate(&mut root);
     let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
-    let file = memviz_format::seal(&body, a.header().source);
+    let bad = dir.join("bad.memviz");
+    std::fs::write(&bad, memviz_format::seal(&body, a.header().source)).unwrap();
+    bad
+}
+
+/// A colleague's archive with a valid checksum but an id out of range: the viewer shows one
+/// error line, never a panic.
+#[test]
+fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
     let dir = tempdir();
-    let bad = dir.path().join("bad.memviz");
-    std::fs::write(&bad, file).unwrap();
+    let bad = resealed(dir.path(), |root| {
+        let n = root.devices[0].elements.addr.len() as u32;
+        root.devices[0].checkpoints.ids[3] = n + 7;
+    });
     let mut app = ViewerApp::new(ViewerOptions::default());
     app.open_archive(&bad, &egui::Context::default());
     // Opening is O(1): the ids are checked in the background, and what the check finds replaces
@@ -73,6 +81,38 @@ fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
     gpu.frame(&mut app, Vec::new());
     let failure = app.failure().unwrap();
     assert!(failure.contains("checkpoint elements") && failure.contains("out of range"), "{failure}");
+}
+
+/// A tile whose chunk does not decompress (checksums valid: nothing but decompressing finds it),
+/// the coarsest one decoded on open or a finer one a worker decodes: the view settles and shows
+/// the one line. It kept the viewer busy forever (issue 41, item 4).
+#[test]
+fn a_tile_that_does_not_decompress_is_one_line_and_the_view_settles() {
+    for coarsest in [true, false] {
+        let dir = tempdir();
+        let bad = resealed(dir.path(), |root| {
+            let levels = &mut root.devices[0].tiles;
+            let level = if coarsest { levels.len() - 1 } else { 0 };
+            levels[level].tiles[0].data = vec![0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xff, 0xff, 0xff];
+        });
+        let (mut gpu, mut app) = open(&bad, 1200, 700);
+        assert!(gpu.settle(&mut app, 3000), "coarsest: {coarsest}: the view settles");
+        let failure = app.failure().unwrap_or_else(|| panic!("coarsest: {coarsest}: no error shown"));
+        assert!(failure.contains("bad.memviz: a compressed chunk is corrupted"), "{failure}");
+    }
+}
+
+/// The segment timeline's view of an archive made before format 4 (it has none) says so and
+/// settles: the element timeline's tiles, queued but never drawn there, kept it busy for 86 s.
+#[test]
+fn the_segment_view_of_an_archive_without_one_settles() {
+    let options = ViewerOptions { tab: Tab::Segments, ..ViewerOptions::default() };
+    let ctx = egui::Context::default();
+    let mut app = ViewerApp::new(options);
+    app.open_archive(&data("golden/gpt2_small.v3.memviz"), &ctx);
+    let mut gpu = Offscreen::new(800, 500, ctx).expect("a wgpu adapter");
+    assert!(gpu.settle(&mut app, 100), "settles within 100 frames");
+    assert!(app.failure().is_none() && !app.draws_timeline());
 }
 
 #[test]

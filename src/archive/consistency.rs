@@ -4,12 +4,12 @@
 //! memviz (a colleague's file is untrusted input). One pass over the hot data, no chunk
 //! decompressed (chunks are checked when they are decompressed).
 
-use memviz_format::TILE_W;
 use memviz_format::schema::{
     ArchivedAllocatorSection, ArchivedCheckpoints, ArchivedDevice, ArchivedElements, ArchivedRoot, ArchivedSummary,
     ArchivedTileLevel,
 };
 use memviz_format::view::{u32s, u64s};
+use memviz_format::{TILE_H, TILE_W};
 
 use crate::model::NONE;
 
@@ -82,18 +82,36 @@ pub fn check_releasing(r: &ArchivedRoot, release: &dyn Fn()) -> Result<(), Strin
     for b in r.blocks.iter() {
         id_or_none("a block's stack", b.stack.to_native(), stacks)?;
     }
+    for a in r.annotations.iter() {
+        id_or_none("an annotation's name", a.name.to_native(), strings)?;
+        id_or_none("an annotation's stage", a.stage_str.to_native(), strings)?;
+    }
     release();
+    // memviz writes no archive without a device (a snapshot with nothing to show is an error).
+    if r.devices.is_empty() {
+        return Err("it holds no device".into());
+    }
     for d in r.devices.iter() {
-        let tables = Tables { events, blocks, stacks, strings };
-        device(d, tables, release).map_err(|e| format!("device {}: {e}", d.device.to_native()))?;
+        let ordinal = d.device.to_native();
+        // A device's events are those of its trace (the host's, or the one at its ordinal; none
+        // for a device only the segments name).
+        let trace = if crate::model::DeviceId(ordinal).is_host() {
+            Some(&r.host_trace)
+        } else {
+            r.traces.get(ordinal as usize)
+        };
+        let trace = trace.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize);
+        let tables = Tables { trace, blocks, stacks, strings };
+        device(d, tables, release).map_err(|e| format!("device {ordinal}: {e}"))?;
     }
     Ok(())
 }
 
 /// The counts every id of a device is checked against.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Tables {
-    events: usize,
+    /// The events of the device's trace: those its elements' events are among.
+    trace: std::ops::Range<usize>,
     blocks: usize,
     stacks: usize,
     strings: usize,
@@ -108,6 +126,8 @@ struct Stacked<'a> {
     initial_total: u64,
     checkpoints: &'a ArchivedCheckpoints,
     tiles: &'a [ArchivedTileLevel],
+    /// The segment timeline's (its elements are segments: a ghost names no block).
+    segments: bool,
 }
 
 fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), String> {
@@ -122,8 +142,9 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
             initial_total: d.initial_total.to_native(),
             checkpoints: &d.checkpoints,
             tiles: &d.tiles,
+            segments: false,
         },
-        tables,
+        &tables,
         release,
     )?;
     let t = &d.segment_timeline;
@@ -137,8 +158,14 @@ fn device(d: &ArchivedDevice, tables: Tables, release: &dyn Fn()) -> Result<(), 
             initial_total: t.initial_total.to_native(),
             checkpoints: &t.checkpoints,
             tiles: &t.tiles,
+            segments: true,
         };
-        stacked(&timeline, tables, release).map_err(|e| format!("segment timeline: {e}"))?;
+        stacked(&timeline, &tables, release).map_err(|e| format!("segment timeline: {e}"))?;
+    }
+    min_max_levels("the minimap", &d.minimap, actions.len())?;
+    let timed: u64 = d.action_time_us.iter().map(|c| u64::from(c.rows.to_native())).sum();
+    if !d.action_time_us.is_empty() && timed != actions.len() as u64 {
+        return Err(format!("{timed} action times for {} actions", actions.len()));
     }
     allocator(&d.allocator, actions.len())?;
     for s in d.spans.iter() {
@@ -220,7 +247,7 @@ fn releasing<'c, T>(col: &'c [T], release: &'c dyn Fn()) -> impl Iterator<Item =
     }))
 }
 
-fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), String> {
+fn stacked(t: &Stacked<'_>, tables: &Tables, release: &dyn Fn()) -> Result<(), String> {
     let e = t.elements;
     let n = e.addr.len();
     same_len(
@@ -248,16 +275,17 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
             return Err(format!("an element's {what} action is out of range"));
         }
     }
-    for (what, col, len) in [
-        ("alloc event", u32s(&e.alloc_event), tables.events),
-        ("free event", u32s(&e.free_event), tables.events),
-        ("block", u32s(&e.block), tables.blocks),
-        ("stack", u32s(&e.stack), tables.stacks),
+    for (what, col, ids) in [
+        ("alloc event", u32s(&e.alloc_event), tables.trace.clone()),
+        ("free event", u32s(&e.free_event), tables.trace.clone()),
+        ("block", u32s(&e.block), 0..tables.blocks),
+        ("stack", u32s(&e.stack), 0..tables.stacks),
     ] {
-        if releasing(col, release).any(|&i| i != NONE && i as usize >= len) {
+        if releasing(col, release).any(|&i| i != NONE && !ids.contains(&(i as usize))) {
             return Err(format!("an element's {what} is out of range"));
         }
     }
+    origins(e, !t.segments, release)?;
     ids_in("initial elements", t.initial, n)?;
     let sizes = u64s(&e.size);
     let initial = t.initial.iter().try_fold(0u64, |sum, &i| sum.checked_add(sizes[i as usize]));
@@ -308,6 +336,48 @@ fn stacked(t: &Stacked<'_>, tables: Tables, release: &dyn Fn()) -> Result<(), St
         if level.tiles.len() != n && level.tiles.len() != 2 * n {
             return Err(format!("tile level {} has {} chunks for {n} tiles", level.level, level.tiles.len()));
         }
+        // Each a whole tile: what the viewer uploads is exactly a tile's texels.
+        if let Some(c) = level.tiles.iter().find(|c| c.rows.to_native() != TILE_W * TILE_H) {
+            return Err(format!("a tile of level {} holds {} texels, not {}", level.level, c.rows, TILE_W * TILE_H));
+        }
+    }
+    Ok(())
+}
+
+/// Each element's origin one of the three; with `named`, with what it names: an alloc event for
+/// `Alloc`, a free event for `FreeOnly`, a block for `Ghost` (where its stack is read from).
+fn origins(e: &ArchivedElements, named: bool, release: &dyn Fn()) -> Result<(), String> {
+    let (alloc, free, block) = (u32s(&e.alloc_event), u32s(&e.free_event), u32s(&e.block));
+    for (i, &o) in releasing(e.origin.as_slice(), release).enumerate() {
+        let names = match o {
+            0 => alloc[i],
+            1 => free[i],
+            2 => block[i],
+            _ => return Err(format!("element {i} has origin {o}")),
+        };
+        if named && names == NONE {
+            return Err(format!("element {i} of origin {o} names no event or block"));
+        }
+    }
+    Ok(())
+}
+
+/// Min/max levels of a series of `n` values as [`crate::lod::minimap`] makes them: none, or
+/// 64 values a bucket, then 4 times as many a level, up to one bucket.
+fn min_max_levels(what: &str, levels: &[memviz_format::schema::ArchivedMinMax], n: usize) -> Result<(), String> {
+    let mut per = crate::lod::minimap::FINEST_BUCKET;
+    for (i, l) in levels.iter().enumerate() {
+        let buckets = n.div_ceil(per as usize);
+        if l.actions_per_bucket.to_native() != per || l.min.len() != buckets || l.max.len() != buckets {
+            return Err(format!("{what} level {i} is not {buckets} buckets of {per} values"));
+        }
+        if buckets == 1 && i + 1 != levels.len() {
+            return Err(format!("{what} has levels past one bucket"));
+        }
+        per = per.saturating_mul(4);
+    }
+    if levels.last().is_some_and(|l| l.min.len() != 1) {
+        return Err(format!("{what} levels stop before one bucket"));
     }
     Ok(())
 }
@@ -333,9 +403,7 @@ fn allocator(a: &ArchivedAllocatorSection, actions: usize) -> Result<(), String>
         if !s.chunks.is_empty() && rows != actions as u64 {
             return Err(format!("the allocator's {what} series has {rows} values for {actions} actions"));
         }
-        if s.levels.iter().any(|l| l.min.len() != l.max.len()) {
-            return Err(format!("the allocator's {what} levels have unequal min and max"));
-        }
+        min_max_levels(&format!("the allocator's {what} series"), &s.levels, actions)?;
     }
     for p in a.pools.iter() {
         let points = u32s(&p.actions);
@@ -372,15 +440,21 @@ mod tests {
     use super::*;
     use crate::archive::Archive;
 
+    fn golden_of(version: u32) -> Vec<u8> {
+        let name = format!("tests/data/golden/gpt2_small.v{version}.memviz");
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
+    }
+
     fn golden() -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden/gpt2_small.v2.memviz");
-        std::fs::read(path).unwrap()
+        golden_of(memviz_format::FORMAT_VERSION)
     }
 
     #[test]
-    fn a_real_archive_is_consistent() {
-        let a = Archive::from_memory(&golden(), std::path::Path::new("g.memviz")).unwrap();
-        assert_eq!(check(a.root()), Ok(()));
+    fn real_archives_of_every_version_are_consistent() {
+        for version in 1..=memviz_format::FORMAT_VERSION {
+            let a = Archive::from_memory(&golden_of(version), std::path::Path::new("g.memviz")).unwrap();
+            assert_eq!(check(a.root()), Ok(()), "version {version}");
+        }
     }
 
     /// An archive rebuilt with one id out of range, re-sealed with a valid checksum: verify says
@@ -402,10 +476,26 @@ mod tests {
         };
         let err = verify(&root);
         assert!(err.contains("device 0: actions: id") && err.contains("out of range"), "{err}");
-        // A span nested deeper than there are spans (the viewer divided by depth + 1).
-        let mut root = good;
-        root.devices[0].spans[0].depth = u32::MAX;
-        let err = verify(&root);
-        assert!(err.contains("a span's depth 4294967295"), "{err}");
+        // Each value the viewer or a command divides by, indexes with or trusts to name something
+        // (issue 41, item 4): one line each, found by the check.
+        type Mutation = fn(&mut memviz_format::schema::Root);
+        let cases: [(Mutation, &str); 9] = [
+            // A span nested deeper than there are spans (the viewer divided by depth + 1).
+            (|r| r.devices[0].spans[0].depth = u32::MAX, "a span's depth 4294967295"),
+            (|r| r.devices[0].minimap[0].actions_per_bucket = 0, "the minimap level 0 is not"),
+            (|r| r.devices[0].allocator.reserved.levels[1].actions_per_bucket = 0, "reserved series level 1 is not"),
+            (|r| r.devices[0].tiles[0].tiles[0].rows = 1, "a tile of level"),
+            (|r| r.devices[0].elements.origin[0] = 7, "element 0 has origin 7"),
+            (|r| r.annotations[0].name = 1 << 30, "an annotation's name"),
+            (|r| r.devices.clear(), "it holds no device"),
+            (|r| r.traces.clear(), "an element's alloc event is out of range"),
+            (|r| r.devices[0].action_time_us[0].rows += 1, "action times for"),
+        ];
+        for (mutate, expected) in cases {
+            let mut root = good.clone();
+            mutate(&mut root);
+            let err = verify(&root);
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
     }
 }

@@ -11,6 +11,7 @@ use memviz_format::schema::{
     ArchivedAllocatorSection, ArchivedDevice, ArchivedRoot, ArchivedSeries, ArchivedTileLevel,
 };
 use memviz_format::view::{i64s, u32s, u64s};
+use memviz_format::{TILE_H, TILE_W};
 
 use super::{Archive, ArchiveError, chunks, restore};
 use crate::derive::timeline::{ActionTimes, NamedSpan, TimelineRef};
@@ -21,8 +22,9 @@ use crate::model::{ActionIdx, DeviceId, DeviceIdx, NO_TIME};
 /// An opened archive shared by the UI and the tile workers.
 pub struct Session {
     pub archive: Archive,
-    /// Set by the background checksum when the archive's bytes do not match its header.
-    pub corrupt: std::sync::atomic::AtomicBool,
+    /// Why the archive is corrupted, once something found it out: the background checksum (its
+    /// bytes do not match the header) or a chunk that did not decompress ([`Self::mark_corrupt`]).
+    corrupt: OnceLock<String>,
     /// The background check of every id ([`Self::spawn_checks`]): the one line when one is out of
     /// range (a file memviz did not write).
     pub ids: OnceLock<Result<(), String>>,
@@ -80,7 +82,7 @@ impl Session {
             .collect();
         Session {
             archive,
-            corrupt: std::sync::atomic::AtomicBool::new(false),
+            corrupt: OnceLock::new(),
             ids: OnceLock::new(),
             drawn: Default::default(),
             time_index: (0..n).map(|_| OnceLock::new()).collect(),
@@ -89,6 +91,22 @@ impl Session {
             chunk_starts,
             time_base: OnceLock::new(),
         }
+    }
+
+    /// Notes that the archive is corrupted (the first reason found is kept): the viewer shows
+    /// the one line instead of the timeline ([`Self::corruption`]).
+    pub fn mark_corrupt(&self, why: impl std::fmt::Display) {
+        let _ = self.corrupt.set(why.to_string());
+    }
+
+    /// Why the archive is corrupted, if something found out.
+    pub fn corruption(&self) -> Option<&str> {
+        self.corrupt.get().map(String::as_str)
+    }
+
+    /// `result`, its error noted as the archive's corruption ([`Self::mark_corrupt`]).
+    fn noting<T>(&self, result: Result<T, chunks::ChunkError>) -> Option<T> {
+        result.map_err(|e| self.mark_corrupt(e)).ok()
     }
 
     /// The time every printed time counts from: the earliest timed event of the snapshot, over
@@ -183,7 +201,11 @@ impl Session {
     }
 
     fn decode_time_chunk(&self, d: DeviceIdx, c: usize) -> Vec<i64> {
-        self.device(d).action_time_us.get(c).and_then(|chunk| chunks::decode_deltas(chunk).ok()).unwrap_or_default()
+        self.device(d)
+            .action_time_us
+            .get(c)
+            .and_then(|chunk| self.noting(chunks::decode_deltas(chunk)))
+            .unwrap_or_default()
     }
 
     /// Time of action `k`, decompressing only its chunk (`None`: no time, or out of range).
@@ -266,7 +288,7 @@ impl Session {
             let mut e = trace.start;
             while e < trace.end {
                 let c = e / rows;
-                let times = chunks::decode_deltas(root.events.time_us.get(c)?).ok()?;
+                let times = self.noting(chunks::decode_deltas(root.events.time_us.get(c)?))?;
                 let stop = trace.end.min((c + 1) * rows);
                 if let Some(&t) = times.get(e - c * rows..stop - c * rows)?.iter().find(|&&t| t != NO_TIME) {
                     return Some(t);
@@ -321,7 +343,7 @@ impl Session {
             // Opening validated the structure; the checksum reads every byte, so it runs here,
             // after the first frame.
             if s.archive.verify_checksum_unmapped().is_err() {
-                s.corrupt.store(true, std::sync::atomic::Ordering::Relaxed);
+                s.mark_corrupt("the archive is corrupted (checksum mismatch)");
                 return;
             }
             for d in s.device_indices() {
@@ -395,7 +417,7 @@ impl Session {
         let mut undo = match kept.filter(goes_on) {
             Some(w) => w.undo,
             None => {
-                let words = chunks::decode::<u64>(&a.states[j]).ok()?;
+                let words = self.noting(chunks::decode::<u64>(&a.states[j]))?;
                 cost.states_decoded = 1;
                 crate::allocator::Undo::resume(events, self.trace(d), &words, j * every)
             }
@@ -475,7 +497,11 @@ impl Session {
         which: impl Fn(&ArchivedAllocatorSection) -> &ArchivedSeries,
     ) -> Vec<u64> {
         let s = which(&self.device(d).allocator);
-        s.chunks.iter().flat_map(|chunk| chunks::decode_deltas(chunk).unwrap_or_default()).map(|v| v as u64).collect()
+        s.chunks
+            .iter()
+            .flat_map(|chunk| self.noting(chunks::decode_deltas(chunk)).unwrap_or_default())
+            .map(|v| v as u64)
+            .collect()
     }
 
     /// Reserved memory points (time µs, bytes) of a device.
@@ -592,17 +618,24 @@ pub struct StackedRef<'s> {
 
 impl StackedRef<'_> {
     /// Tile `tile` of level `level` (an index into `tiles`), decompressed: its texels, and the
-    /// colour keys by site stored for them (`None` where the archive has none, or they do not
-    /// match the tile).
-    pub fn tile(&self, level: usize, tile: usize) -> Option<(Vec<u32>, Option<Vec<u32>>)> {
-        let l = self.tiles.get(level)?;
-        let texels = chunks::decode::<u32>(l.texel_chunks().get(tile)?).ok()?;
-        let keys = l
-            .key_chunks()
-            .filter(|_| self.keyed)
-            .and_then(|k| chunks::decode::<u32>(k.get(tile)?).ok())
-            .filter(|k| k.len() == texels.len());
-        Some((texels, keys))
+    /// colour keys by site stored for them (`None` where the archive has none). An error for a
+    /// tile the archive does not have or whose chunk does not decompress to a whole tile.
+    pub fn tile(&self, level: usize, tile: usize) -> Result<(Vec<u32>, Option<Vec<u32>>), String> {
+        let l = self.tiles.get(level).ok_or_else(|| format!("no tile level {level}"))?;
+        let chunk = |chunks: &'_ [memviz_format::schema::ArchivedChunk]| {
+            let chunk = chunks.get(tile).ok_or_else(|| format!("no tile {tile} at level {level}"))?;
+            let values = chunks::decode::<u32>(chunk).map_err(|e| e.to_string())?;
+            if values.len() != (TILE_W * TILE_H) as usize {
+                return Err(format!("a tile of {} texels", values.len()));
+            }
+            Ok(values)
+        };
+        let texels = chunk(l.texel_chunks())?;
+        let keys = match l.key_chunks().filter(|_| self.keyed) {
+            Some(k) => Some(chunk(k)?),
+            None => None,
+        };
+        Ok((texels, keys))
     }
 }
 

@@ -204,9 +204,14 @@ impl ViewerApp {
         }
     }
 
-    /// True when the view shown draws a timeline (every view but the settings).
+    /// True when the view shown draws a timeline: every view but the settings, and the segment
+    /// timeline's of an archive made before format 4 (which says so instead).
     pub fn draws_timeline(&self) -> bool {
-        self.tab != Tab::Settings
+        match self.tab {
+            Tab::Settings => false,
+            Tab::Segments => self.timeline().is_none_or(|t| t.session.stacked(t.device, Plane::Segments).is_some()),
+            _ => true,
+        }
     }
 
     /// The one line shown instead of a timeline when opening failed.
@@ -256,11 +261,9 @@ impl ViewerApp {
         let Content::Open(t) = &self.content else { return };
         let failed = match t.session.ids.get() {
             Some(Err(e)) => Some(e.clone()),
-            _ if t.session.corrupt.load(std::sync::atomic::Ordering::Relaxed) => Some(format!(
-                "{}: the archive is corrupted (checksum mismatch); re-run `memviz index` on the snapshot",
-                t.session.archive.path.display()
-            )),
-            _ => None,
+            _ => t.session.corruption().map(|why| {
+                format!("{}: {why}; re-run `memviz index` on the snapshot", t.session.archive.path.display())
+            }),
         };
         if let Some(e) = failed {
             self.content = Content::Failed(e);

@@ -123,9 +123,14 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     }
     let open_ms = ms_since_start();
     stage("opened");
-    let first_ui = offscreen::run_ui(&ctx, &mut app, (w, h), 1.0 / 60.0, Vec::new());
+    let first_ui = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        offscreen::run_ui(&ctx, &mut app, (w, h), 1.0 / 60.0, Vec::new())
+    }));
     stage("first frame's ui");
-    let mut gpu = gpu_init.join().map_err(|_| anyhow::anyhow!("the GPU thread panicked"))??;
+    // Joined on every path: a panic that unwound past a loading driver could hang at exit.
+    let gpu = gpu_init.join();
+    let first_ui = first_ui.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let mut gpu = gpu.map_err(|_| anyhow::anyhow!("the GPU thread panicked"))??;
     stage("gpu ready");
     gpu.render(first_ui);
     stage("frame");
@@ -157,7 +162,15 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         "adapter": gpu.adapter,
     });
     if let Some(out) = &args.screenshot {
-        gpu.settle(&mut app, 2000);
+        if !gpu.settle(&mut app, 2000) {
+            eprintln!(
+                "warning: the view was still loading after {:?}; the screenshot shows what was drawn",
+                offscreen::SETTLE_LIMIT
+            );
+        }
+        if let Some(e) = app.failure() {
+            anyhow::bail!("{e}");
+        }
         gpu.save_png(out).with_context(|| out.display().to_string())?;
         report["screenshot"] = out.display().to_string().into();
     }

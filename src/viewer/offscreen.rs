@@ -11,6 +11,10 @@ use super::gpu::TimelineResources;
 /// The colour target: egui renders in gamma space, so these bytes go straight into a PNG.
 const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
+/// How long [`Offscreen::settle`] waits for a view at most: far more than any real archive's
+/// view takes (a 10 GB archive's settles in seconds), so a view still busy then never will be.
+pub const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub struct Offscreen {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -151,16 +155,22 @@ impl Offscreen {
         ready
     }
 
-    /// Frames until the workers and uploads are idle (at most `max_frames`).
-    pub fn settle(&mut self, app: &mut ViewerApp, max_frames: usize) {
+    /// Frames until the workers and uploads are idle: at most `max_frames`, and none started
+    /// after [`SETTLE_LIMIT`]. False when the view was still busy then.
+    pub fn settle(&mut self, app: &mut ViewerApp, max_frames: usize) -> bool {
+        let start = std::time::Instant::now();
         for _ in 0..max_frames {
             self.frame(app, Vec::new());
             if !app.busy() {
                 self.frame(app, Vec::new());
-                return;
+                return true;
+            }
+            if start.elapsed() > SETTLE_LIMIT {
+                break;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        false
     }
 
     /// The last frame, RGBA8, row-major from the top.

@@ -106,9 +106,11 @@ impl Largest {
 /// The sample action of each column of a raster (`None`: a column outside the trace).
 pub type Samples = Arc<Vec<Option<u32>>>;
 
-/// A finished job: its texture, and for a raster the sample action of each of its columns.
+/// A finished job: its texture (`None` when it failed: the session says why), and for a raster
+/// the sample action of each of its columns.
 struct Done {
-    tex: TexData,
+    key: TexKey,
+    tex: Option<TexData>,
     samples: Option<Samples>,
 }
 
@@ -140,12 +142,11 @@ impl Worker {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    if let Some(done) = run(&session, &largest, job) {
-                        if tx.send(done).is_err() {
-                            return;
-                        }
-                        ctx.request_repaint();
+                    // Every job is answered, so none stays in flight.
+                    if tx.send(run(&session, &largest, job)).is_err() {
+                        return;
                     }
+                    ctx.request_repaint();
                 }
             });
             if let Err(e) = spawned {
@@ -183,12 +184,12 @@ impl Worker {
         let mut out = Vec::new();
         loop {
             match self.done.try_recv() {
-                Ok(Done { tex, samples }) => {
-                    self.in_flight.remove(&tex.key);
+                Ok(Done { key, tex, samples }) => {
+                    self.in_flight.remove(&key);
                     if let Some(s) = samples {
-                        self.samples = Some((tex.key, s));
+                        self.samples = Some((key, s));
                     }
-                    out.push(tex);
+                    out.extend(tex);
                 }
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
             }
@@ -205,20 +206,24 @@ impl Worker {
     }
 }
 
-fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Option<Done> {
+fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Done {
     match job {
         Job::Tile { key, device, plane, level, tile } => {
-            let (texels, keys) = session.stacked(device, plane)?.tile(level, tile)?;
-            (texels.len() == (TILE_W * TILE_H) as usize).then(|| Done {
-                tex: TexData {
+            let tile = match session.stacked(device, plane) {
+                Some(stacked) => stacked.tile(level, tile),
+                None => Err("no segment timeline".into()),
+            };
+            let tex = tile
+                .map(|(texels, keys)| TexData {
                     key,
                     width: TILE_W,
                     height: TILE_H,
                     texels: Arc::new(texels),
                     site_keys: keys.map(Arc::new),
-                },
-                samples: None,
-            })
+                })
+                .map_err(|e| session.mark_corrupt(e))
+                .ok();
+            Done { key, tex, samples: None }
         }
         Job::Raster { key, spec, keep } => {
             let mask = match keep {
@@ -227,7 +232,7 @@ fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Option<Done> {
                 Keep::Largest(n) => Some(Largest::mask(largest, session, spec.device, spec.plane, n)),
             };
             let (tex, samples) = raster(session, key, spec, mask.as_deref().map(Mask::band));
-            Some(Done { tex, samples: Some(Arc::new(samples)) })
+            Done { key, tex: Some(tex), samples: Some(Arc::new(samples)) }
         }
     }
 }

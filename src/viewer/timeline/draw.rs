@@ -18,6 +18,10 @@ impl Timeline {
         }
         self.note_arrivals();
         let mut quads = Vec::new();
+        if self.session.corruption().is_some() {
+            // Nothing more is asked of a corrupted archive: its one line replaces the timeline.
+            return quads;
+        }
         let session = std::sync::Arc::clone(&self.session);
         let stacked = super::stacked_in(&session, self.device, self.plane);
         let tiles = stacked.tiles;

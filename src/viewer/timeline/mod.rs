@@ -261,15 +261,16 @@ impl Timeline {
         let Some(li) = tiles.len().checked_sub(1) else { return };
         let stacked = stacked_in(&session, self.device, self.plane);
         for i in 0..tiles[li].texel_chunks().len() {
-            if let Some((texels, keys)) = stacked.tile(li, i) {
-                let key = tile_key(self.device, self.plane, li, i);
-                self.textures.arrived(super::gpu::TexData {
-                    key,
+            match stacked.tile(li, i) {
+                Ok((texels, keys)) => self.textures.arrived(super::gpu::TexData {
+                    key: tile_key(self.device, self.plane, li, i),
                     width: TILE_W,
                     height: TILE_H,
                     texels: Arc::new(texels),
                     site_keys: keys.map(Arc::new),
-                });
+                }),
+                // The one line instead of the timeline, at the next frame.
+                Err(e) => return session.mark_corrupt(e),
             }
         }
     }
