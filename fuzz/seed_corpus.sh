@@ -40,13 +40,26 @@ for f in annotate_meta host_memory two_devices; do
   command -v zstd >/dev/null && zstd -q -c "$p" >"$out/ingest/$f.pickle.zst"
 done
 mkdir -p "$out/archive"
+# An archive's body, as a seed for the `archive` target.
+body() {
+  python3 -c 'import struct, sys
+d = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write(d[64:64 + struct.unpack_from("<Q", d, 16)[0]])' "$1" >"$out/archive/$(basename "$1").body"
+}
 # A body is the header's archive_len bytes after it (the block table since format 6 follows: the
 # rkyv root sits at the body's end). Only the current version's body validates as the current
 # schema; the older ones stay as seeds the harness turns away.
 for f in "$data"/golden/*.memviz; do
-  python3 -c 'import struct, sys
-d = open(sys.argv[1], "rb").read()
-sys.stdout.buffer.write(d[64:64 + struct.unpack_from("<Q", d, 16)[0]])' "$f" >"$out/archive/$(basename "$f").body"
+  body "$f"
+done
+# Checksum-valid hostile archives (issue 41): one field of the current golden changed per
+# variant, on the parts the viewer and commands divide by, index with or trust.
+made=tests/data/hostile/make_hostile_archives.py
+current=$(ls "$data"/golden/*.memviz | sort -V | tail -1)
+python3 "$made" "$current" "$tmp/archives" --no-chunks \
+  --only minimap,levels,tiles,origin,annotations,traces,devices.len,spans,checkpoints,action_time_us >/dev/null
+for f in "$tmp"/archives/*.memviz; do
+  body "$f"
 done
 rm -rf "$tmp"
 echo "seeds: $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/json" | wc -l) json, $(ls "$out/ingest" | wc -l) ingest, $(ls "$out/archive" | wc -l) archive"

@@ -4,7 +4,7 @@
 //! segments), answer `at`, `range` and `steps` (from the summary, and for a pattern), classify every
 //! element's category, rebuild the allocator's state at a few events and before
 //! each OOM, read its series, work out the private pools, decode tiles with their colour keys,
-//! restore the whole model.
+//! restore the whole model and compute `memviz stats` on it.
 //! Inconsistent ids must be an error, never a panic. The bytes are also read as a whole file (its
 //! own header and block table).
 #![no_main]
@@ -13,7 +13,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use memviz::analysis::groups::GroupBy;
-use memviz::analysis::{categories, live, range, steps};
+use memviz::analysis::{categories, live, range, stats, steps};
 use memviz::archive::{Archive, DeviceData, Plane, Session, restore};
 
 fuzz_target!(|body: &[u8]| {
@@ -67,5 +67,11 @@ fuzz_target!(|body: &[u8]| {
             }
         }
     }
-    let _ = restore::snapshot(session.root());
+    // The whole model restored, and `memviz stats` on it (the peak's and each OOM's allocator
+    // state from the saved states, a trace per device).
+    if let Ok(snap) = restore::snapshot(session.root()) {
+        let layouts: Vec<_> = session.device_indices().map(|d| session.layout(d)).collect();
+        let options = stats::StatsOptions { annotations: Default::default(), model: None, categories: Vec::new() };
+        let _ = stats::compute(&snap, &layouts, &options, &session);
+    }
 });

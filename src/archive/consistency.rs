@@ -47,6 +47,17 @@ pub fn check_releasing(r: &ArchivedRoot, release: &dyn Fn()) -> Result<(), Strin
     }
     ids_in("stack frames", stack_frames, frames)?;
     let stacks = offsets.len().saturating_sub(1);
+    // Strings and stacks are interned: one of each, the id its place (restoring the model
+    // interns them again, and a repeat would shift every later id).
+    let mut seen = std::collections::HashSet::with_capacity(strings);
+    if let Some(i) = r.strings.iter().position(|s| !seen.insert(s.as_str())) {
+        return Err(format!("string {i} repeats an earlier one"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(stacks);
+    if let Some(i) = offsets.windows(2).position(|w| !seen.insert(&stack_frames[w[0] as usize..w[1] as usize])) {
+        return Err(format!("stack {i} repeats an earlier one"));
+    }
+    drop(seen);
 
     let events = r.events.len.to_native() as usize;
     for (what, column) in [
@@ -479,7 +490,7 @@ mod tests {
         // Each value the viewer or a command divides by, indexes with or trusts to name something
         // (issue 41, item 4): one line each, found by the check.
         type Mutation = fn(&mut memviz_format::schema::Root);
-        let cases: [(Mutation, &str); 9] = [
+        let cases: [(Mutation, &str); 10] = [
             // A span nested deeper than there are spans (the viewer divided by depth + 1).
             (|r| r.devices[0].spans[0].depth = u32::MAX, "a span's depth 4294967295"),
             (|r| r.devices[0].minimap[0].actions_per_bucket = 0, "the minimap level 0 is not"),
@@ -490,6 +501,7 @@ mod tests {
             (|r| r.devices.clear(), "it holds no device"),
             (|r| r.traces.clear(), "an element's alloc event is out of range"),
             (|r| r.devices[0].action_time_us[0].rows += 1, "action times for"),
+            (|r| r.strings[5] = r.strings[4].clone(), "string 5 repeats"),
         ];
         for (mutate, expected) in cases {
             let mut root = good.clone();
