@@ -76,10 +76,7 @@ fn is_model_id(s: &str) -> bool {
 }
 
 fn cache_path(id: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("MEMVIZ_CACHE_DIR").map(PathBuf::from).or_else(|| {
-        let xdg = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).filter(|p| p.is_absolute());
-        xdg.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))).map(|b| b.join("memviz"))
-    })?;
+    let base = crate::output::user_cache_dir()?;
     Some(base.join("models").join(id.replace('/', "--")).join("config.json"))
 }
 

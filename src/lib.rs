@@ -20,4 +20,5 @@ pub mod model;
 pub mod output;
 pub mod spill;
 pub mod temp_files;
+pub mod timings;
 pub mod viewer;

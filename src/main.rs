@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     }
     let cli = memviz::cli::Cli::parse_from(memviz::cli::with_open_default(args.into_iter()));
     let result = memviz::commands::run(cli);
-    memviz::spill::timing("command", started);
+    memviz::timings::stage("command", started);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if memviz::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,

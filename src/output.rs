@@ -1,10 +1,25 @@
-//! Writing results: atomically to a file (temp file + rename), or to standard output.
+//! Writing results: atomically to a file (temp file + rename), or to standard output; and where
+//! memviz keeps what it writes for later (the user's cache folder).
 
 use std::fs;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+
+/// The user's memviz cache folder: `MEMVIZ_CACHE_DIR`, else `$XDG_CACHE_HOME/memviz` (an
+/// absolute one), else `~/.cache/memviz`; `None` without any of them. Cached archives and model
+/// configs live under it.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("MEMVIZ_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("memviz"))
+}
 
 /// Writes `path` through `fill`: the data goes to a temporary file beside it
 /// ([`crate::temp_files::TempFile`]: an unguessable name, never through a link, removed on a

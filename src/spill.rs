@@ -90,33 +90,6 @@ fn free_disk(_dir: &Path) -> Option<u64> {
     None
 }
 
-/// With `MEMVIZ_TIMINGS` set, prints to standard error when a stage ended, with the process's CPU
-/// time, resident size, peak resident size (`VmHWM`: this program's own, whatever the process
-/// that started it held) and what spilling did (for benchmarks and the hostile-input tests).
-pub fn timing(stage: &str, started: std::time::Instant) {
-    if std::env::var_os("MEMVIZ_TIMINGS").is_none() {
-        return;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |k: &str| status.lines().find(|l| l.starts_with(k)).map_or("", |l| l[k.len()..].trim()).to_owned();
-    let spill = stats();
-    // utime and stime, fields 14 and 15 of /proc/self/stat (after the parenthesised name), in
-    // clock ticks of 10 ms: the CPU time beside the wall time shows how busy the cores were.
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let ticks = stat.rsplit_once(')').map_or(0, |(_, rest)| {
-        rest.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum::<u64>()
-    });
-    eprintln!(
-        "timing: {stage} done at {:.3} s, CPU {:.2} s (RSS {}, peak {}; spilled {:.1} MB, pages dropped {} times)",
-        started.elapsed().as_secs_f64(),
-        ticks as f64 / 100.0,
-        field("VmRSS:"),
-        field("VmHWM:"),
-        spill.spilled_bytes as f64 / (1 << 20) as f64,
-        spill.releases
-    );
-}
-
 /// The global allocator of the binary.
 pub struct Spilling;
 
@@ -146,7 +119,8 @@ impl Drop for Active {
 /// Turns spilling on for a build whose output goes into `dir`. Does nothing when the binary's
 /// allocator is not [`Spilling`] (the library's tests), or where the spill file cannot be made.
 pub fn activate(dir: &Path) -> Active {
-    Active { on: imp::activate(dir, budget(), spill_limit(dir)) }
+    let budget = budget();
+    Active { on: imp::activate(dir, budget, budget.max(MIN_HARD_LIMIT), spill_limit(dir)) }
 }
 
 /// What spilling did so far.
@@ -258,7 +232,9 @@ mod imp {
         SpillStats { spilled_bytes: SPILLED.load(Relaxed), releases: RELEASES.load(Relaxed) }
     }
 
-    pub fn activate(dir: &Path, budget: u64, limit: u64) -> bool {
+    /// Spilling past ¾ of `budget`, the process stopped once its heap passes `hard` or the
+    /// spill file `limit`.
+    pub fn activate(dir: &Path, budget: u64, hard: u64, limit: u64) -> bool {
         if !INSTALLED.load(Relaxed) {
             return false;
         }
@@ -270,7 +246,7 @@ mod imp {
         builds.0 += 1;
         if builds.0 == 1 {
             STOP.store(false, Relaxed);
-            let watcher = std::thread::Builder::new().name("memviz-spill".into()).spawn(move || watch(budget));
+            let watcher = std::thread::Builder::new().name("memviz-spill".into()).spawn(move || watch(budget, hard));
             builds.1 = watcher.ok();
         }
         true
@@ -335,10 +311,9 @@ mod imp {
 
     /// Reads the resident size; starts spilling at ¾ of the budget and drops the spill pages
     /// from the process whenever it passes ⅞.
-    fn watch(budget: u64) {
+    fn watch(budget: u64, hard: u64) {
         let start = budget / 4 * 3;
         let release = budget / 8 * 7;
-        let hard = budget.max(super::MIN_HARD_LIMIT);
         let mut status = String::with_capacity(4096);
         while !STOP.load(Relaxed) {
             if anonymous(&mut status).is_some_and(|a| a > hard) {
@@ -546,7 +521,7 @@ mod imp {
     pub fn stats() -> SpillStats {
         SpillStats::default()
     }
-    pub fn activate(_dir: &Path, _budget: u64, _limit: u64) -> bool {
+    pub fn activate(_dir: &Path, _budget: u64, _hard: u64, _limit: u64) -> bool {
         false
     }
     pub fn deactivate() {}
@@ -574,7 +549,8 @@ mod tests {
     fn spilled_allocations_keep_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
         install();
-        let active = Active { on: imp::activate(dir.path(), 0, u64::MAX) };
+        // Spilling at once; never stopped for the heap, which the tests beside this one share.
+        let active = Active { on: imp::activate(dir.path(), 0, u64::MAX, u64::MAX) };
         assert!(active.on);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let layout = Layout::from_size_align(3 << 20, 8).unwrap();

@@ -1,5 +1,5 @@
-//! The layer rule of ARCHITECTURE.md, checked on the source: a module imports only modules of a
-//! lower layer (never one beside it or above it). Test code (`tests.rs`, `tiny.rs`, anything
+//! The layer table of ARCHITECTURE.md, checked on the source: a module imports only the modules
+//! its row lists, all of a lower layer (never one beside it or above it). Test code (`tests.rs`, `tiny.rs`, anything
 //! after `#[cfg(test)]`) may reach across, to build fixtures.
 
 use std::collections::BTreeSet;
@@ -7,21 +7,40 @@ use std::path::Path;
 
 use crate::support::repo;
 
-/// Lowest first. A module may use any module of an earlier row.
-const LAYERS: [&[&str]; 9] = [
-    &["temp_files"],
-    &["model", "output", "spill"],
-    &["ingest", "layout"],
-    &["lod", "derive", "allocator"],
-    &["archive"],
-    &["analysis"],
-    &["hub"],
-    &["viewer", "cli"],
-    &["commands"],
-];
+/// One row of ARCHITECTURE.md's layer table: its modules and the modules they may use.
+struct Layer {
+    modules: Vec<String>,
+    /// `None`: everything below ("everything below", "everything").
+    uses: Option<BTreeSet<String>>,
+}
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|row| row.contains(&module))
+/// The table under "## Layers" in ARCHITECTURE.md, lowest first: `| N | modules | uses |`, each
+/// module a backticked name; in the uses cell, backticked names of ours (`memviz-format` is a
+/// crate, not a module), or "everything".
+fn layers() -> Vec<Layer> {
+    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).unwrap();
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(String::from)
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 5 || cells[1].parse::<usize>() != Ok(rows.len()) {
+            continue;
+        }
+        let uses = if cells[3].starts_with("everything") { None } else { Some(ticked(cells[3]).into_iter().collect()) };
+        rows.push(Layer { modules: ticked(cells[2]), uses });
+    }
+    rows
+}
+
+fn layer_of(layers: &[Layer], module: &str) -> Option<usize> {
+    layers.iter().position(|row| row.modules.iter().any(|m| m == module))
 }
 
 /// `crate::X` paths used by a file's non-test code.
@@ -52,13 +71,19 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// Each module's imports as the table says: only modules its row lists (or, for "everything",
+/// any module of a lower row), never one beside or above it; and every module a row lists as
+/// used is used by one of the row's modules (the table says no more than is true).
 #[test]
-fn no_module_imports_a_layer_above_it() {
+fn every_module_uses_what_the_layer_table_says() {
+    let layers = layers();
+    assert!(layers.len() >= 8, "read ARCHITECTURE.md's layer table ({} rows)", layers.len());
     let src = repo().join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
     let mut wrong = Vec::new();
+    let mut used_by_row: Vec<BTreeSet<String>> = vec![BTreeSet::new(); layers.len()];
     let mut checked = 0;
     for path in files {
         let rel = path.strip_prefix(&src).unwrap();
@@ -70,11 +95,8 @@ fn no_module_imports_a_layer_above_it() {
             continue;
         }
         let module = rel.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
-        let Some(mine) = layer_of(&module) else {
-            wrong.push(format!(
-                "{}: module `{module}` has no layer in LAYERS (add it, and to ARCHITECTURE.md)",
-                rel.display()
-            ));
+        let Some(mine) = layer_of(&layers, &module) else {
+            wrong.push(format!("{}: module `{module}` has no row in ARCHITECTURE.md's layer table", rel.display()));
             continue;
         };
         checked += 1;
@@ -82,22 +104,33 @@ fn no_module_imports_a_layer_above_it() {
             if used == module {
                 continue;
             }
-            match layer_of(&used) {
-                Some(theirs) if theirs < mine => {}
-                Some(_) => {
-                    wrong.push(format!("{}: `{module}` uses `crate::{used}`, which is not below it", rel.display()))
-                }
-                None => wrong.push(format!("{}: uses `crate::{used}`, which has no layer", rel.display())),
+            used_by_row[mine].insert(used.clone());
+            let below = layer_of(&layers, &used).is_some_and(|theirs| theirs < mine);
+            let listed = layers[mine].uses.as_ref().is_none_or(|uses| uses.contains(&used));
+            if !below || !listed {
+                wrong.push(format!(
+                    "{}: `{module}` uses `crate::{used}`, which its row of the table does not allow",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    for (i, row) in layers.iter().enumerate() {
+        for listed in row.uses.iter().flatten() {
+            if !used_by_row[i].contains(listed) {
+                wrong.push(format!("layer {i}: the table says {:?} use `{listed}`; none does", row.modules));
             }
         }
     }
     assert!(checked > 50, "read the source tree ({checked} files)");
-    assert!(wrong.is_empty(), "layer rule broken:\n{}", wrong.join("\n"));
+    assert!(wrong.is_empty(), "the layer table is not the code's:\n{}", wrong.join("\n"));
 }
 
 #[test]
 fn the_rule_catches_an_upward_import() {
     let text = "use crate::model::Snapshot;\nuse crate::viewer::Thing;\n#[cfg(test)]\nuse crate::commands::x;";
     assert_eq!(imports(text), ["model", "viewer"].into_iter().map(String::from).collect());
-    assert!(layer_of("viewer") > layer_of("archive"));
+    let layers = layers();
+    assert!(layer_of(&layers, "viewer") > layer_of(&layers, "archive"));
+    assert!(layers[5].uses.as_ref().is_some_and(|u| !u.contains("archive")), "analysis does not use the archive");
 }

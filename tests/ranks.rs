@@ -117,7 +117,8 @@ fn steps_find_the_steps_the_warm_up_and_the_culprit() {
 /// ranks cost a thousand small reads), and it says what the rank's full data says.
 #[test]
 fn a_rank_row_decompresses_nothing() {
-    use memviz::archive::{Session, chunks, folder::RankFile};
+    use memviz::analysis::ranks::RankFacts;
+    use memviz::archive::{DeviceData, Session, chunks};
     let dir = tempdir();
     let job = rank_folder(dir.path());
     memviz_ok(["index".as_ref(), job.as_os_str()]);
@@ -125,8 +126,9 @@ fn a_rank_row_decompresses_nothing() {
         let path = job.join(format!("rank{r}.memviz"));
         let s = Session::from_archive(memviz::archive::Archive::open_verified(&path).unwrap());
         let before = chunks::decompressed_on_this_thread();
-        let f = RankFile { path: path.clone(), relative: path.clone(), rank: Some(r) };
-        let row = memviz::analysis::ranks::row(&s, memviz::analysis::ranks::main_device(&s), &f, None);
+        let d = s.main_device();
+        let facts = RankFacts::new(Some(r), &path, format!("rank {r}"), s.reserved_peak(d), s.oom_events(d).len());
+        let row = memviz::analysis::ranks::row(&DeviceData::new(&s, d).timeline(), s.root(), facts, None);
         assert_eq!(chunks::decompressed_on_this_thread(), before, "rank {r}: its row decompressed chunks");
         assert_eq!(row.steady_growth, r == 1, "rank {r}");
         assert_eq!(row.peak_step.as_deref(), Some(if r == 1 { "## step 4 ##" } else { "## step 1 ##" }), "rank {r}");

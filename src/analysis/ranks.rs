@@ -11,10 +11,9 @@
 use serde::Serialize;
 
 use super::diff::SiteDelta;
+use super::frames::FrameSource;
 use super::steps::{self, Retainer};
-use crate::archive::folder::RankFile;
-use crate::archive::{DeviceData, Session};
-use crate::model::DeviceIdx;
+use crate::derive::timeline::TimelineRef;
 
 /// One rank's row.
 #[derive(Debug, Clone, Serialize)]
@@ -22,7 +21,7 @@ pub struct RankRow {
     /// The number in the file's name; `None` for a file listed apart (no number, or a taken one).
     pub rank: Option<u64>,
     pub file: String,
-    /// `rank 3`, or the file's path under the folder (see [`RankFile::label`]).
+    /// `rank 3`, or the file's path under the folder .
     #[serde(skip)]
     pub label: String,
     pub peak_bytes: u64,
@@ -135,19 +134,36 @@ pub fn closest_to_median(peaks: &[u64], median: f64) -> usize {
         .unwrap_or(0)
 }
 
-/// The device a rank's row describes: the one with the highest peak (a rank's snapshot usually
-/// has one).
-pub fn main_device(s: &Session) -> DeviceIdx {
-    s.device_indices().max_by_key(|&d| (s.elements(d).layout.peak_bytes, std::cmp::Reverse(d))).unwrap_or(DeviceIdx(0))
+/// What a rank's row says besides its timeline: which file it is, and the archive's reserved peak
+/// and OOM count for the device.
+pub struct RankFacts {
+    pub rank: Option<u64>,
+    pub file: String,
+    /// `rank 3`, or the file's path under the folder.
+    pub label: String,
+    pub reserved_peak_bytes: u64,
+    pub oom_events: usize,
 }
 
-/// One rank's row, from its archive's summary (steps matching `pattern`: computed).
-pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> RankRow {
-    let data = DeviceData::new(s, d);
-    let t = data.timeline();
+impl RankFacts {
+    /// The facts of the file at `path`, numbered `rank` (`None`: listed apart, under `label`).
+    pub fn new(
+        rank: Option<u64>,
+        path: &std::path::Path,
+        label: String,
+        reserved_peak_bytes: u64,
+        ooms: usize,
+    ) -> Self {
+        RankFacts { rank, file: path.display().to_string(), label, reserved_peak_bytes, oom_events: ooms }
+    }
+}
+
+/// One rank's row, from the timeline of its main device (steps from the stored summary; those
+/// matching `pattern` computed).
+pub fn row<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, facts: RankFacts, pattern: Option<&str>) -> RankRow {
     let l = t.layout;
     let peak_k = l.peak_k();
-    let report = steps::steps(&t, s.root(), pattern).into_iter().max_by_key(|r| r.steps.len());
+    let report = steps::steps(t, frames, pattern).into_iter().max_by_key(|r| r.steps.len());
     let peak = u32::try_from(peak_k).ok();
     let peak_step = report.as_ref().and_then(|r| {
         let k = peak?;
@@ -161,15 +177,15 @@ pub fn row(s: &Session, d: DeviceIdx, f: &RankFile, pattern: Option<&str>) -> Ra
     let retained = report.as_ref().and_then(|r| r.retained_per_step_bytes);
     let steady = report.as_ref().is_some_and(|r| r.verdict.steady_growth);
     RankRow {
-        rank: f.rank,
-        file: f.path.display().to_string(),
-        label: f.label(),
+        rank: facts.rank,
+        file: facts.file,
+        label: facts.label,
         peak_bytes: l.peak_bytes,
         peak_action: peak_k,
         peak_step,
         peak_annotation,
-        reserved_peak_bytes: s.reserved_peak(d),
-        oom_events: s.oom_events(d).len(),
+        reserved_peak_bytes: facts.reserved_peak_bytes,
+        oom_events: facts.oom_events,
         retained_per_step_bytes: retained,
         steady_growth: steady,
         retaining: report.as_ref().filter(|_| steady).map(|r| r.retaining.clone()).unwrap_or_default(),

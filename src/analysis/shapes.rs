@@ -186,7 +186,8 @@ pub fn long_lived(layout: crate::layout::LayoutRef<'_>, limit: usize) -> Vec<usi
     use crate::layout::{BEFORE_TRACE, NEVER};
     let e = layout.elements;
     let n = layout.actions.len() as u64;
-    let all: Vec<usize> = (0..e.len().min(limit)).filter(|&i| e.origin[i] == 0).collect();
+    let all: Vec<usize> =
+        (0..e.len().min(limit)).filter(|&i| e.origin[i] == crate::layout::Origin::Alloc as u8).collect();
     let span = |i: usize| {
         let start = if e.start[i] == BEFORE_TRACE { 0 } else { u64::from(e.start[i]) };
         let end = if e.end[i] == NEVER { n } else { u64::from(e.end[i]) };

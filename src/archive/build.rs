@@ -67,7 +67,7 @@ pub fn build_root(
     // The allocator passes' plans (K, from a walk over the actions) beside the rest.
     let ((spans, mut from_events), plans) = rayon::join(
         || {
-            super::timed("spans and what needs the raw events", || {
+            crate::timings::timed("spans and what needs the raw events", || {
                 let spans = spans::spans(&snap);
                 let from_events: Vec<FromEvents> =
                     layouts.iter().zip(walked).map(|(l, w)| event_derived(&snap, &spans, l, w)).collect();
@@ -75,7 +75,7 @@ pub fn build_root(
             })
         },
         || {
-            super::timed("the passes' plans", || {
+            crate::timings::timed("the passes' plans", || {
                 layouts.iter().map(|l| Plan::new(&snap, &l.view())).collect::<Vec<Plan>>()
             })
         },
@@ -83,7 +83,7 @@ pub fn build_root(
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();
     snap.events.drop_rows();
-    let devices = super::timed("device heads", || {
+    let devices = crate::timings::timed("device heads", || {
         layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect()
     });
     let heads = Arc::new(Heads { root: root_head(&mut snap, source, name, event_count, columns), devices });
@@ -109,8 +109,8 @@ pub fn build_root(
                 (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
             };
             let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
-            let mut lods = super::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>());
-            let summaries: Vec<f::Summary> = super::timed("summaries", || {
+            let mut lods = crate::timings::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>());
+            let summaries: Vec<f::Summary> = crate::timings::timed("summaries", || {
                 let parts = views.iter().zip(&heads.devices).zip(&from_events).zip(&lods);
                 parts
                     .map(|(((l, d), fe), lod)| summary(&snap, &spans, *l, &d.elements.stack, fe, &lod.0.checkpoints))
@@ -125,12 +125,12 @@ pub fn build_root(
             (lods, summaries, early)
         },
     );
-    let allocators: Vec<f::AllocatorSection> = super::timed("allocator sections", || {
+    let allocators: Vec<f::AllocatorSection> = crate::timings::timed("allocator sections", || {
         let sections = parts().zip(early.into_iter().zip(late));
         sections.map(|((l, p), (e, la))| series::section(&snap, l, p, e, la)).collect()
     });
     let parts = from_events.into_iter().zip(allocators).zip(lods).zip(summaries);
-    super::timed("devices", || parts.map(|(((fe, a), lod), s)| device_tail(fe, a, lod, s)).collect())
+    crate::timings::timed("devices", || parts.map(|(((fe, a), lod), s)| device_tail(fe, a, lod, s)).collect())
 }
 
 /// The root's fields before `devices`, moved out of `snap` where the derive stage no longer
@@ -430,7 +430,7 @@ impl Lod {
     /// [`KEYED_LEVEL_TILES`] tiles, after their texel chunks (FORMAT.md §5; none for the segment
     /// timeline, whose keys the viewer makes).
     fn of(view: crate::layout::LayoutRef<'_>, stack: Option<&[u32]>) -> Lod {
-        let cps = super::timed("checkpoints", || Checkpoints::build(view));
+        let cps = crate::timings::timed("checkpoints", || Checkpoints::build(view));
         let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
         let keyed = |level: u32| {
             let columns = view.actions.len().div_ceil(1 << level);

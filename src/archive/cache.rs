@@ -161,7 +161,7 @@ pub fn find_cache(snapshot: &Path, stamp: &SourceStamp) -> Option<Archive> {
 
 fn candidates(snapshot: &Path, stamp: &SourceStamp) -> Vec<PathBuf> {
     let mut v = vec![archive::default_path(snapshot)];
-    if let Some(dir) = user_cache_dir() {
+    if let Some(dir) = crate::output::user_cache_dir() {
         v.push(dir.join(cache_name(snapshot, stamp)));
     }
     v
@@ -175,7 +175,7 @@ pub fn cache_path(snapshot: &Path, stamp: &SourceStamp) -> PathBuf {
     if writable(dir) && private_folder(dir) {
         return beside;
     }
-    match user_cache_dir() {
+    match crate::output::user_cache_dir() {
         Some(d) if std::fs::create_dir_all(&d).is_ok() => d.join(cache_name(snapshot, stamp)),
         _ => beside,
     }
@@ -225,15 +225,4 @@ fn private_folder(dir: &Path) -> bool {
 /// (never through a planted link) and removed at once.
 fn writable(dir: &Path) -> bool {
     tempfile::Builder::new().prefix(".memviz-probe-").tempfile_in(dir).is_ok()
-}
-
-fn user_cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("MEMVIZ_CACHE_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("memviz"))
 }

@@ -11,11 +11,6 @@ use super::Archive;
 use super::pipeline::{IndexSummary, build_archive};
 use crate::ingest::{self, Sniffed};
 
-/// Suffixes of snapshot file names, optionally followed by a compression suffix: not part of the
-/// rank number (files are told apart by their bytes, not these).
-const SNAPSHOT_ENDINGS: [&str; 4] = [".pickle", ".pkl", ".pt", ".json"];
-const COMPRESSED: [&str; 6] = [".gz", ".zst", ".zstd", ".xz", ".bz2", ".lz4"];
-
 /// One snapshot of the folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankFile {
@@ -51,12 +46,9 @@ pub struct Job {
 /// `snapshot-0003.pickle.gz` → 3, `rank3.memviz` → 3); digits of a compression or format suffix
 /// do not count.
 pub fn rank_in_name(name: &str) -> Option<u64> {
-    let mut stem = name;
-    for suffix in COMPRESSED.iter().chain(&SNAPSHOT_ENDINGS).chain(&[".memviz"]) {
-        if let Some(s) = stem.to_ascii_lowercase().strip_suffix(suffix) {
-            stem = &stem[..s.len()];
-        }
-    }
+    // The snapshot's suffixes are not part of the number (files are told apart by their bytes).
+    let stem = name.strip_suffix(".memviz").unwrap_or(name);
+    let stem = crate::ingest::snapshot_stem(stem);
     let bytes = stem.as_bytes();
     let end = bytes.iter().rposition(u8::is_ascii_digit)? + 1;
     let start = bytes[..end].iter().rposition(|b| !b.is_ascii_digit()).map_or(0, |i| i + 1);

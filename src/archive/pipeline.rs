@@ -42,7 +42,7 @@ pub fn build_archive(
     message: &(dyn Fn(&'static str) + Sync),
 ) -> anyhow::Result<IndexSummary> {
     let started = Instant::now();
-    super::index_started(started);
+    crate::timings::index_started(started);
     // Past the memory budget, what grows with the input spills to a temp file beside the output.
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _spilling = crate::spill::activate(dir);
@@ -55,7 +55,7 @@ pub fn build_archive(
         ingest::read_path_progress(snapshot, progress)
     };
     let (mut model, mut source) = read.with_context(|| snapshot.display().to_string())?;
-    crate::spill::timing("read", started);
+    crate::timings::stage("read", started);
     message("laying out");
     let (layouts, made) = match beside.map(|b| b.finish(&mut model)) {
         Some(Some((layouts, made))) => (layouts, Some(made)),
@@ -69,7 +69,7 @@ pub fn build_archive(
         }
         None => (lay_out(&model), None),
     };
-    crate::spill::timing("layout", started);
+    crate::timings::stage("layout", started);
     let pending = PendingCache { path: out.to_owned(), stamp, source, name: file_name(snapshot) };
     write_archive(&pending, model, layouts, made, message, started)
 }
@@ -113,10 +113,10 @@ pub fn write_archive(
             Ok(pool) => pool.install(build),
             Err(_) => build(),
         };
-    crate::spill::timing("derive + compress", started);
+    crate::timings::stage("derive + compress", started);
     message("writing");
     let archive_bytes = writing.expect("the build began writing").finish(tails)?;
-    crate::spill::timing("write", started);
+    crate::timings::stage("write", started);
     Ok(IndexSummary {
         devices,
         events,

@@ -69,18 +69,19 @@ pub struct PartOut {
 /// chunks).
 pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
     let Some(cut) = &plan.cut else {
-        return Some(super::timed("allocator pass", || run(snap, events, l, plan, Part::Whole)));
+        return Some(crate::timings::timed("allocator pass", || run(snap, events, l, plan, Part::Whole)));
     };
     let n = cut.events();
     let undone = cut.settle(|reached| ((n + reached) as f64 / (2.0 - UNTRACKED_COST)) as usize);
-    (undone < n)
-        .then(|| super::timed("allocator pass, early part", || run(snap, events, l, plan, Part::Early { undone })))
+    (undone < n).then(|| {
+        crate::timings::timed("allocator pass, early part", || run(snap, events, l, plan, Part::Early { undone }))
+    })
 }
 
 /// The late part of `l`'s pass, if it is cut.
 pub fn late_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
     let cut = plan.cut.as_ref()?;
-    Some(super::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late(cut))))
+    Some(crate::timings::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late(cut))))
 }
 
 fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan, part: Part<'_>) -> PartOut {

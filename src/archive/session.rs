@@ -356,6 +356,14 @@ impl Session {
         }
     }
 
+    /// The device a rank's snapshot is summed up by: the one with the highest peak (a rank's
+    /// snapshot usually has one; ties: the first).
+    pub fn main_device(&self) -> DeviceIdx {
+        self.device_indices()
+            .max_by_key(|&d| (self.elements(d).layout.peak_bytes, std::cmp::Reverse(d)))
+            .unwrap_or(DeviceIdx(0))
+    }
+
     pub fn minimap(&self, d: DeviceIdx) -> Vec<(u64, &[u64], &[u64])> {
         self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
     }

@@ -98,21 +98,9 @@ fn keep_session(path: &Path, s: &std::sync::Arc<Session>) {
 /// Indices of the devices asked for: all, or the one with ordinal `want`.
 pub(super) fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyhow::Result<Vec<DeviceIdx>> {
     let ordinals: Vec<DeviceId> = s.device_indices().map(|d| s.ordinal(d)).collect();
-    match want {
-        None if ordinals.is_empty() => bail!("{}: no device has trace events or segments", input.display()),
-        None => Ok(s.device_indices().collect()),
-        Some(w) => match ordinals.iter().position(|&o| o == w) {
-            Some(d) => Ok(vec![DeviceIdx(d)]),
-            None => {
-                let have: Vec<String> = ordinals.iter().map(DeviceId::to_string).collect();
-                bail!(
-                    "{}: device {w} has no trace events or segments (devices with data: {})",
-                    input.display(),
-                    have.join(", ")
-                )
-            }
-        },
-    }
+    let picked =
+        crate::model::pick_devices(&ordinals, want).map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+    Ok(picked.into_iter().map(DeviceIdx).collect())
 }
 
 /// Every answer's JSON: the input and one entry per device.

@@ -13,7 +13,6 @@ use crate::cli::ViewArg;
 use crate::viewer::tabs::{OpenAt, Tab};
 use std::time::Instant;
 
-use anyhow::bail;
 use rayon::prelude::*;
 
 pub use answers::{PeakGrew, at_cmd, diff_cmd, find_cmd, open_input, range_cmd, steps_cmd};
@@ -216,20 +215,10 @@ pub(crate) fn select<'a>(
     input: &std::path::Path,
 ) -> anyhow::Result<Vec<LayoutRef<'a>>> {
     let all: Vec<LayoutRef<'a>> = loaded.layouts.iter().map(Layout::view).collect();
-    match device {
-        None => Ok(all),
-        Some(d) => match all.iter().find(|l| l.device == d) {
-            Some(l) => Ok(vec![*l]),
-            None => {
-                let have: Vec<String> = all.iter().map(|l| l.device.to_string()).collect();
-                bail!(
-                    "{}: device {d} has no trace events or segments (devices with data: {})",
-                    input.display(),
-                    have.join(", ")
-                )
-            }
-        },
-    }
+    let ordinals: Vec<_> = all.iter().map(|l| l.device).collect();
+    let picked =
+        crate::model::pick_devices(&ordinals, device).map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+    Ok(picked.into_iter().map(|i| all[i]).collect())
 }
 
 pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {

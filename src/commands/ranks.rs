@@ -5,7 +5,7 @@ use serde::Serialize as _;
 
 use super::answers::{categorize, open_input};
 use crate::analysis::diff;
-use crate::analysis::ranks::{self, Outlier, RanksReport, main_device, row};
+use crate::analysis::ranks::{self, Outlier, RankFacts, RanksReport};
 use crate::archive::DeviceData;
 use crate::archive::folder;
 use crate::cli::RanksArgs;
@@ -37,7 +37,9 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     let mut rows = Vec::with_capacity(files.len());
     for f in &files {
         let session = open_input(&f.path, cache)?;
-        rows.push(row(&session, main_device(&session), f, pattern));
+        let d = session.main_device();
+        let facts = RankFacts::new(f.rank, &f.path, f.label(), session.reserved_peak(d), session.oom_events(d).len());
+        rows.push(ranks::row(&DeviceData::new(&session, d).timeline(), session.root(), facts, pattern));
     }
     let peaks: Vec<u64> = rows.iter().map(|r| r.peak_bytes).collect();
     let rule: Vec<ranks::RankPeak> = rows.iter().map(ranks::RankPeak::from).collect();
@@ -48,7 +50,7 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     for &(i, z, over) in &found {
         let sa = opened_base.as_ref().expect("opened when there are outliers");
         let sb = open_input(&files[i].path, cache)?;
-        let (da, db) = (main_device(sa), main_device(&sb));
+        let (da, db) = (sa.main_device(), sb.main_device());
         let (xa, xb) = (DeviceData::new(sa, da), DeviceData::new(&sb, db));
         let (ta, tb) = (xa.timeline(), xb.timeline());
         let none = crate::analysis::category_rules::UserRules::default();

@@ -30,6 +30,23 @@ impl DeviceId {
     }
 }
 
+/// The positions among `ordinals` (every device of a snapshot, in order) of the devices asked
+/// for: all of them, or the one whose ordinal is `want`. The error names those there are; the
+/// caller puts the input's name before it.
+pub fn pick_devices(ordinals: &[DeviceId], want: Option<DeviceId>) -> Result<Vec<usize>, String> {
+    match want {
+        None if ordinals.is_empty() => Err("no device has trace events or segments".into()),
+        None => Ok((0..ordinals.len()).collect()),
+        Some(w) => match ordinals.iter().position(|&o| o == w) {
+            Some(i) => Ok(vec![i]),
+            None => {
+                let have: Vec<String> = ordinals.iter().map(DeviceId::to_string).collect();
+                Err(format!("device {w} has no trace events or segments (devices with data: {})", have.join(", ")))
+            }
+        },
+    }
+}
+
 impl fmt::Display for DeviceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_host() { f.write_str("host") } else { write!(f, "{}", self.0) }

@@ -25,7 +25,7 @@ mod ids;
 mod tolerated;
 
 pub use category::Category;
-pub use device::DeviceId;
+pub use device::{DeviceId, pick_devices};
 pub use events::{Action, EventRow, Events, RestoredRows, RowValues, Runs, is_block_event};
 pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};
 pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};

@@ -406,11 +406,9 @@ pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: 
 /// the pinned element; what does not exist is said the way the commands say it.
 fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), String> {
     if let Some(want) = o.device {
-        let d = t.session.device_indices().find(|&d| t.session.ordinal(d) == want);
-        let have: Vec<String> = t.session.device_indices().map(|d| t.session.ordinal(d).to_string()).collect();
-        let d =
-            d.ok_or_else(|| format!("device {want} has no trace events or segments (devices: {})", have.join(", ")))?;
-        t.select_device(d);
+        let ordinals: Vec<_> = t.session.device_indices().map(|d| t.session.ordinal(d)).collect();
+        let d = crate::model::pick_devices(&ordinals, Some(want))?;
+        t.select_device(crate::model::DeviceIdx(d[0]));
     }
     if let Some(at) = o.at {
         open_at(t, at)?;

@@ -193,9 +193,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
 
 /// With `MEMVIZ_TIMINGS` set, prints when each start-up stage ended.
 fn stage(what: &str) {
-    if std::env::var_os("MEMVIZ_TIMINGS").is_some() {
-        eprintln!("timing: {what} at {:.1} ms", ms_since_start());
-    }
+    crate::timings::at(what, ms_since_start());
 }
 
 fn round(ms: f64) -> f64 {

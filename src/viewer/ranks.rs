@@ -16,7 +16,7 @@ use eframe::egui::{self, Color32, Rect, Sense, Stroke, pos2, vec2};
 
 use super::data::Session;
 use super::theme;
-use crate::analysis::ranks::{self, RankRow};
+use crate::analysis::ranks::{self, RankFacts, RankRow};
 use crate::analysis::units;
 use crate::archive::DeviceData;
 use crate::archive::folder::RankFile;
@@ -117,8 +117,10 @@ impl RankCurve {
             Arc::new(crate::archive::cache::open_session(&f.path, cache, &|_| {}).map_err(|e| format!("{e:#}"))?)
         };
         session.archive.check_ids().map_err(|e| format!("{}: {e}", f.path.display()))?;
-        let device = ranks::main_device(&session);
-        let row = ranks::row(&session, device, f, None);
+        let device = session.main_device();
+        let facts =
+            RankFacts::new(f.rank, &f.path, f.label(), session.reserved_peak(device), session.oom_events(device).len());
+        let row = ranks::row(&DeviceData::new(&session, device).timeline(), session.root(), facts, None);
         let l = session.elements(device).layout;
         let (per_bucket, min, max) = if l.totals.len() <= CURVE_BUCKETS {
             (1, l.totals.to_vec(), l.totals.to_vec())

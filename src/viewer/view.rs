@@ -13,6 +13,9 @@ pub struct View {
     pub y1: f64,
 }
 
+/// The room above the highest total a fitted view leaves: 5 % of it.
+pub const HEADROOM: f64 = 1.05;
+
 /// Smallest visible span: a tenth of an action, a few bytes.
 const MIN_X_SPAN: f64 = 0.1;
 const MIN_Y_SPAN: f64 = 16.0;
@@ -20,7 +23,7 @@ const MIN_Y_SPAN: f64 = 16.0;
 impl View {
     /// Everything: all actions, bytes up to the peak (with 5 % headroom).
     pub fn fit(actions: usize, peak_bytes: u64) -> View {
-        View { x0: 0.0, x1: actions.max(1) as f64, y0: 0.0, y1: (peak_bytes.max(1) as f64) * 1.05 }
+        View { x0: 0.0, x1: actions.max(1) as f64, y0: 0.0, y1: (peak_bytes.max(1) as f64) * HEADROOM }
     }
 
     pub fn action_from_screen(&self, rect: Rect, x: f32) -> f64 {

@@ -8,6 +8,11 @@ use super::{Timeline, raster_key, tile_key};
 use crate::viewer::gpu::{QuadDraw, TexKey};
 use crate::viewer::worker::ViewSpec;
 
+/// Tiles are drawn from 0 to the peak, so a view whose floor is above 1 % of the peak, or whose
+/// span is under two thirds of it, is zoomed in on bytes: a tile's texel would be several pixels
+/// tall there, and an exact raster of the view is drawn instead.
+const TILES_FLOOR: f64 = 0.01;
+const TILES_MIN_SPAN: f64 = 0.66;
 impl Timeline {
     /// Decides this frame's textures and quads; requests what is missing from the workers.
     pub fn draw_list(&mut self, rect: Rect, pixels_per_point: f32) -> Vec<QuadDraw> {
@@ -28,7 +33,7 @@ impl Timeline {
         let levels = tiles.len();
         let peak = stacked.layout.peak_bytes.max(1) as f64;
         let width_px = (rect.width() * pixels_per_point).max(1.0);
-        let y_zoomed = self.view.y0 > peak * 0.01 || (self.view.y1 - self.view.y0) < peak * 0.66;
+        let y_zoomed = self.view.y0 > peak * TILES_FLOOR || (self.view.y1 - self.view.y0) < peak * TILES_MIN_SPAN;
         // Tiles hold every element; with --max-entries or the pools' bands only exact rasters
         // draw the band.
         let banded = self.max_entries.is_some() || (self.pools_view && self.pools().is_some());

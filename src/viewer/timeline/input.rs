@@ -6,6 +6,9 @@ use eframe::egui;
 
 use super::{Drag, Timeline};
 
+/// How much a point of scrolling zooms: by e^(0.005 · points), so 100 points of scroll zoom by
+/// e^0.5 ≈ 1.65.
+const ZOOM_PER_POINT: f64 = 0.005;
 impl Timeline {
     /// Handles pointer and keyboard input on the plot.
     pub fn input(&mut self, ui: &egui::Ui, response: &egui::Response) {
@@ -27,7 +30,7 @@ impl Timeline {
             let (x, b) = self.view.data_from_screen(rect, p);
             let dy = if scroll.y != 0.0 { scroll.y } else { scroll.x };
             if dy != 0.0 {
-                let factor = (f64::from(dy) * 0.005).exp();
+                let factor = (f64::from(dy) * ZOOM_PER_POINT).exp();
                 if shift {
                     self.view.zoom_y(b, factor, self.stacked().layout.peak_bytes as f64 * 4.0);
                 } else {

@@ -472,7 +472,7 @@ impl Timeline {
         let max = l.totals.get(a..b.min(l.totals.len())).and_then(|t| t.iter().max().copied()).unwrap_or(l.peak_bytes);
         let reserved = (self.plane == Plane::Elements).then(|| self.visible_reserved(a, b)).flatten();
         self.view.y0 = 0.0;
-        self.view.y1 = (self.ceiling(max, reserved).max(1) as f64) * 1.05;
+        self.view.y1 = (self.ceiling(max, reserved).max(1) as f64) * super::view::HEADROOM;
     }
 
     /// The highest of `allocated`, `reserved` and the capacity line while it is drawn.
@@ -587,7 +587,7 @@ impl Timeline {
             self.view.clamp_x(l.actions.len() as f64);
         }
         self.view.y0 = 0.0;
-        self.view.y1 = l.peak_bytes as f64 * 1.05;
+        self.view.y1 = l.peak_bytes as f64 * super::view::HEADROOM;
         let stack = stacked.checkpoints.stack_after(l, k.signed());
         let largest = stack.with_offsets().max_by_key(|&(id, _)| (l.elements.size[id.index()], std::cmp::Reverse(id)));
         self.selection.pinned = largest.map(|(id, off)| Hit {
