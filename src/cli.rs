@@ -316,7 +316,7 @@ pub struct StatsArgs {
     /// Print JSON (a stable schema for scripts) instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Your own category rules (TOML: ordered [[rule]] with `category` and a regex on `frame`,
+    /// Your own category rules (TOML: ordered `[[rule]]` with `category` and a regex on `frame`,
     /// `file`, `annotation` or `metadata`), tried before the built-in ones.
     #[arg(long, value_name = "FILE")]
     pub categories: Option<PathBuf>,
@@ -440,7 +440,7 @@ pub struct AnswerArgs {
     /// Rows per table in the text output (JSON has them all).
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
-    /// Your own category rules (TOML: ordered [[rule]] with `category` and a regex on `frame`,
+    /// Your own category rules (TOML: ordered `[[rule]]` with `category` and a regex on `frame`,
     /// `file`, `annotation` or `metadata`), tried before the built-in ones.
     #[arg(long, value_name = "FILE")]
     pub categories: Option<PathBuf>,

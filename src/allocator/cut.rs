@@ -50,7 +50,7 @@ impl Cut {
 
     /// The late part's events, settled now if they are not yet: `choose` gets how many events
     /// the late part had undone at its last report and says where it should stop, which is moved
-    /// to where the late part can still stop (at least [`CHECK`] events further, at most the
+    /// to where the late part can still stop (at least `CHECK` events further, at most the
     /// whole trace). `n`: the late part is the whole pass.
     pub fn settle(&self, choose: impl FnOnce(usize) -> usize) -> usize {
         let mut at = self.at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

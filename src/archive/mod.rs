@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 pub use open::{Archive, ArchiveError, is_archive};
 pub use session::{DeviceData, DeviceTimes, Plane, Session, StackedRef, TimeAxis};
 
-/// `run/snap.pickle.gz` → `run/snap.memviz` (every compressor alike: [`ingest::snapshot_stem`]).
+/// `run/snap.pickle.gz` → `run/snap.memviz` (every compressor alike: [`crate::ingest::snapshot_stem`]).
 pub fn default_path(snapshot: &Path) -> PathBuf {
     let name = snapshot.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     snapshot.with_file_name(format!("{}.memviz", crate::ingest::snapshot_stem(&name)))

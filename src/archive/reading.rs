@@ -144,7 +144,7 @@ impl Walking {
 
 impl WhileReading {
     /// The workers and the observer to give the reader (every
-    /// [`CHUNK_ROWS`](super::chunks::CHUNK_ROWS) rows); `None` when a thread cannot be started
+    /// [`super::chunks::CHUNK_ROWS`] rows); `None` when a thread cannot be started
     /// (everything is done after reading then).
     /// `forget`: the reader may forget the rows both workers took (an input that can be read
     /// again, should a forgotten row be asked for).

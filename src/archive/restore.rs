@@ -143,6 +143,11 @@ pub fn snapshot(r: &ArchivedRoot) -> Result<Snapshot, ChunkError> {
         snap.stacks.intern(&frames[w[0] as usize..w[1] as usize]);
     }
     snap.events = events(&r.events)?;
+    // Ids inside chunks are checked as they are decompressed: the model indexes stacks by them.
+    let stacks = snap.stacks.len();
+    if let Some(s) = snap.events.stack.iter().find(|&&s| s != crate::model::NONE && s as usize >= stacks) {
+        return Err(ChunkError::new(format!("an event's stack {s} is out of range (0..{stacks})")));
+    }
     snap.traces = r.traces.iter().map(|t| t.0.to_native()..t.1.to_native()).collect();
     snap.host_trace = r.host_trace.0.to_native()..r.host_trace.1.to_native();
     snap.segments = r
@@ -291,4 +296,29 @@ impl crate::derive::frames::FrameSource for ArchivedRoot {
 /// An interned string of the archive (`""` for none or out of range).
 pub fn str_at(root: &ArchivedRoot, id: u32) -> &str {
     root.strings.get(id as usize).map_or("", |s| s.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use memviz_format::rkyv;
+
+    use crate::archive::{Archive, chunks};
+
+    /// A stack id out of range inside an event chunk (valid checksums, valid zstd): restoring the
+    /// model is an error, not a panic when an answer reads the stack (found by fuzzing).
+    #[test]
+    fn an_event_stack_out_of_range_is_an_error() {
+        let name = format!("tests/data/golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+        let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+        let a = Archive::from_memory(&bytes, std::path::Path::new("g.memviz")).unwrap();
+        let mut root: memviz_format::schema::Root = rkyv::deserialize::<_, rkyv::rancor::Error>(a.root()).unwrap();
+        let mut stacks: Vec<u32> = chunks::decode_owned(&root.events.stack[0]).unwrap();
+        stacks[0] = 1 << 30;
+        root.events.stack[0] = chunks::encode(&stacks);
+        let body = rkyv::to_bytes::<rkyv::rancor::Error>(&root).unwrap();
+        let file = memviz_format::seal(&body, a.header().source);
+        let bad = Archive::from_memory(&file, std::path::Path::new("bad.memviz")).unwrap();
+        let err = super::snapshot(bad.root()).unwrap_err().to_string();
+        assert!(err.contains("an event's stack 1073741824 is out of range"), "{err}");
+    }
 }

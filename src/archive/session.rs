@@ -561,7 +561,7 @@ impl Session {
 
     /// The default steps the archive stores (`None`: none were found, or the archive is older
     /// than its summary or than the step rules of version 8: then they are computed afresh).
-    /// Their rule is read off the rows and `spans` ([`StepRule::of_stored`]).
+    /// Their rule is read off the rows and `spans` ([`crate::derive::step_rules::StepRule::of_stored`]).
     pub fn stored_steps(&self, d: DeviceIdx, spans: &[NamedSpan<'_>]) -> Option<crate::derive::steps::FamilySteps> {
         use crate::derive::steps::{FamilySteps, Retained, StepRow, StepRule};
         if self.archive.format_version() < memviz_format::STEP_RULES_VERSION {

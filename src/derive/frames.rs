@@ -9,11 +9,11 @@ pub trait FrameSource {
     fn stack(&self, stack: StackId) -> &[FrameId];
     fn name(&self, f: FrameId) -> &str;
     fn file(&self, f: FrameId) -> &str;
-    /// [`NO_LINE`] when the snapshot had no usable line.
+    /// [`crate::model::NO_LINE`] when the snapshot had no usable line.
     fn line(&self, f: FrameId) -> i64;
     /// The FX node behind a compiled frame (string ids; [`FxInfo::NONE`] for most frames).
     fn fx(&self, f: FrameId) -> FxInfo;
-    /// An interned string (`""` for [`NONE`]).
+    /// An interned string (`""` for [`crate::model::NONE`]).
     fn text(&self, s: u32) -> &str;
 }
 

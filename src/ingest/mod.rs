@@ -152,7 +152,7 @@ pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
 }
 
 /// [`read_path`], calling `progress` with the number of file bytes read so far. A compressed
-/// regular file is decompressed on a thread of its own ([`ahead`]) while the decoder reads.
+/// regular file is decompressed on a thread of its own (`ahead`) while the decoder reads.
 pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapshot, SourceInfo), IngestError> {
     let read_bytes = AtomicU64::new(0);
     let report = Report { n: &read_bytes, report: progress };

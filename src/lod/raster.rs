@@ -2,7 +2,7 @@
 //!
 //! This one routine serves the archive's precomputed tiles and the viewer's on-the-fly detail:
 //! replay the live stack from the nearest checkpoint to each column's sample action, then find
-//! the element at each row's byte ([`super::column`]: O(live + rows) a column for a small
+//! the element at each row's byte (`column`: O(live + rows) a column for a small
 //! stack, O(rows · log live) for a large one).
 
 use super::column::{self, ColumnStack};

@@ -4,7 +4,7 @@
 //! Output: a [`Snapshot`] — never a generic tree of millions of dicts.
 //!
 //! How it works: the opcode loop runs a normal pickle stack machine, but with tiny values (see
-//! [`value`]). When a dict receives its items (`SETITEMS`), it is classified by its keys:
+//! `value`). When a dict receives its items (`SETITEMS`), it is classified by its keys:
 //!
 //! ```text
 //!   {action, addr, size, ...}     → one row pushed onto the event columns  → Val::Event(id)
