@@ -11,6 +11,7 @@ mod bad_input;
 mod categories;
 mod cli;
 mod differential;
+mod expected;
 mod find;
 mod frames;
 mod generator;
