@@ -364,8 +364,13 @@ impl Session {
             .unwrap_or(DeviceIdx(0))
     }
 
+    /// The minimap's min/max levels of device `d`: (actions per bucket, mins, maxes), finest first.
+    /// A level no index writes (no bucket width, or mins and maxes apart) is left out, so that a
+    /// frame drawn before the background check says the archive is corrupted never divides by 0.
     pub fn minimap(&self, d: DeviceIdx) -> Vec<(u64, &[u64], &[u64])> {
-        self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max))).collect()
+        let levels =
+            self.device(d).minimap.iter().map(|m| (m.actions_per_bucket.to_native(), u64s(&m.min), u64s(&m.max)));
+        levels.filter(|&(per, min, max)| per != 0 && !min.is_empty() && min.len() == max.len()).collect()
     }
 
     /// Annotation spans of a device with their names, in archive order (by start time), with

@@ -42,7 +42,11 @@ impl ReservedCache {
             return None;
         }
         let span = (b - a) as u64;
-        let level = series.levels.iter().rev().find(|l| l.actions_per_bucket.to_native() * 4 <= span);
+        // (A level without a bucket width is no index's: the background check says so.)
+        let level = series.levels.iter().rev().find(|l| {
+            let per = l.actions_per_bucket.to_native();
+            per != 0 && !l.max.is_empty() && per.saturating_mul(4) <= span
+        });
         if let Some(l) = level {
             let per = l.actions_per_bucket.to_native() as usize;
             let (i, j) = (a / per, b.div_ceil(per).min(l.max.len()));
