@@ -250,6 +250,9 @@ impl ViewerApp {
             t.session.first_frame_drawn();
             if let Err(e) = t.session.ids.wait() {
                 self.content = Content::Failed(e.clone());
+                // What the panic left half drawn (textures it dropped, among them) must not reach
+                // the GPU: egui runs the frame again, showing the line.
+                ui.ctx().request_discard("the archive is corrupted");
                 return;
             }
         }
