@@ -35,18 +35,39 @@ impl TempFile {
         let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         sweep_stale(dir);
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (file, path) = tempfile::Builder::new()
+        // The handlers first, and each name registered before its file exists: a signal at any
+        // moment finds the file (or only its name, which it unlinks harmlessly) in the table.
+        install_handlers();
+        let mut slot = None;
+        let made = tempfile::Builder::new()
             .prefix(&format!(".{name}.tmp-{}-", std::process::id()))
             .rand_bytes(8)
-            .tempfile_in(dir)
+            .make_in(dir, |path| {
+                slot = register(path);
+                // O_CREAT | O_EXCL, 0600: never through a planted link.
+                let opened = create_new(path);
+                if opened.is_err()
+                    && let Some(taken) = slot.take()
+                {
+                    unregister(taken);
+                }
+                opened
+            })
             .and_then(|t| t.keep().map_err(|e| e.error))
             // The error names the output asked for (the caller's context), not the temp file.
             .map_err(|e| {
                 e.raw_os_error()
                     .map_or_else(|| std::io::Error::new(e.kind(), "no temp file"), std::io::Error::from_raw_os_error)
-            })?;
-        let slot = register(&path);
-        install_handlers();
+            });
+        let (file, path) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                if let Some(taken) = slot.take() {
+                    unregister(taken);
+                }
+                return Err(e);
+            }
+        };
         Ok((TempFile { path, slot, kept: false }, file))
     }
 
@@ -71,6 +92,12 @@ impl Drop for TempFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// A new file at `path`, read-write for its owner only; an error if anything is there already.
+fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path)
 }
 
 fn register(path: &Path) -> Option<usize> {
