@@ -28,6 +28,8 @@ pub struct Session {
     /// The background check of every id ([`Self::spawn_checks`]): the one line when one is out of
     /// range (a file memviz did not write).
     pub ids: OnceLock<Result<(), String>>,
+    /// Held while a session whose check failed lives: panics of its readers stay quiet.
+    quiet: Mutex<Option<super::guard::Deferring>>,
     /// Set once the viewer drew its first frame: the background checks start then.
     drawn: (std::sync::Mutex<bool>, std::sync::Condvar),
     /// Per device: each chunk of `action_time_us` summed up for the time axis, once every
@@ -84,6 +86,7 @@ impl Session {
             archive,
             corrupt: OnceLock::new(),
             ids: OnceLock::new(),
+            quiet: Mutex::new(None),
             drawn: Default::default(),
             time_index: (0..n).map(|_| OnceLock::new()).collect(),
             time_cache: Mutex::new(Vec::new()),
@@ -97,6 +100,12 @@ impl Session {
     /// the one line instead of the timeline ([`Self::corruption`]).
     pub fn mark_corrupt(&self, why: impl std::fmt::Display) {
         let _ = self.corrupt.set(why.to_string());
+    }
+
+    /// Whether the archive is known to be bad (its check failed, or a chunk or the checksum did):
+    /// nothing more should be read from it.
+    pub fn is_bad(&self) -> bool {
+        self.corruption().is_some() || self.ids.get().is_some_and(Result::is_err)
     }
 
     /// Why the archive is corrupted, if something found out.
@@ -338,8 +347,15 @@ impl Session {
                 Ok(()) => super::guard::print_deferred(),
                 Err(_) => drop(super::guard::take_deferred()),
             }
+            let bad = ids.is_err();
             let _ = s.ids.set(ids);
-            drop(deferring);
+            if bad {
+                // Panics of readers still going over the bad archive (a worker's job begun before
+                // the check ended) are its consequences too: they stay quiet while it is open.
+                *s.quiet.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(deferring);
+            } else {
+                drop(deferring);
+            }
             // Opening validated the structure; the checksum reads every byte, so it runs here,
             // after the first frame.
             if s.archive.verify_checksum_unmapped().is_err() {

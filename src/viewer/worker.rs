@@ -63,6 +63,14 @@ enum Job {
     Raster { key: TexKey, spec: ViewSpec, keep: Keep },
 }
 
+impl Job {
+    fn key(&self) -> TexKey {
+        match self {
+            Job::Tile { key, .. } | Job::Raster { key, .. } => *key,
+        }
+    }
+}
+
 /// The `--max-entries` masks, made on the workers: the elements of one timeline sorted by size
 /// once, so each new N (the detail slider, dragged) is a fill of one mask; and the last mask, for
 /// the rasters of a pan. Shared by the worker threads.
@@ -142,6 +150,13 @@ impl Worker {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
+                    if session.is_bad() {
+                        // Answered without reading: the window shows the archive's one line.
+                        if tx.send(Done { key: job.key(), tex: None, samples: None }).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     // Every job is answered, so none stays in flight.
                     if tx.send(run(&session, &largest, job)).is_err() {
                         return;
