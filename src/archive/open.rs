@@ -181,7 +181,13 @@ impl Archive {
             }
         };
         let checked = (0..header.blocks().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
-        Ok(Archive { map, file: None, upgraded, header, checked, path: path.to_owned() })
+        let a = Archive { map, file: None, upgraded, header, checked, path: path.to_owned() };
+        // memviz writes no archive without a device, and whatever shows one starts at the first:
+        // refused here, before any reader (the viewer's first frame) reaches for it.
+        if a.root().devices.is_empty() {
+            return Err(ArchiveError::Corrupt("it holds no device".into()));
+        }
+        Ok(a)
     }
 
     /// True when the archive has a block table, so what is read can be checked as it is read.
