@@ -98,20 +98,10 @@ pub fn check_releasing(r: &ArchivedRoot, release: &dyn Fn()) -> Result<(), Strin
         id_or_none("an annotation's stage", a.stage_str.to_native(), strings)?;
     }
     release();
-    // memviz writes no archive without a device (a snapshot with nothing to show is an error).
-    if r.devices.is_empty() {
-        return Err("it holds no device".into());
-    }
     for d in r.devices.iter() {
         let ordinal = d.device.to_native();
-        // A device's events are those of its trace (the host's, or the one at its ordinal; none
-        // for a device only the segments name).
-        let trace = if crate::model::DeviceId(ordinal).is_host() {
-            Some(&r.host_trace)
-        } else {
-            r.traces.get(ordinal as usize)
-        };
-        let trace = trace.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize);
+        // A device's elements name events of its own trace.
+        let trace = super::restore::trace_of(r, ordinal);
         let tables = Tables { trace, blocks, stacks, strings };
         device(d, tables, release).map_err(|e| format!("device {ordinal}: {e}"))?;
     }
@@ -501,6 +491,7 @@ mod tests {
             (|r| r.devices[0].tiles[0].tiles[0].rows = 1, "a tile of level"),
             (|r| r.devices[0].elements.origin[0] = 7, "element 0 has origin 7"),
             (|r| r.annotations[0].name = 1 << 30, "an annotation's name"),
+            // Refused at open (`Archive::from_bytes`), before any check.
             (|r| r.devices.clear(), "it holds no device"),
             (|r| r.traces.clear(), "an element's alloc event is out of range"),
             (|r| r.devices[0].action_time_us[0].rows += 1, "action times for"),

@@ -294,6 +294,17 @@ impl crate::derive::frames::FrameSource for ArchivedRoot {
 }
 
 /// An interned string of the archive (`""` for none or out of range).
+/// The absolute event range of the trace of the device with `ordinal`: the host's, or the one at
+/// its ordinal; empty for a device only the segments name.
+pub fn trace_of(root: &ArchivedRoot, ordinal: u32) -> std::ops::Range<usize> {
+    let t = if crate::model::DeviceId(ordinal).is_host() {
+        Some(&root.host_trace)
+    } else {
+        root.traces.get(ordinal as usize)
+    };
+    t.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize)
+}
+
 pub fn str_at(root: &ArchivedRoot, id: u32) -> &str {
     root.strings.get(id as usize).map_or("", |s| s.as_str())
 }

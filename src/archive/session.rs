@@ -114,7 +114,7 @@ impl Session {
     }
 
     /// `result`, its error noted as the archive's corruption ([`Self::mark_corrupt`]).
-    fn noting<T>(&self, result: Result<T, chunks::ChunkError>) -> Option<T> {
+    pub fn noting<T, E: std::fmt::Display>(&self, result: Result<T, E>) -> Option<T> {
         result.map_err(|e| self.mark_corrupt(e)).ok()
     }
 
@@ -512,10 +512,7 @@ impl Session {
 
     /// The absolute event range of device `d`'s trace.
     pub fn trace(&self, d: DeviceIdx) -> std::ops::Range<usize> {
-        let root = self.root();
-        let ordinal = self.device(d).device.to_native();
-        let t = if DeviceId(ordinal).is_host() { Some(&root.host_trace) } else { root.traces.get(ordinal as usize) };
-        t.map_or(0..0, |t| t.0.to_native() as usize..t.1.to_native() as usize)
+        restore::trace_of(self.root(), self.device(d).device.to_native())
     }
 
     /// One of the allocator's per-action series of device `d`, decompressed (empty when the

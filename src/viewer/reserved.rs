@@ -56,8 +56,7 @@ impl ReservedCache {
             let session = Arc::clone(&t.session);
             Latest::start("reserved", t.ctx().clone(), move |&(d, c): &(DeviceIdx, usize)| {
                 let series = &session.device(d).allocator.reserved;
-                let decoded = series.chunks.get(c).map(chunks::decode_deltas);
-                decoded.and_then(|r| r.map_err(|e| session.mark_corrupt(e)).ok()).unwrap_or_default()
+                series.chunks.get(c).and_then(|ch| session.noting(chunks::decode_deltas(ch))).unwrap_or_default()
             })
         });
         let mut best = None;

@@ -226,17 +226,13 @@ fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Done {
         Job::Tile { key, device, plane, level, tile } => {
             // (No segment timeline, in an archive made before format 4: the view asks for none.)
             let Some(stacked) = session.stacked(device, plane) else { return Done { key, tex: None, samples: None } };
-            let tex = stacked
-                .tile(level, tile)
-                .map(|(texels, keys)| TexData {
-                    key,
-                    width: TILE_W,
-                    height: TILE_H,
-                    texels: Arc::new(texels),
-                    site_keys: keys.map(Arc::new),
-                })
-                .map_err(|e| session.mark_corrupt(e))
-                .ok();
+            let tex = session.noting(stacked.tile(level, tile)).map(|(texels, keys)| TexData {
+                key,
+                width: TILE_W,
+                height: TILE_H,
+                texels: Arc::new(texels),
+                site_keys: keys.map(Arc::new),
+            });
             Done { key, tex, samples: None }
         }
         Job::Raster { key, spec, keep } => {

@@ -23,8 +23,8 @@ impl Timeline {
         }
         self.note_arrivals();
         let mut quads = Vec::new();
-        if self.session.corruption().is_some() {
-            // Nothing more is asked of a corrupted archive: its one line replaces the timeline.
+        if self.session.is_bad() {
+            // Nothing more is asked of a bad archive: its one line replaces the timeline.
             return quads;
         }
         let session = std::sync::Arc::clone(&self.session);
