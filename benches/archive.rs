@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use memviz::archive::{Archive, chunks, restore};
+use memviz::archive::{chunks, restore};
 use memviz::lod::raster::{RasterSpec, rasterize, sample_actions};
 use memviz_format::rkyv;
 
@@ -29,7 +29,7 @@ fn archive_path() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("target/bench-data");
     let archive = data.join("scale_2m7.memviz");
-    let current = Archive::open(&archive).is_ok_and(|a| a.format_version() == memviz_format::FORMAT_VERSION);
+    let current = memviz::file::open(&archive).is_ok_and(|a| a.format_version() == memviz_format::FORMAT_VERSION);
     if !current {
         let pickle = data.join("scale_2m7.pickle");
         if !pickle.exists() {
@@ -52,7 +52,7 @@ fn main() {
     let mut opens = Vec::new();
     for _ in 0..7 {
         let t = Instant::now();
-        let a = Archive::open(&path).unwrap();
+        let a = memviz::file::open(&path).unwrap();
         let dev = &a.root().devices[0];
         let top = dev.tiles.last().unwrap();
         let texels: Vec<u32> = chunks::decode(&top.tiles[0]).unwrap();
@@ -65,7 +65,7 @@ fn main() {
         pct(opens, 1.0)
     );
 
-    let a = Archive::open(&path).unwrap();
+    let a = memviz::file::open(&path).unwrap();
     let t = Instant::now();
     a.verify().unwrap();
     println!("full verify, checksum + id consistency (archives given as input): {:.1} ms", ms(t));
@@ -145,7 +145,7 @@ fn main() {
 /// The allocator's state at random raw events, rebuilt from the archive's saved states (one
 /// chunk decoded, fewer than K events undone through the archive's event chunks).
 fn allocator_state(path: &std::path::Path) {
-    let session = memviz::archive::Session::from_archive(Archive::open(path).unwrap());
+    let session = memviz::archive::Session::from_archive(memviz::file::open(path).unwrap());
     for d in session.device_indices() {
         let a = &session.device(d).allocator;
         let (n, every) = (u64::from(a.events.to_native()), a.every.to_native());

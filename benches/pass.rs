@@ -10,8 +10,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use memviz::archive::columns::{Columns, CompressedEvents};
-use memviz::archive::{chunks, reading, series};
+use memviz::archive::chunks;
+use memviz::index::columns::{Columns, CompressedEvents};
+use memviz::index::{reading, series};
 
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));

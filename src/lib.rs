@@ -1,22 +1,20 @@
 //! memviz: a native tool for PyTorch CUDA memory snapshots.
 //!
-//! The pipeline, each stage a module (see ARCHITECTURE.md):
-//! `ingest` (pickle / JSON → `model`) → `layout` (timeline replay, checkpoints) → `lod` (tiles,
-//! minimap) → `archive` (the `.memviz` file) → `viewer` (egui + wgpu); `analysis` answers
-//! questions (stats, exports, live sets, ranges, steps, diffs, tensor shapes) from either side;
-//! `hub` fetches model configs; `commands` runs each command for the thin binary.
+//! The pipeline, each stage a module (see ARCHITECTURE.md): `ingest` (pickle / JSON → `model`)
+//! → `index` (layout, derive, the allocator's pass, tiles → the archive) → `file` (the `.memviz`
+//! file: mapped, checked, written) → `viewer` (egui + wgpu); `hub` fetches model configs;
+//! `commands` runs each command for the thin binary. What reads an archive and answers from it
+//! (`model`, `schema`, `layout`, `lod`, `derive`, `allocator`, `archive`, `analysis`) is the
+//! `memviz-read` crate, re-exported here under the same names.
 
-pub mod allocator;
-pub mod analysis;
-pub mod archive;
+pub use memviz_read::{allocator, analysis, archive, derive, layout, lod, model, schema};
+
 pub mod cli;
 pub mod commands;
-pub mod derive;
+pub mod file;
 pub mod hub;
+pub mod index;
 pub mod ingest;
-pub mod layout;
-pub mod lod;
-pub mod model;
 pub mod output;
 pub mod spill;
 pub mod temp_files;

@@ -35,14 +35,14 @@ fn export_state_and_segments_equal_the_oracle() {
 /// action's event, and its min/max levels bound the values.
 #[test]
 fn the_archive_series_follow_the_state() {
-    use memviz::archive::{Archive, Session};
+    use memviz::archive::Session;
     use memviz::model::{ActionIdx, DeviceId, DeviceIdx};
     for name in FIXTURES {
         let snap_path = data(&format!("{name}.pickle"));
         let dir = tempdir();
         let archive = dir.path().join("a.memviz");
         memviz_ok(["index".as_ref(), snap_path.as_os_str(), "-o".as_ref(), archive.as_os_str()]);
-        let s = Session::from_archive(Archive::open(&archive).unwrap());
+        let s = Session::from_archive(memviz::file::open(&archive).unwrap());
         let (snap, _) = memviz::ingest::read_path(&snap_path).unwrap();
         let d = DeviceIdx(0);
         let n = snap.trace(DeviceId(0)).len() as i64;

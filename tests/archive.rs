@@ -126,7 +126,7 @@ fn cache_is_written_reused_and_rebuilt_when_stale() {
     assert!(third.status.success());
     let direct = memviz(["stats".as_ref(), "--json".as_ref(), snap.as_os_str()]);
     assert_eq!(third.stdout, direct.stdout, "answers come from the new snapshot");
-    let a = Archive::open(&beside).unwrap();
+    let a = memviz::file::open(&beside).unwrap();
     assert_eq!(a.root().source.name.as_str(), "oom_streams.pickle");
     assert_eq!(a.header().source.size, std::fs::metadata(&snap).unwrap().len(), "the cache was rebuilt");
 
@@ -134,7 +134,7 @@ fn cache_is_written_reused_and_rebuilt_when_stale() {
     std::fs::write(&beside, b"\x89MVZ\r\n\x1a\ngarbage").unwrap();
     let fourth = run();
     assert_eq!(fourth.stdout, direct.stdout);
-    assert!(Archive::open_verified(&beside).is_ok());
+    assert!(memviz::file::open_verified(&beside).is_ok());
 }
 
 /// A cached archive of an older format version still opens, but a snapshot's cache is rebuilt
@@ -144,15 +144,15 @@ fn an_older_version_cache_is_rebuilt() {
     let dir = tempdir();
     let snap = copy_into(dir.path(), "gpt2_small.pickle");
     let v1 = data("golden/gpt2_small.v1.memviz");
-    let old = Archive::open(&v1).unwrap();
+    let old = memviz::file::open(&v1).unwrap();
     let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(old.header().source.mtime_ns as u64);
     std::fs::File::options().write(true).open(&snap).unwrap().set_modified(mtime).unwrap();
     let beside = dir.path().join("gpt2_small.memviz");
     std::fs::copy(&v1, &beside).unwrap();
-    assert_eq!(Archive::open(&beside).unwrap().header().source, memviz::archive::write::stamp(&snap).unwrap());
+    assert_eq!(memviz::file::open(&beside).unwrap().header().source, memviz::file::write::stamp(&snap).unwrap());
     let out = memviz_cached(&dir.path().join("c"), ["stats".as_ref(), snap.as_os_str()]);
     assert!(out.status.success());
-    assert_eq!(Archive::open(&beside).unwrap().format_version(), memviz_format::FORMAT_VERSION);
+    assert_eq!(memviz::file::open(&beside).unwrap().format_version(), memviz_format::FORMAT_VERSION);
 }
 
 #[test]
@@ -202,12 +202,12 @@ pickle.dump({"segments": [], "device_traces": [ev]}, open(sys.argv[1], "wb"), pr
         let _ = child.kill();
         let _ = child.wait();
         if out.exists() {
-            assert!(Archive::open_verified(&out).is_ok(), "killed after {delay_ms} ms: a partial archive");
+            assert!(memviz::file::open_verified(&out).is_ok(), "killed after {delay_ms} ms: a partial archive");
         }
     }
     // And uninterrupted, it completes.
     index(&big, &out);
-    assert!(Archive::open_verified(&out).is_ok());
+    assert!(memviz::file::open_verified(&out).is_ok());
 }
 
 /// Tiles hold, at each texel, the element covering the row's middle byte at the column's sample
@@ -220,7 +220,7 @@ fn tiles_follow_the_texel_rule() {
     let golden = json_file(&data("gpt2_small.layout.json"));
     let g = &golden["devices"][0];
     let elements = g["elements"].as_array().unwrap();
-    let a = Archive::open_verified(&archive).unwrap();
+    let a = memviz::file::open_verified(&archive).unwrap();
     let dev = &a.root().devices[0];
     let peak = dev.peak_bytes.to_native();
     assert!(!dev.tiles.is_empty());
@@ -261,7 +261,7 @@ fn checkpoints_rebuild_any_action() {
     let dir = tempdir();
     let archive = dir.path().join("e.memviz");
     index(&data("expandable.pickle"), &archive);
-    let a = Archive::open_verified(&archive).unwrap();
+    let a = memviz::file::open_verified(&archive).unwrap();
     let dev = &a.root().devices[0];
     let (layout, cps) = (restore::layout_ref(dev), restore::checkpoints_ref(dev));
     let mut replay = layout.replay();
@@ -307,7 +307,7 @@ fn streamed_and_in_memory_indexing_write_the_same_bytes() {
         // A command on the snapshot writes its cache beside it, compressed after reading.
         let cache = dir.path().join("no-user-cache");
         memviz_cached(&cache, ["stats".as_ref(), snapshot.as_os_str()]);
-        let beside = memviz::archive::default_path(&snapshot);
+        let beside = memviz::index::default_path(&snapshot);
         let (a, b) = (std::fs::read(&streamed).unwrap(), std::fs::read(&beside).unwrap());
         assert!(a.len() > 1000 && a == b, "{}: the two paths differ", snapshot.display());
     }
@@ -365,7 +365,7 @@ fn answers_check_the_blocks_they_read_and_only_those() {
     let good = memviz_ok(["at".as_ref(), "--peak".as_ref(), path.as_os_str()]);
 
     // What the answer reads, in this process: the blocks checked after it.
-    let session = memviz::archive::Session::from_archive(Archive::open(&path).unwrap());
+    let session = memviz::archive::Session::from_archive(memviz::file::open(&path).unwrap());
     let d = memviz::model::DeviceIdx(0);
     let data = memviz::archive::DeviceData::new(&session, d);
     let t = data.timeline();
@@ -442,7 +442,7 @@ fn golden_archive_still_opens_and_answers_the_same() {
     for version in memviz_format::OLDEST_READABLE_VERSION..=memviz_format::FORMAT_VERSION {
         let golden = data(&format!("golden/gpt2_small.v{version}.memviz"));
         assert!(golden.exists(), "commit {} when bumping FORMAT_VERSION", golden.display());
-        let a = Archive::open_verified(&golden).unwrap();
+        let a = memviz::file::open_verified(&golden).unwrap();
         assert_eq!(a.format_version(), version);
         assert_eq!(a.root().source.name.as_str(), "gpt2_small.pickle");
         assert!(answers(&golden) == answers(&data("gpt2_small.pickle")), "v{version} answers differently");
@@ -485,7 +485,7 @@ fn coarse_tiles_carry_their_texels_site_keys() {
     for snapshot in inputs {
         let out = dir.path().join("keys.memviz");
         index(&snapshot, &out);
-        let a = Archive::open_verified(&out).unwrap();
+        let a = memviz::file::open_verified(&out).unwrap();
         for d in a.root().devices.iter() {
             let stack = memviz_format::view::u32s(&d.elements.stack);
             for level in d.tiles.iter() {

@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 
 use memviz::analysis::categories;
-use memviz::archive::{Archive, DeviceData, Session};
+use memviz::archive::{DeviceData, Session};
 
 use crate::support::*;
 
 /// (category, bytes right, bytes known) per truth category, from the archive's classification.
 fn accuracy(archive: &std::path::Path, truth: &std::path::Path) -> BTreeMap<String, (u64, u64)> {
-    let s = Session::from_archive(Archive::open_verified(archive).unwrap());
+    let s = Session::from_archive(memviz::file::open_verified(archive).unwrap());
     let d = memviz::model::DeviceIdx(0);
     let device = DeviceData::new(&s, d);
     let t = device.timeline();

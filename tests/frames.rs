@@ -33,7 +33,7 @@ fn bench_in(archive: &Path, tab: Tab, answers: bool, wall_time: bool) -> memviz:
 fn zooming_panning_and_hovering_decompress_nothing_on_the_ui_thread() {
     let dir = tempdir();
     let archive = crate::generator::repeated_archive(dir.path(), 4_000_000);
-    let session = memviz::archive::Session::open(&archive).unwrap();
+    let session = memviz::file::open_session(&archive).unwrap();
     let d = memviz::model::DeviceIdx(0);
     let chunks = session.device(d).action_time_us.len();
     let spans = session.named_spans(d).len();

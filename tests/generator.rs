@@ -26,8 +26,8 @@ pub fn repeated_archive(dir: &std::path::Path, events: u64) -> std::path::PathBu
     std::io::Write::flush(&mut out).unwrap();
     drop(out);
     let archive = dir.join("repeated.memviz");
-    let stamp = memviz::archive::write::stamp(&pickle).unwrap();
-    memviz::archive::pipeline::build_archive(&pickle, stamp, &archive, &|_| {}, &|_| {}).unwrap();
+    let stamp = memviz::file::write::stamp(&pickle).unwrap();
+    memviz::index::pipeline::build_archive(&pickle, stamp, &archive, &|_| {}, &|_| {}).unwrap();
     archive
 }
 

@@ -228,9 +228,9 @@ fn shared_folders_get_no_archive_and_theirs_is_not_trusted() {
     assert!(said.contains("the archive goes to") && said.contains(cache.to_str().unwrap()), "{said}");
     assert!(!shared.join("run.memviz").exists());
     // Another user's archive of another snapshot, with this one's stamp, planted beside it.
-    let stamp = memviz::archive::write::stamp(&snap).unwrap();
+    let stamp = memviz::file::write::stamp(&snap).unwrap();
     let planted = shared.join("run.memviz");
-    memviz::archive::pipeline::build_archive(&data("frag_oom.pickle"), stamp, &planted, &|_| {}, &|_| {}).unwrap();
+    memviz::index::pipeline::build_archive(&data("frag_oom.pickle"), stamp, &planted, &|_| {}, &|_| {}).unwrap();
     let stats = Command::new(env!("CARGO_BIN_EXE_memviz"))
         .args(["stats".as_ref(), snap.as_os_str(), "--json".as_ref()])
         .env("MEMVIZ_CACHE_DIR", dir.path().join("cache2"))

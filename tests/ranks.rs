@@ -124,7 +124,7 @@ fn a_rank_row_decompresses_nothing() {
     memviz_ok(["index".as_ref(), job.as_os_str()]);
     for r in 0..4 {
         let path = job.join(format!("rank{r}.memviz"));
-        let s = Session::from_archive(memviz::archive::Archive::open_verified(&path).unwrap());
+        let s = Session::from_archive(memviz::file::open_verified(&path).unwrap());
         let before = chunks::decompressed_on_this_thread();
         let d = s.main_device();
         let facts = RankFacts::new(Some(r), &path, format!("rank {r}"), s.reserved_peak(d), s.oom_events(d).len());
@@ -152,7 +152,7 @@ fn the_summary_says_what_the_events_say() {
     for (name, input) in inputs {
         let out = dir.path().join(format!("{name}.memviz"));
         memviz_ok(["index".as_ref(), input.as_os_str(), "-o".as_ref(), out.as_os_str()]);
-        let s = Session::from_archive(memviz::archive::Archive::open_verified(&out).unwrap());
+        let s = Session::from_archive(memviz::file::open_verified(&out).unwrap());
         for d in s.device_indices() {
             let summary = s.device(d).summary.as_ref().expect("format 5 has a summary");
             let data = DeviceData::new(&s, d);

@@ -1,7 +1,7 @@
 //! Steps where nobody wrote `## step N ##`: real recordings (`tests/data/steps/record_steps.py`)
 //! whose `NAME.steps.json` holds the trace index at which each training step really began.
 
-use memviz::archive::{Archive, Session};
+use memviz::archive::Session;
 use memviz::model::{ActionIdx, DeviceIdx};
 
 use crate::support::*;
@@ -35,7 +35,7 @@ fn steps_are_found_where_each_training_step_began() {
             .iter()
             .map(|x| x.as_i64().unwrap())
             .collect();
-        let s = Session::from_archive(Archive::open_verified(&archive).unwrap());
+        let s = Session::from_archive(memviz::file::open_verified(&archive).unwrap());
         let found: Vec<i64> = report["steps"]
             .as_array()
             .unwrap()
@@ -71,7 +71,7 @@ fn what_is_not_a_loop_is_not_taken_for_one_and_every_device_is_reported() {
     let archive = dir.path().join("two.memviz");
     let snapshot = data("synth/two_devices.pickle");
     memviz_ok(["index".as_ref(), snapshot.as_os_str(), "-o".as_ref(), archive.as_os_str()]);
-    let s = Session::from_archive(Archive::open_verified(&archive).unwrap());
+    let s = Session::from_archive(memviz::file::open_verified(&archive).unwrap());
     for d in [DeviceIdx(0), DeviceIdx(1)] {
         let data = memviz::archive::DeviceData::new(&s, d);
         let reports = memviz::analysis::steps::steps(&data.timeline(), s.root(), None);

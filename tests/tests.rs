@@ -13,6 +13,7 @@ mod cli;
 mod differential;
 mod expected;
 mod find;
+mod fixture_archives;
 mod frames;
 mod generator;
 mod golden;

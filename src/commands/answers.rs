@@ -16,10 +16,10 @@ use crate::analysis::categories::{self, Category};
 use crate::analysis::category_rules::UserRules;
 use crate::analysis::table::Table;
 use crate::analysis::{diff, find, live, range, steps, units};
-use crate::archive::cache::open_session;
-use crate::archive::{self, Archive, DeviceData, Session};
+use crate::archive::{DeviceData, Session};
 use crate::cli::{ActionArg, AtArgs, DiffArgs, FindArgs, RangeArgs, StepsArgs, TimeArg};
 use crate::derive::timeline::TimelineRef;
+use crate::index::cache::open_session;
 use crate::model::{DeviceId, DeviceIdx};
 
 /// `memviz diff` found B's peak above A's by more than the threshold: exit code 3.
@@ -43,10 +43,10 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Ses
         return Ok(kept);
     }
     let context = || path.display().to_string();
-    let opened = if archive::is_archive(path) {
+    let opened = if crate::file::is_archive(path) {
         // Read in place and checked as read (`reading`): only an archive without a block table
         // (format 5 and older) is checked in full first.
-        let a = Archive::open_scattered(path).with_context(context)?;
+        let a = crate::file::open_scattered(path).with_context(context)?;
         if !a.checks_blocks() {
             a.verify().with_context(context)?;
         }

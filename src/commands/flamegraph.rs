@@ -49,13 +49,24 @@ pub fn flamegraph_cmd(args: &FlamegraphArgs, cache: bool) -> anyhow::Result<()> 
             format!("device {device} after action {}", units::thousands(k as u64))
         });
     }
-    let title = format!("live bytes: {} — {}", crate::archive::cache::file_name(input), instants.join(", "));
+    let title = format!("live bytes: {} — {}", crate::index::cache::file_name(input), instants.join(", "));
     crate::output::write_to(args.export.output.as_deref(), |w| {
         if args.svg {
-            flamegraph::write_svg(&lines, &title, w)?;
+            write_svg(&lines, &title, w)?;
         } else {
             flamegraph::write_folded(&lines, w)?;
         }
         Ok(())
     })
+}
+
+/// The folded lines drawn as an SVG flame graph (inferno), titled `title`.
+pub fn write_svg(lines: &[(String, u64)], title: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let text: Vec<String> = lines.iter().map(|(s, b)| format!("{s} {b}")).collect();
+    let mut opt = inferno::flamegraph::Options::default();
+    opt.title = title.to_owned();
+    opt.count_name = "bytes".to_owned();
+    opt.name_type = "Frame:".to_owned();
+    opt.colors = inferno::flamegraph::color::Palette::Basic(inferno::flamegraph::color::BasicPalette::Mem);
+    inferno::flamegraph::from_lines(&mut opt, text.iter().map(String::as_str), w)
 }

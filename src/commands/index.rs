@@ -7,14 +7,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use memviz_format::SourceStamp;
 
 use crate::analysis::units;
-use crate::archive::cache::file_name;
-use crate::archive::pipeline::{IndexSummary, build_archive};
-use crate::archive::{self};
+use crate::index::cache::file_name;
+use crate::index::pipeline::{IndexSummary, build_archive};
 use crate::ingest;
 
 pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary> {
     let context = || input.display().to_string();
-    if archive::is_archive(input) {
+    if crate::file::is_archive(input) {
         bail!("{}: already a .memviz archive", input.display());
     }
     let streamed = ingest::is_stream(input);
@@ -30,9 +29,9 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
         None => {
             // A read-only folder (a shared dataset mount): the user's cache, where every
             // command then finds it.
-            let beside = archive::default_path(input);
-            let stamp = archive::write::stamp(input).with_context(context)?;
-            let cached = crate::archive::cache::cache_path(input, &stamp);
+            let beside = crate::index::default_path(input);
+            let stamp = crate::file::write::stamp(input).with_context(context)?;
+            let cached = crate::index::cache::cache_path(input, &stamp);
             if cached != beside {
                 eprintln!(
                     "note: the folder of {} is read-only or others can write in it: the archive goes to {}",
@@ -44,7 +43,8 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
         }
     };
     crate::output::refuse_overwriting(&out, &[input])?;
-    let stamp = if streamed { SourceStamp::default() } else { archive::write::stamp(input).with_context(context)? };
+    let stamp =
+        if streamed { SourceStamp::default() } else { crate::file::write::stamp(input).with_context(context)? };
     let bar = progress_bar(stamp.size);
     let message = |msg: &'static str| {
         bar.set_style(stage_style());
@@ -90,7 +90,7 @@ fn stage_style() -> ProgressStyle {
 /// is not a snapshot (skipped) or is listed apart, a line per snapshot that failed, and exit 1
 /// when one did.
 pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
-    use crate::archive::folder::{self, Outcome};
+    use crate::index::folder::{self, Outcome};
     let dir = &args.input;
     let started = std::time::Instant::now();
     let job = folder::snapshots_in(dir).with_context(|| dir.display().to_string())?;
@@ -140,7 +140,7 @@ pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
 }
 
 /// `, ranks 0–3`, `, rank 5`, and how many files are listed apart (no rank number of their own).
-fn ranks_said(files: &[crate::archive::folder::RankFile]) -> String {
+fn ranks_said(files: &[crate::index::folder::RankFile]) -> String {
     let numbers = files.iter().filter_map(|f| f.rank);
     let said = match (numbers.clone().min(), numbers.max()) {
         (Some(a), Some(b)) if a != b => format!(", ranks {a}–{b}"),

@@ -18,8 +18,8 @@ use rayon::prelude::*;
 pub use answers::{PeakGrew, at_cmd, diff_cmd, find_cmd, open_input, range_cmd, steps_cmd};
 pub use index::index;
 
-use crate::archive::cache::{Loaded, load};
-use crate::archive::pipeline::write_archive;
+use crate::index::cache::{Loaded, load};
+use crate::index::pipeline::write_archive;
 
 use crate::analysis::annotations::AnnotationFilter;
 use crate::analysis::shapes::ModelDims;
@@ -92,7 +92,7 @@ pub fn open(args: &crate::cli::OpenArgs, cache: bool) -> anyhow::Result<()> {
                 )
                 .into());
             }
-            let job = crate::archive::folder::job(many).map_err(anyhow::Error::msg)?;
+            let job = crate::index::folder::job(many).map_err(anyhow::Error::msg)?;
             for w in &job.warnings {
                 eprintln!("warning: {w}");
             }
@@ -176,10 +176,10 @@ pub fn viewer_options(args: &crate::cli::OpenArgs) -> anyhow::Result<crate::view
 /// One file to open: readable, and an archive that opens.
 fn open_file_check(input: &std::path::Path) -> anyhow::Result<()> {
     std::fs::File::open(input).map_err(|e| anyhow::anyhow!("{}: cannot read the file: {e}", input.display()))?;
-    if crate::archive::is_archive(input) {
+    if crate::file::is_archive(input) {
         // The checksum is checked in the background and said in the window; a screenshot or
         // bench has no window to say it in, so it checks every block before it writes anything.
-        crate::archive::Archive::open(input).map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+        crate::file::open(input).map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
     }
     Ok(())
 }
@@ -326,7 +326,7 @@ pub fn export_state(args: &ExportArgs, every: Option<u64>, events: &[i64], cache
 /// The Active Cached Segment Timeline in the layout's schema: an archive's stored one (format 4
 /// on), else laid out from the snapshot.
 pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
-    if crate::archive::is_archive(&args.input) {
+    if crate::file::is_archive(&args.input) {
         if let Some(out) = &args.output {
             crate::output::refuse_overwriting(out, &[&args.input])?;
         }

@@ -7,9 +7,9 @@ use super::answers::{categorize, open_input};
 use crate::analysis::diff;
 use crate::analysis::ranks::{self, Outlier, RankFacts, RanksReport};
 use crate::archive::DeviceData;
-use crate::archive::folder;
 use crate::cli::RanksArgs;
 use crate::derive::timeline::TimelineRef;
+use crate::index::folder;
 
 /// An outlier rank past `--threshold` (exit code 3).
 #[derive(Debug, thiserror::Error)]

@@ -12,12 +12,12 @@
 
 mod ahead;
 mod behind;
-pub mod builder;
 pub mod json;
 pub mod pickle;
-pub mod schema;
 
-pub use builder::{Forget, RowObserver, observe_rows};
+pub use crate::schema;
+pub use crate::schema::builder;
+pub use crate::schema::builder::{Forget, RowObserver, observe_rows};
 
 use std::fmt;
 use std::fs::File;

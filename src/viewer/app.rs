@@ -97,7 +97,7 @@ impl ViewerApp {
     }
 
     /// Opens a job's ranks: the strip, loading them on a named thread.
-    pub fn open_job(&mut self, files: Vec<crate::archive::folder::RankFile>, ctx: &egui::Context) {
+    pub fn open_job(&mut self, files: Vec<crate::index::folder::RankFile>, ctx: &egui::Context) {
         self.ranks = Some(Box::new(super::ranks::RankStrip::new(files, !self.options.no_cache, ctx)));
         self.content = Content::Ranks;
     }
@@ -110,7 +110,7 @@ impl ViewerApp {
                 self.ranks = None;
                 self.open_any(one, ctx);
             }
-            _ => match crate::archive::folder::job(paths) {
+            _ => match crate::index::folder::job(paths) {
                 Ok(job) => self.open_job(job.files, ctx),
                 Err(e) => self.content = Content::Failed(e),
             },
@@ -191,7 +191,7 @@ impl ViewerApp {
     /// thread while the window stays responsive.
     pub fn open_any(&mut self, path: &Path, ctx: &egui::Context) {
         self.source = Some(path.to_owned());
-        if crate::archive::is_archive(path) {
+        if crate::file::is_archive(path) {
             return self.open_archive(path, ctx);
         }
         self.content = super::indexing::start(path, ctx, !self.options.no_cache);
@@ -242,12 +242,12 @@ impl ViewerApp {
             if self.frames >= 2
                 && let Some(t) = self.timeline()
             {
-                t.session.first_frame_drawn();
+                t.first_frame.drawn();
             }
             return;
         };
         if let Some(t) = self.timeline() {
-            t.session.first_frame_drawn();
+            t.first_frame.drawn();
             if let Err(e) = t.session.ids.wait() {
                 self.content = Content::Failed(e.clone());
                 // What the panic left half drawn (textures it dropped, among them) must not reach
@@ -388,15 +388,16 @@ impl ViewerApp {
 
 /// Opens the archive at `path` (any thread: `memviz open` starts it beside the window).
 pub fn open_file(path: &Path) -> Result<Arc<Session>, String> {
-    Session::open(path).map_err(|e| format!("{}: {e}", path.display()))
+    crate::file::open_session(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A timeline of an opened archive with the settings the options ask for (its ids and checksum
 /// are checked, and the action times read for the time axis, in the background:
-/// `Session::spawn_checks`).
+/// `crate::file::spawn_checks`).
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
-    session.spawn_checks();
+    let first_frame = crate::file::spawn_checks(&session);
     let mut t = Timeline::new(session, ctx);
+    t.first_frame = first_frame;
     t.max_entries = options.max_entries;
     t.capacity = options.gpu.map(|g| g.1);
     t.fit();

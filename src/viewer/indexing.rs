@@ -17,7 +17,7 @@ pub fn start(path: &Path, ctx: &egui::Context, cache: bool) -> Content {
     let (tx, done) = sync_channel(1);
     let (p, c, owned) = (Arc::clone(&progress), ctx.clone(), path.to_owned());
     let spawned = std::thread::Builder::new().name("memviz-index".into()).spawn(move || {
-        let result = crate::archive::cache::open_session(&owned, cache, &|n| p.store(n, Ordering::Relaxed))
+        let result = crate::index::cache::open_session(&owned, cache, &|n| p.store(n, Ordering::Relaxed))
             .map(Arc::new)
             .map_err(|e| format!("{e:#}"));
         let _ = tx.send(result);

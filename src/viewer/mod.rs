@@ -72,7 +72,7 @@ fn ms_since_start() -> f64 {
 pub struct OpenArgs {
     pub path: PathBuf,
     /// A job's ranks (a folder, or several files): the rank strip instead of one file.
-    pub job: Option<Vec<crate::archive::folder::RankFile>>,
+    pub job: Option<Vec<crate::index::folder::RankFile>>,
     pub screenshot: Option<PathBuf>,
     pub size: (u32, u32),
     pub bench: bool,
@@ -103,10 +103,10 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     let opened = (|| {
         if let Some(files) = &args.job {
             app.open_job(files.clone(), &ctx);
-        } else if crate::archive::is_archive(&args.path) {
+        } else if crate::file::is_archive(&args.path) {
             app.open_archive(&args.path, &ctx);
         } else {
-            let session = crate::archive::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
+            let session = crate::index::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
             app.open_session(std::sync::Arc::new(session), &ctx);
         }
         if let app::Content::Failed(e) = &app.content {
@@ -235,7 +235,7 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
     let (path, job, opts, exit_after) =
         (args.path.clone(), args.job.clone(), args.options.clone(), args.exit_after_frames);
     // The archive is opened while the window and the GPU device are made.
-    let prepared = (job.is_none() && crate::archive::is_archive(&path)).then(|| {
+    let prepared = (job.is_none() && crate::file::is_archive(&path)).then(|| {
         let path = path.clone();
         std::thread::Builder::new().name("memviz-open".into()).spawn(move || app::open_file(&path))
     });

@@ -19,7 +19,7 @@ use super::theme;
 use crate::analysis::ranks::{self, RankFacts, RankRow};
 use crate::analysis::units;
 use crate::archive::DeviceData;
-use crate::archive::folder::RankFile;
+use crate::index::folder::RankFile;
 use crate::model::DeviceIdx;
 
 /// Buckets a curve keeps at most (a cell is a few hundred pixels wide).
@@ -111,10 +111,10 @@ pub struct RankCurve {
 
 impl RankCurve {
     fn load(f: &RankFile, cache: bool) -> Result<RankCurve, String> {
-        let session = if crate::archive::is_archive(&f.path) {
-            Session::open(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?
+        let session = if crate::file::is_archive(&f.path) {
+            crate::file::open_session(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?
         } else {
-            Arc::new(crate::archive::cache::open_session(&f.path, cache, &|_| {}).map_err(|e| format!("{e:#}"))?)
+            Arc::new(crate::index::cache::open_session(&f.path, cache, &|_| {}).map_err(|e| format!("{e:#}"))?)
         };
         session.archive.check_ids().map_err(|e| format!("{}: {e}", f.path.display()))?;
         let device = session.main_device();

@@ -95,7 +95,7 @@ fn details_show_metadata_forward_frames_and_fx() {
     let dir = tempdir();
     let archive = dir.path().join("annotate_meta.memviz");
     memviz_ok(["index".as_ref(), data("synth/annotate_meta.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
-    let session = memviz::archive::Session::open(&archive).unwrap();
+    let session = memviz::file::open_session(&archive).unwrap();
     let l = session.layout(DeviceIdx(0));
     let find = |addr: u64| (0..l.elements.len() as u32).find(|&i| l.elements.addr[i as usize] == addr).unwrap();
     let info = |addr: u64| {
@@ -132,7 +132,7 @@ fn details_show_metadata_forward_frames_and_fx() {
 #[test]
 fn viewer_time_base_and_narrow_top_bar() {
     let archive = golden_archive();
-    let session = memviz::archive::Session::open(&archive).unwrap();
+    let session = memviz::file::open_session(&archive).unwrap();
     let l = session.layout(DeviceIdx(0));
     let peak = l.peak_action.unwrap();
     let id = l.action_element(peak);
@@ -321,7 +321,7 @@ fn coarse_columns_show_their_floor() {
 #[test]
 fn lines_stay_on_the_plot_and_saves_never_overwrite() {
     let archive = golden_archive();
-    let session = memviz::archive::Session::open(&archive).unwrap();
+    let session = memviz::file::open_session(&archive).unwrap();
     let reserved = session.reserved_peak(DeviceIdx(0));
     let peak = session.layout(DeviceIdx(0)).peak_bytes;
     assert!(reserved > peak, "gpt2_small reserves more than it allocates: {reserved} vs {peak}");

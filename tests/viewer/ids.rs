@@ -96,7 +96,7 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     use memviz::viewer::tabs::OpenAt;
     let dir = tempdir();
     let archive = crate::generator::repeated_archive(dir.path(), 2_500_000);
-    let session = memviz::archive::Session::open(&archive).unwrap();
+    let session = memviz::file::open_session(&archive).unwrap();
     let d = DeviceIdx(0);
     let every = i64::from(session.device(d).allocator.every.to_native());
     let n = session.trace(d).len() as i64;

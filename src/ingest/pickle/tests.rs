@@ -353,7 +353,9 @@ fn damaged_events_read_the_same_either_way() {
 /// built from the whole model.
 #[test]
 fn an_event_dict_rewritten_long_after_is_indexed_by_reading_again() {
-    use crate::archive::{cache, chunks::CHUNK_ROWS, pipeline, reading, write};
+    use crate::archive::chunks::CHUNK_ROWS;
+    use crate::file::write;
+    use crate::index::{cache, pipeline, reading};
     let mut p = Pickler::default();
     let keys = p.begin_trace(&["action", "addr", "size", "time_us"]);
     let mut fifth = 0;

@@ -41,6 +41,9 @@ pub enum Drag {
 
 pub struct Timeline {
     pub session: Arc<Session>,
+    /// Told when the first frame is drawn: the session's background checks start then
+    /// (`crate::file::spawn_checks`; a timeline whose checks nobody started tells nobody).
+    pub first_frame: Arc<crate::file::FirstFrame>,
     pub device: DeviceIdx,
     /// The elements' timeline or the segments' (the Active Cached Segment Timeline).
     pub plane: Plane,
@@ -119,6 +122,7 @@ impl Timeline {
         let worker = Worker::start(Arc::clone(&session), ctx.clone());
         let mut t = Timeline {
             session,
+            first_frame: Arc::default(),
             device: DeviceIdx(0),
             plane: Plane::Elements,
             view: View::fit(1, 1),

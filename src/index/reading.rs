@@ -1,0 +1,452 @@
+//! What the pipeline does beside the decoder while it reads, on the cores it leaves idle: every
+//! full chunk of rows the reader completes is compressed (the event table's large columns) and
+//! fed to the layout's walk of the trace that starts at the first row — the walk
+//! [`Layout::build`] would make after reading. Both take the same copy of the rows
+//! ([`RawRows`]), each on its own named worker; the second one done with a copy sends it back,
+//! and the observer fills its memory with a later chunk's rows.
+//!
+//! ```text
+//!   decoder ──rows──▶ observer ──Arc<RawRows>──┬──▶ memviz-compress   → Columns
+//!                                              └──▶ memviz-lay-out    → TraceWalk of rows 0..m,
+//!                                                                       its action times and
+//!                                                                       element stacks
+//! ```
+//!
+//! The walk also keeps the two columns of its trace that need each event's time and stack —
+//! the time of each action's event and the stack of each element's — while the rows are at hand:
+//! after reading, at 10 GB, they were passes over spilled columns faulted back (7 s).
+//!
+//! Once both workers took a chunk, the reader forgets the rows before it ([`Events::forget_rows`]:
+//! the large columns were ~29 bytes an event, kept until the archive was written — gen9m's peak
+//! RSS 588 MB, 3.7 GB of fresh spill-file pages at 10 GB — and their first touches were a tenth
+//! of the decoder's thread). What is derived after the read from the walked trace's rows comes
+//! from the walk (the first event's time) or from the rows kept of the rare events (reserved
+//! memory, the segment timeline). When more is needed — a device the walk does not belong to,
+//! rows rewritten after they were handed over — the forgotten rows are decompressed back from
+//! the chunks first; when a forgotten row was asked for while reading ([`Events::lost`]), the
+//! pipeline reads the file again, forgetting nothing.
+//!
+//! After reading, [`WhileReading::finish`] completes both with the rows past the last full chunk
+//! and lays out every other device as before. Which device the walk belongs to is known only
+//! then (the trace lists are placed at the end of the pickle): the one whose trace starts at row
+//! 0 and reaches past what was walked; when none does (several devices' traces in the first
+//! chunks, a trace list given out of order), the walk is dropped and that device is laid out
+//! afresh. When a row already handed over is rewritten, both workers' results are dropped and
+//! everything is done after reading, so the result never depends on what was streamed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use memviz_format::schema::Chunk;
+use rayon::prelude::*;
+
+use super::columns::{Columns, RawRows};
+use crate::archive::chunks::{self, CHUNK_ROWS};
+use crate::derive::sites;
+use crate::derive::timeline::model_action_times;
+use crate::ingest::Forget;
+use crate::layout::{Layout, TraceWalk};
+use crate::model::{Action, ElementId, Events, NO_TIME, NONE, Snapshot, StrId};
+
+/// Chunks in flight to each worker (2 MB each): the decoder waits rather than holding more.
+const IN_FLIGHT: usize = 4;
+
+/// The two workers, and whether what they were handed went stale.
+pub struct WhileReading {
+    compress: JoinHandle<Columns>,
+    walk: JoinHandle<Walking>,
+    stale: Arc<AtomicBool>,
+}
+
+/// What was made beside the reader, for the archive: the event table compressed, and for each
+/// layout (in their order) its event-derived columns where its trace was walked.
+pub struct MadeWhileReading {
+    pub columns: Columns,
+    pub walked: Vec<Option<Walked>>,
+}
+
+/// A walked trace's columns that need its events' times and stacks.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Walked {
+    /// The time of each action's event (`derive::timeline::model_action_times`).
+    pub action_time_us: Vec<i64>,
+    /// `action_time_us`' chunks as the archive stores them, each encoded as soon as its
+    /// [`CHUNK_ROWS`] actions were walked (the reader's second core has time for them; the
+    /// rest are encoded after the read).
+    pub action_time_chunks: Vec<Chunk>,
+    /// The stack of each element's event (`derive::sites::element_stacks`).
+    pub element_stack: Vec<u32>,
+    /// The time of the trace's first event with one.
+    pub first_time_us: Option<i64>,
+}
+
+/// A [`TraceWalk`] and the [`Walked`] columns of the rows it took.
+#[derive(Debug, Default)]
+struct Walking {
+    walk: TraceWalk,
+    walked: Walked,
+}
+
+impl Walking {
+    #[inline]
+    fn step(&mut self, (action, addr, size): (Action, u64, u64), time: i64, stack: u32, text: impl FnOnce() -> StrId) {
+        if self.walked.first_time_us.is_none() && time != NO_TIME {
+            self.walked.first_time_us = Some(time);
+        }
+        let did = self.walk.step(action, addr, size, text);
+        if did.action {
+            let times = &mut self.walked.action_time_us;
+            times.push(time);
+            if times.len().is_multiple_of(CHUNK_ROWS) {
+                self.walked.action_time_chunks.push(chunks::encode_deltas(&times[times.len() - CHUNK_ROWS..]));
+            }
+        }
+        if did.new_element {
+            self.walked.element_stack.push(stack);
+        }
+    }
+
+    /// Rows handed over, the walk having taken every row before them.
+    fn rows(&mut self, r: &RawRows) {
+        debug_assert_eq!(self.walk.next(), r.first);
+        let mut texts = r.annotations.iter();
+        for i in 0..r.action.len() {
+            let text = || texts.next().copied().unwrap_or(NONE);
+            self.step((Action::from_code(r.action[i]), r.addr[i], r.size[i]), r.time_us[i], r.stack[i], text);
+        }
+    }
+
+    /// The events from the walk's next up to `end` (held: the walk took every row forgotten),
+    /// then the layout of `device` and its columns.
+    fn finish(mut self, snap: &Snapshot, device: crate::model::DeviceId, end: usize) -> (Layout, Walked) {
+        let ev = &snap.events;
+        for e in self.walk.next()..end {
+            let text = || ev.user_metadata.get(e as u32);
+            let v = ev.values(e).expect("the rows past the walk are held");
+            self.step((ev.action[e], v.addr, v.size), v.time_us, v.stack, text);
+        }
+        let layout = self.walk.finish(snap, device);
+        let mut walked = self.walked;
+        // The ghosts the finish added, and the one action of a trace without any (a ghost's).
+        let l = layout.view();
+        walked.element_stack.extend(
+            (walked.element_stack.len()..l.elements.len()).map(|id| sites::element_stack(snap, l, ElementId::at(id))),
+        );
+        if walked.action_time_us.len() != l.actions.len() {
+            walked.action_time_us = model_action_times(snap, l);
+            walked.action_time_chunks.clear();
+        }
+        (layout, walked)
+    }
+}
+
+impl WhileReading {
+    /// The workers and the observer to give the reader (every
+    /// [`crate::archive::chunks::CHUNK_ROWS`] rows); `None` when a thread cannot be started
+    /// (everything is done after reading then).
+    /// `forget`: the reader may forget the rows both workers took (an input that can be read
+    /// again, should a forgotten row be asked for).
+    pub fn start(forget: bool) -> Option<(WhileReading, crate::ingest::RowObserver)> {
+        let (to_compress, compress_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
+        let (to_walk, walk_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
+        // Chunks both workers are done with, back to the observer to be filled again.
+        let (done, spare) = sync_channel::<RawRows>(2 * IN_FLIGHT + 2);
+        let done_too = done.clone();
+        let compress = spawn("memviz-compress", move || compress_all(&compress_rx, &done))?;
+        let walk = spawn("memviz-lay-out", move || walk_all(&walk_rx, &done_too))?;
+        let stale = Arc::new(AtomicBool::new(false));
+        let observe = observer(to_compress, to_walk, spare, stale.clone(), forget);
+        Some((WhileReading { compress, walk, stale }, observe))
+    }
+
+    /// Once the reader is done (its observer dropped): every device laid out, in
+    /// [`Snapshot::device_ids`] order, and what was made beside the reader. `None` when rows
+    /// the reader forgot are needed and cannot be had back (one was asked for while reading,
+    /// or the compressing worker failed): the snapshot must be read again.
+    pub fn finish(self, snap: &mut Snapshot) -> Option<(Vec<Layout>, MadeWhileReading)> {
+        let (columns, walk) = (self.compress.join().ok(), self.walk.join().ok());
+        let stale = self.stale.load(Ordering::Relaxed);
+        if snap.events.lost {
+            return None;
+        }
+        // The walk's device, if one takes it; every other device is laid out from the rows.
+        let ids = snap.device_ids();
+        let walked_device = walk.as_ref().and_then(|w| walked_device(snap, &ids, w));
+        let others_read_rows =
+            ids.iter().enumerate().any(|(i, &d)| Some(i) != walked_device && !snap.trace(d).is_empty());
+        let forgotten = snap.events.forgotten;
+        if forgotten > 0 && (stale || walked_device.is_none() || others_read_rows) {
+            let restored = columns.as_ref().filter(|c| c.rows() >= forgotten)?.restore(forgotten);
+            snap.events.restore_rows(restored);
+        }
+        let snap = &*snap;
+        let ev = &snap.events;
+        if stale {
+            let layouts = lay_out(snap);
+            let walked = vec![None; layouts.len()];
+            return Some((layouts, MadeWhileReading { columns: Columns::compress(ev), walked }));
+        }
+        let columns = match columns {
+            Some(c) if c.rows() <= ev.len() && c.rows() >= ev.forgotten => c.complete(ev),
+            _ if ev.forgotten > 0 => return None,
+            _ => Columns::compress(ev),
+        };
+        let (layouts, walked) = lay_out_walked(snap, walk, walked_device).into_iter().unzip();
+        Some((layouts, MadeWhileReading { columns, walked }))
+    }
+}
+
+fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> Option<JoinHandle<T>> {
+    std::thread::Builder::new().name(name.into()).spawn(f).ok()
+}
+
+/// Chunks handed over between two forgettings of the rows before them (gen9m: each forgetting
+/// moved the 1.8 MB of the chunk still held, 25 ms over the read on the decoder's thread when
+/// done every chunk).
+pub(crate) const FORGET_EVERY: usize = 4;
+
+/// Hands each chunk of rows to both workers; a rewritten row (a range before the last one's
+/// end) marks their results stale and stops the handing over.
+fn observer(
+    to_compress: SyncSender<Arc<RawRows>>,
+    to_walk: SyncSender<Arc<RawRows>>,
+    spare: Receiver<RawRows>,
+    stale: Arc<AtomicBool>,
+    forget: bool,
+) -> crate::ingest::RowObserver {
+    let mut senders = Some((to_compress, to_walk));
+    let mut end = 0;
+    let mut handed = 0usize;
+    Box::new(move |ev: &Events, rows: std::ops::Range<usize>| {
+        if rows.start < end {
+            stale.store(true, Ordering::Relaxed);
+            senders = None;
+        }
+        end = rows.end;
+        if let Some((to_compress, to_walk)) = &senders {
+            let rows = Arc::new(match spare.try_recv() {
+                Ok(old) => old.refill(ev, rows),
+                Err(_) => RawRows::of(ev, rows),
+            });
+            let sent = to_compress.send(rows.clone()).is_ok();
+            handed += 1;
+            // Forgetting moves the chunk still held to the columns' front: done every
+            // FORGET_EVERY chunks, it moves that much less (the columns hold a few chunks more).
+            if to_walk.send(rows).is_ok() && sent && forget && handed.is_multiple_of(FORGET_EVERY) {
+                return Forget::Before;
+            }
+        }
+        Forget::Nothing
+    })
+}
+
+fn compress_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Columns {
+    let mut columns = Columns::default();
+    for rows in rx {
+        columns.take(&rows);
+        give_back(rows, done);
+    }
+    columns
+}
+
+fn walk_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Walking {
+    let mut walking = Walking::default();
+    for rows in rx {
+        walking.rows(&rows);
+        give_back(rows, done);
+    }
+    walking
+}
+
+/// The second worker done with a chunk sends it back (never waiting: a full channel drops it).
+fn give_back(rows: Arc<RawRows>, done: &SyncSender<RawRows>) {
+    if let Some(rows) = Arc::into_inner(rows) {
+        let _ = done.try_send(rows);
+    }
+}
+
+/// Every device's layout, in [`Snapshot::device_ids`] order (in parallel).
+pub fn lay_out(snap: &Snapshot) -> Vec<Layout> {
+    snap.device_ids().par_iter().map(|&d| Layout::build(snap, d)).collect()
+}
+
+/// The device whose trace a walk of the first rows belongs to, as its position in
+/// [`Snapshot::device_ids`]: the one whose trace starts at row 0 and reaches past what was
+/// walked (none: several devices' traces in the first chunks, a trace list out of order).
+fn walked_device(snap: &Snapshot, ids: &[crate::model::DeviceId], w: &Walking) -> Option<usize> {
+    ids.iter().position(|&d| {
+        let trace = snap.trace(d);
+        trace.start == 0 && !trace.is_empty() && trace.end >= w.walk.next()
+    })
+}
+
+/// [`lay_out`], the device whose trace `walk` began taking it (`walked_device`, its position
+/// in [`Snapshot::device_ids`]): the walk goes on over the rest of that trace, then finishes,
+/// with its [`Walked`] columns.
+fn lay_out_walked(
+    snap: &Snapshot,
+    walk: Option<Walking>,
+    walked_device: Option<usize>,
+) -> Vec<(Layout, Option<Walked>)> {
+    let ids = snap.device_ids();
+    let mut walks: Vec<Option<Walking>> = ids.iter().map(|_| None).collect();
+    if let (Some(w), Some(at)) = (walk, walked_device) {
+        walks[at] = Some(w);
+    }
+    ids.par_iter()
+        .zip(walks)
+        .map(|(&d, w)| match w {
+            Some(w) => {
+                let (layout, walked) = w.finish(snap, d, snap.trace(d).end);
+                (layout, Some(walked))
+            }
+            None => (Layout::build(snap, d), None),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(a: &[Layout], b: &[Layout]) {
+        assert_eq!(a.len(), b.len());
+        for (a, b) in a.iter().zip(b) {
+            assert_eq!(a.device, b.device);
+            assert_eq!(a.elements, b.elements, "{:?}", a.device);
+            assert_eq!((&a.actions, &a.initial, &a.totals), (&b.actions, &b.initial, &b.totals));
+            assert_eq!((a.initial_total, a.peak_bytes, a.peak_action), (b.initial_total, b.peak_bytes, b.peak_action));
+        }
+    }
+
+    /// The walk of rows `0..m` made beside the reader, whichever device's trace they turn out to
+    /// be: taken by the device whose trace starts at row 0 and reaches past `m`, dropped when
+    /// none does; the layouts are `Layout::build`'s either way.
+    #[test]
+    fn a_walk_made_while_reading_gives_the_layouts_of_a_fresh_one() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+        let (mut snap, _) = crate::ingest::read_path(&path).unwrap();
+        let n = snap.event_count() as u32;
+        let third = n / 3;
+        // Two devices sharing the rows (device 1 without segments), then device 1 alone.
+        #[allow(clippy::single_range_in_vec_init)] // one device's trace: a list of one range
+        for traces in [vec![0..n], vec![0..third, third..n], vec![0..0, 0..n], vec![third..n, 0..third]] {
+            snap.traces = traces.clone();
+            let fresh: Vec<Layout> = snap.device_ids().iter().map(|&d| Layout::build(&snap, d)).collect();
+            for m in [0, 1, third / 2, third, third + 1, n / 2, n] {
+                let mut walking = Walking::default();
+                let ev = &snap.events;
+                for e in 0..m as usize {
+                    let text = || ev.user_metadata.get(e as u32);
+                    walking.step((ev.action[e], ev.addr[e], ev.size[e]), ev.time_us[e], ev.stack[e], text);
+                }
+                let at = walked_device(&snap, &snap.device_ids(), &walking);
+                let (layouts, walked): (Vec<Layout>, Vec<Option<Walked>>) =
+                    lay_out_walked(&snap, Some(walking), at).into_iter().unzip();
+                same(&layouts, &fresh);
+                // The columns made as the walk went are the ones made from the layout after it.
+                for (l, w) in layouts.iter().zip(walked).filter_map(|(l, w)| Some((l, w?))) {
+                    assert_eq!(w.action_time_us, model_action_times(&snap, l.view()), "{traces:?} {m}");
+                    assert_eq!(w.element_stack, sites::element_stacks(&snap, l.view()), "{traces:?} {m}");
+                }
+            }
+            same(&lay_out(&snap), &fresh);
+        }
+    }
+
+    /// A rewritten row (a range handed over again) drops what both workers made: the columns are
+    /// compressed and the devices laid out afresh, the same as a read with no workers beside it.
+    #[test]
+    fn a_rewritten_row_drops_what_was_made_beside_the_reader() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+        let (snap, _) = crate::ingest::read_path(&path).unwrap();
+        let chunk = crate::archive::chunks::CHUNK_ROWS.min(snap.event_count());
+        let (beside, mut observe) = WhileReading::start(false).unwrap();
+        let mut wrong = snap.clone();
+        wrong.events.addr[0] ^= 0x10;
+        observe(&wrong.events, 0..chunk);
+        observe(&snap.events, 0..1);
+        drop(observe);
+        let (layouts, made) = beside.finish(&mut snap.clone()).unwrap();
+        let fresh = Columns::compress(&snap.events);
+        assert_eq!(made.columns.addr, fresh.addr);
+        assert!(made.walked.iter().all(Option::is_none));
+        same(&layouts, &lay_out(&snap));
+    }
+
+    /// A model as an index read leaves it: `whole`'s rows pushed one by one, each full chunk
+    /// handed to the workers and the rows before it forgotten when they say so; `rewrite`: the
+    /// row rewritten (`set_event`) after that many rows, as the builder does. Returns what
+    /// `finish` made, and the model it was given.
+    fn read_forgetting(
+        whole: &Snapshot,
+        rewrite: Option<(u32, usize)>,
+    ) -> (Option<(Vec<Layout>, MadeWhileReading)>, Snapshot) {
+        let chunk = crate::archive::chunks::CHUNK_ROWS;
+        let (beside, mut observe) = WhileReading::start(true).unwrap();
+        let mut read = Snapshot { events: Events::default(), ..whole.clone() };
+        for e in 0..whole.events.len() {
+            read.events.push(&whole.events.row(e as u32));
+            if (e + 1) % chunk == 0 && observe(&read.events, e + 1 - chunk..e + 1) == Forget::Before {
+                read.events.forget_rows(e + 1 - chunk);
+            }
+            if let Some((id, _)) = rewrite.filter(|&(_, at)| at == e) {
+                // The builder's set_event: the row again, and the observer told if it had it.
+                let row = read.events.row_to_reuse(id);
+                read.events.set_row(id, &row);
+                if (id as usize) < (e + 1) / chunk * chunk {
+                    let _ = observe(&read.events, id as usize..id as usize + 1);
+                }
+            }
+        }
+        drop(observe);
+        (beside.finish(&mut read), read)
+    }
+
+    /// The rows an index read forgets are never needed again, or are had back: the layouts, the
+    /// walk's columns and the compressed columns equal those made from the whole model — one
+    /// device (the walk's, from the rows kept of the rare events), two devices (the forgotten
+    /// rows decompressed back), a row rewritten after it was handed over (stale: decompressed
+    /// back), a forgotten row asked for (lost: `None`, the pipeline reads again).
+    #[test]
+    fn the_rows_an_index_read_forgets_are_not_missed() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+        let (mut whole, _) = crate::ingest::read_path(&path).unwrap();
+        // A trace of several chunks: gpt2_small's events again and again.
+        let first = whole.events.len() as u32;
+        while whole.events.len() < (FORGET_EVERY + 2) * crate::archive::chunks::CHUNK_ROWS + 1234 {
+            whole.events.append_copy(&(0..first).collect::<Vec<u32>>());
+        }
+        let n = whole.events.len() as u32;
+        #[allow(clippy::single_range_in_vec_init)] // one device's trace: a list of one range
+        for (traces, rewrite) in
+            [(vec![0..n], None), (vec![0..n / 2, n / 2..n], None), (vec![0..n], Some((70_000, 140_000)))]
+        {
+            whole.traces = traces.clone();
+            let (made, read) = read_forgetting(&whole, rewrite);
+            let (layouts, made) = made.expect("nothing forgotten was asked for");
+            assert!(read.events.forgotten > 0 || traces.len() > 1 || rewrite.is_some(), "{traces:?}: rows forgotten");
+            same(&layouts, &lay_out(&whole));
+            let fresh = Columns::compress(&whole.events);
+            assert!(made.columns.addr == fresh.addr && made.columns.time_us == fresh.time_us, "{traces:?}");
+            assert!(made.columns.stack == fresh.stack && made.columns.size == fresh.size, "{traces:?}");
+            for (l, w) in layouts.iter().zip(made.walked).filter_map(|(l, w)| Some((l, w?))) {
+                assert_eq!(w.action_time_us, model_action_times(&whole, l.view()), "{traces:?}");
+                assert_eq!(w.element_stack, sites::element_stacks(&whole, l.view()), "{traces:?}");
+            }
+            // What is derived after the read from the rows kept of the rare events.
+            for d in whole.device_ids() {
+                assert_eq!(crate::derive::reserved::timeline(&read, d), crate::derive::reserved::timeline(&whole, d));
+                let (a, b) = (Layout::segments(&read, d), Layout::segments(&whole, d));
+                same(std::slice::from_ref(&a), std::slice::from_ref(&b));
+                assert_eq!(sites::segment_stacks(&read, a.view()), sites::segment_stacks(&whole, b.view()));
+            }
+        }
+        // A forgotten row asked for again long after (a pickle fetching an old event dict).
+        whole.traces = std::iter::once(0..n).collect();
+        let (made, read) = read_forgetting(&whole, Some((5, (FORGET_EVERY + 1) * crate::archive::chunks::CHUNK_ROWS)));
+        assert!(read.events.lost && made.is_none());
+    }
+}

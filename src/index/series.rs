@@ -1,0 +1,406 @@
+//! The allocator section of a device: its saved states and its per-action series, from one pass
+//! backwards from the dump (on a long trace, two parts of it side by side, stitched after).
+//! Values arrive last action first; each series is compressed a chunk at a time as it fills and
+//! keeps only its finest min/max level meanwhile, so memory stays that of one chunk per series
+//! however long the trace.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use memviz_format::schema::{self as f, Chunk};
+
+use crate::allocator::{self, Cut, EventColumns, Figures, Part};
+use crate::archive::chunks::{self, CHUNK_ROWS};
+use crate::layout::LayoutRef;
+use crate::lod::minimap::{self, MinMax};
+use crate::model::{ActionIdx, Snapshot};
+
+/// Traces of at least this many events run their pass as two parts side by side
+/// ([`allocator::Part`]): one worker starts the late part at once; the other first makes the
+/// checkpoints and tiles (`build.rs`), then settles the cut from how far the late part got
+/// ([`allocator::Cut`]) and runs the early part, which undoes the late part's events again with
+/// no figures (a fraction of the work per event, [`UNTRACKED_COST`]) before tracking its own.
+/// (gen9m, when it was first cut: early 1.8–2.1 s, late 1.7–2.1 s, tiles 0.8–1.0 s; the whole
+/// pass alone took 3.5–3.9 s.)
+const SPLIT_EVENTS: usize = 1 << 20;
+
+/// An untracked undo's cost next to a tracked one's (gen9m, the cut in the middle: early part
+/// 1.0–1.15 s, late 0.9–1.05 s, interleaved runs: ~0.13). The early part, settling its cut when
+/// the late part has undone `r` of `n` events, takes `c` events for the late part such that
+/// both end together: `c − r = 0.13 c + (n − c)`.
+const UNTRACKED_COST: f64 = 0.13;
+
+/// How a device's pass runs: K, and, for a long trace, where it is cut.
+#[derive(Debug)]
+pub struct Plan {
+    every: u32,
+    cut: Option<Cut>,
+}
+
+impl Plan {
+    /// K sized from an estimate of the states' summed size (one pass over the event kinds); a
+    /// long trace runs as two parts, its cut settled while the late part runs.
+    pub fn new(snap: &Snapshot, l: &LayoutRef<'_>) -> Plan {
+        let n = snap.trace(l.device).len();
+        Plan::with(snap, l, (n >= SPLIT_EVENTS).then(|| Cut::open(n)))
+    }
+
+    /// A plan cut after the last `undone` events, whatever the trace's length (tests).
+    #[cfg(test)]
+    fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, undone: Option<usize>) -> Plan {
+        let n = snap.trace(l.device).len();
+        Plan::with(snap, l, undone.map(|u| Cut::at(n, u)))
+    }
+
+    /// Reads the snapshot's raw action column (before the rows are dropped).
+    fn with(snap: &Snapshot, l: &LayoutRef<'_>, cut: Option<Cut>) -> Plan {
+        Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), cut }
+    }
+}
+
+/// What one part of a pass made: the series and pools of its actions, its saved states.
+pub struct PartOut {
+    figures: FiguresBuilder,
+    states: Vec<Chunk>,
+}
+
+/// The early part of `l`'s pass — its cut settled now, where both parts end together — or the
+/// whole pass when it is not cut; `None` when the late part was the whole pass (it got to the
+/// first event before the cut was settled), undoing `events` (the snapshot's, or its compressed
+/// chunks).
+pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
+    let Some(cut) = &plan.cut else {
+        return Some(crate::timings::timed("allocator pass", || run(snap, events, l, plan, Part::Whole)));
+    };
+    let n = cut.events();
+    let undone = cut.settle(|reached| ((n + reached) as f64 / (2.0 - UNTRACKED_COST)) as usize);
+    (undone < n).then(|| {
+        crate::timings::timed("allocator pass, early part", || run(snap, events, l, plan, Part::Early { undone }))
+    })
+}
+
+/// The late part of `l`'s pass, if it is cut.
+pub fn late_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
+    let cut = plan.cut.as_ref()?;
+    Some(crate::timings::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late(cut))))
+}
+
+fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan, part: Part<'_>) -> PartOut {
+    let n = l.actions.len();
+    let mut figures = FiguresBuilder::new(n);
+    // Each state is compressed as it is made: the raw words are never all held.
+    let mut states = Vec::new();
+    allocator::pass(
+        snap,
+        events,
+        l.device,
+        n,
+        |k| l.action_event(ActionIdx::at(k)).0,
+        plan.every,
+        part,
+        |k, fig| figures.push(k, fig),
+        |w| states.push(chunks::encode::<u64>(w)),
+    );
+    PartOut { figures, states }
+}
+
+/// The section of `l`'s device from its pass's parts: the series and states of the late part
+/// (if any) followed by the early part's (if any: one of the two is the whole pass when the
+/// other is missing).
+pub fn section(
+    snap: &Snapshot,
+    l: &LayoutRef<'_>,
+    plan: &Plan,
+    early: Option<PartOut>,
+    late: Option<PartOut>,
+) -> f::AllocatorSection {
+    let (figures, states) = match (early, late) {
+        (Some(whole), None) | (None, Some(whole)) => (whole.figures, whole.states),
+        (Some(early), Some(mut late)) => {
+            late.states.extend(early.states);
+            (late.figures.then(early.figures), late.states)
+        }
+        (None, None) => unreachable!("a pass has at least one part"),
+    };
+    let FiguresBuilder { series, pools } = figures;
+    let [reserved, allocated, requested, pending_free, unallocated, largest_free, segments] =
+        series.map(SeriesBuilder::finish);
+    f::AllocatorSection {
+        events: snap.trace(l.device).len() as u32,
+        every: plan.every,
+        states,
+        reserved,
+        allocated,
+        requested,
+        pending_free,
+        unallocated,
+        largest_free,
+        segments,
+        pools: pools.finish(),
+    }
+}
+
+/// The series and pools of one pass (or part of one), fed last action first.
+struct FiguresBuilder {
+    series: [SeriesBuilder; 7],
+    pools: PoolsBuilder,
+}
+
+impl FiguresBuilder {
+    fn new(actions: usize) -> FiguresBuilder {
+        FiguresBuilder { series: std::array::from_fn(|_| SeriesBuilder::new(actions)), pools: PoolsBuilder::default() }
+    }
+
+    fn push(&mut self, k: usize, fig: &Figures) {
+        for (s, v) in self.series.iter_mut().zip(values(fig)) {
+            s.push(k, v);
+        }
+        self.pools.at(k, &fig.pools);
+    }
+
+    /// The figures of a late part followed by those of the early part below it: what one whole
+    /// pass would have built.
+    fn then(self, early: FiguresBuilder) -> FiguresBuilder {
+        let mut below = early.series.into_iter();
+        let series = self.series.map(|late| late.then(below.next().expect("as many series")));
+        FiguresBuilder { series, pools: self.pools.then(early.pools) }
+    }
+}
+
+/// The series' values, in the order of [`f::AllocatorSection`]'s fields.
+fn values(f: &Figures) -> [u64; 7] {
+    [
+        f.reserved,
+        f.allocated,
+        f.requested,
+        f.pending_free,
+        f.unallocated(),
+        f.largest_free().expect("the pass tracks the largest free block"),
+        f.segments,
+    ]
+}
+
+/// One series, fed last action first.
+struct SeriesBuilder {
+    /// The values since the last chunk, last first.
+    block: Vec<i64>,
+    /// The first chunk's values (last first), compressed only at the end: an early part's first
+    /// chunk is completed by what its late part left over.
+    head: Option<Vec<i64>>,
+    /// The chunks after the head, last first.
+    chunks: Vec<Chunk>,
+    levels: minimap::Accumulator,
+}
+
+/// A chunk of values given last first.
+fn chunk(values: &[i64]) -> Chunk {
+    chunks::encode_deltas_last_first(values)
+}
+
+impl SeriesBuilder {
+    fn new(actions: usize) -> SeriesBuilder {
+        let levels = minimap::Accumulator::new(actions);
+        SeriesBuilder { block: Vec::with_capacity(CHUNK_ROWS), head: None, chunks: Vec::new(), levels }
+    }
+
+    fn push(&mut self, k: usize, v: u64) {
+        self.block.push(v as i64);
+        self.levels.add(k, v);
+        // Chunks start at multiples of CHUNK_ROWS, as every chunked column's do. The block's
+        // memory is kept for the next chunk (a fresh one grew by doubling into fresh pages).
+        if k.is_multiple_of(CHUNK_ROWS) {
+            if self.head.is_none() && self.chunks.is_empty() {
+                self.head = Some(std::mem::replace(&mut self.block, Vec::with_capacity(CHUNK_ROWS)));
+            } else {
+                self.chunks.push(chunk(&self.block));
+                self.block.clear();
+            }
+        }
+    }
+
+    /// This (late part's) series followed by the early part's below it.
+    fn then(self, early: SeriesBuilder) -> SeriesBuilder {
+        let mut chunks: Vec<Chunk> = self.head.as_deref().map(chunk).into_iter().chain(self.chunks).collect();
+        let mut block = self.block;
+        match early.head {
+            Some(head) => {
+                block.extend(head);
+                chunks.push(chunk(&block));
+                chunks.extend(early.chunks);
+                block = early.block;
+            }
+            None => block.extend(early.block),
+        }
+        let mut levels = self.levels;
+        levels.merge(&early.levels);
+        SeriesBuilder { block, head: None, chunks, levels }
+    }
+
+    fn finish(self) -> f::Series {
+        let mut chunks: Vec<Chunk> = self.head.as_deref().map(chunk).into_iter().chain(self.chunks).collect();
+        if !self.block.is_empty() {
+            chunks.push(chunk(&self.block));
+        }
+        chunks.reverse();
+        let levels = self.levels.finish().into_iter().map(|m: MinMax| f::MinMax {
+            actions_per_bucket: m.actions_per_bucket,
+            min: m.min,
+            max: m.max,
+        });
+        f::Series { chunks, levels: levels.collect() }
+    }
+}
+
+/// Reserved bytes per private pool.
+type Pools = BTreeMap<(i64, i64), u64>;
+
+/// Each private pool's reserved bytes as change points, fed last action first. Pools change only
+/// at segment events, so the points are few, and two neighbouring actions' pools are compared in
+/// O(pools).
+#[derive(Default)]
+struct PoolsBuilder {
+    /// The pools right after the action handed in last (the next one in trace order).
+    later: Option<Pools>,
+    /// The pools after the action handed in first, and which it was.
+    first: Option<(usize, Pools)>,
+    /// Every pool seen, with `(action, reserved)` where its value changes, latest first.
+    points: BTreeMap<(i64, i64), Vec<(u32, u64)>>,
+}
+
+impl PoolsBuilder {
+    /// This (late part's) builder followed by the early part's below it: the change points
+    /// between the two parts' neighbouring actions, then the early part's.
+    fn then(mut self, early: PoolsBuilder) -> PoolsBuilder {
+        if let Some((k, first)) = &early.first {
+            self.at(*k, first);
+        }
+        for (pool, points) in early.points {
+            self.points.entry(pool).or_default().extend(points);
+        }
+        self.later = early.later.or(self.later);
+        self
+    }
+
+    fn at(&mut self, k: usize, now: &Pools) {
+        if self.first.is_none() {
+            self.first = Some((k, now.clone()));
+        }
+        match &self.later {
+            Some(later) if later == now => return,
+            Some(later) => {
+                let pools: BTreeSet<(i64, i64)> = later.keys().chain(now.keys()).copied().collect();
+                for p in pools {
+                    let (after, here) = (later.get(&p).copied().unwrap_or(0), now.get(&p).copied().unwrap_or(0));
+                    if after != here {
+                        // Action k + 1 starts a new value of the pool.
+                        self.points.entry(p).or_default().push(((k + 1) as u32, after));
+                    }
+                }
+            }
+            None => {}
+        }
+        for &p in now.keys() {
+            self.points.entry(p).or_default();
+        }
+        self.later = Some(now.clone());
+    }
+
+    fn finish(self) -> Vec<f::PoolSeries> {
+        let first = self.later.unwrap_or_default();
+        self.points
+            .into_iter()
+            .map(|(pool, mut points)| {
+                points.push((0, first.get(&pool).copied().unwrap_or(0)));
+                points.reverse();
+                let (actions, reserved) = points.into_iter().unzip();
+                f::PoolSeries { pool, actions, reserved }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A late part's builder followed by an early part's gives the whole pass's series, wherever
+    /// the cut falls: on a chunk's first action, inside a chunk, at either end.
+    #[test]
+    fn a_series_cut_in_two_is_the_whole_series() {
+        let n = 3 * CHUNK_ROWS + 1234;
+        let value = |k: usize| (k as u64 * 7919) % 100_003;
+        let fed = |range: std::ops::Range<usize>| {
+            let mut s = SeriesBuilder::new(n);
+            for k in range.rev() {
+                s.push(k, value(k));
+            }
+            s
+        };
+        let whole = fed(0..n).finish();
+        assert_eq!(whole.chunks.len(), 4);
+        for cut in [0, 1, 17, CHUNK_ROWS - 1, CHUNK_ROWS, CHUNK_ROWS + 1, 2 * CHUNK_ROWS + 5, n - 1, n] {
+            assert_eq!(fed(cut..n).then(fed(0..cut)).finish(), whole, "cut at action {cut}");
+        }
+    }
+
+    /// The pass run as two parts gives the section the whole pass gives, on real traces (private
+    /// pools and expandable segments among them), cut anywhere.
+    #[test]
+    fn a_pass_in_two_parts_gives_the_whole_section() {
+        for name in ["cudagraph", "expandable", "frag_oom", "oom_streams", "gpt2_small"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
+            let (snap, _) = crate::ingest::read_path(&path).unwrap();
+            for layout in super::super::reading::lay_out(&snap) {
+                let l = layout.view();
+                let n = snap.trace(l.device).len();
+                let ev = &snap.events;
+                let at = |cut| {
+                    let plan = Plan::cut_at(&snap, &l, cut);
+                    section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan), late_part(&snap, ev, &l, &plan))
+                };
+                let whole = at(None);
+                assert!(whole.states.len() > 1 || n < 512, "{name}: states");
+                for cut in [0, 1, n / 5, n / 2, n - n / 3, n - 1, n] {
+                    assert!(at(Some(cut)) == whole, "{name} device {:?}: cut {cut} of {n}", l.device);
+                }
+            }
+        }
+    }
+
+    /// A cut settled while the late part runs — before it starts, part way, after it ended
+    /// (then it was the whole pass) — gives the whole pass's section.
+    #[test]
+    fn a_cut_settled_while_the_late_part_runs_gives_the_whole_section() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
+        let (snap, _) = crate::ingest::read_path(&path).unwrap();
+        let layouts = super::super::reading::lay_out(&snap);
+        let l = layouts[0].view();
+        let n = snap.trace(l.device).len();
+        assert!(n > 4 * allocator::cut::CHECK, "{n} events");
+        let ev = &snap.events;
+        let whole = {
+            let plan = Plan::cut_at(&snap, &l, None);
+            section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan), None)
+        };
+        for when in ["before", "meanwhile", "after"] {
+            let plan = Plan::with(&snap, &l, Some(Cut::open(n)));
+            let (early, late) = std::thread::scope(|s| {
+                let early = (when == "before").then(|| early_part(&snap, ev, &l, &plan));
+                let late = s.spawn(|| late_part(&snap, ev, &l, &plan));
+                let early = match (early, when) {
+                    (Some(early), _) => early,
+                    (None, "meanwhile") => early_part(&snap, ev, &l, &plan),
+                    (None, _) => {
+                        while !late.is_finished() {
+                            std::thread::yield_now();
+                        }
+                        let early = early_part(&snap, ev, &l, &plan);
+                        assert!(early.is_none(), "the late part was the whole pass");
+                        early
+                    }
+                };
+                (early, late.join().unwrap())
+            });
+            assert!(section(&snap, &l, &plan, early, late) == whole, "settled {when}");
+        }
+    }
+}
