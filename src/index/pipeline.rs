@@ -50,10 +50,8 @@ pub fn build_archive(
     // one core of two), and the rows both took are forgotten — but from an input that cannot
     // be read twice; without a thread for that, everything is done after reading.
     let (beside, observe) = WhileReading::start(!ingest::is_stream(snapshot)).unzip();
-    let read = {
-        let _observing = observe.map(|o| ingest::observe_rows(CHUNK_ROWS, o));
-        ingest::read_path_progress(snapshot, progress)
-    };
+    let rows = observe.map_or_else(ingest::Observer::default, |o| ingest::Observer::new(CHUNK_ROWS, o));
+    let read = ingest::read_path_observed(snapshot, progress, rows);
     let (mut model, mut source) = read.with_context(|| snapshot.display().to_string())?;
     crate::timings::stage("read", started);
     message("laying out");

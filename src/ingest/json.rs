@@ -6,7 +6,7 @@ use std::io::Read;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::builder::{Builder, NotASnapshot, TraceList};
+use super::builder::{Builder, NotASnapshot, Observer, TraceList};
 use super::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
 use crate::model::{EventRow, Snapshot};
 
@@ -19,7 +19,12 @@ pub enum JsonError {
 }
 
 pub fn decode<R: Read>(reader: R) -> Result<Snapshot, JsonError> {
-    let mut b = Builder::default();
+    decode_observed(reader, Observer::default())
+}
+
+/// [`decode`], handing `rows` the event rows as they are pushed.
+pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<Snapshot, JsonError> {
+    let mut b = Builder::observed(rows);
     let mut traces = Vec::new();
     let mut host = None;
     let mut legacy = false;

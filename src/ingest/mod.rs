@@ -17,7 +17,7 @@ pub mod pickle;
 
 pub use crate::schema;
 pub use crate::schema::builder;
-pub use crate::schema::builder::{Forget, RowObserver, observe_rows};
+pub use crate::schema::builder::{Forget, Observer, RowObserver};
 
 use std::fmt;
 use std::fs::File;
@@ -154,17 +154,26 @@ pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
 /// [`read_path`], calling `progress` with the number of file bytes read so far. A compressed
 /// regular file is decompressed on a thread of its own (`ahead`) while the decoder reads.
 pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapshot, SourceInfo), IngestError> {
+    read_path_observed(path, progress, Observer::default())
+}
+
+/// [`read_path_progress`], handing `rows` the event rows as the decoder pushes them.
+pub fn read_path_observed(
+    path: &Path,
+    progress: &dyn Fn(u64),
+    rows: Observer,
+) -> Result<(Snapshot, SourceInfo), IngestError> {
     let read_bytes = AtomicU64::new(0);
     let report = Report { n: &read_bytes, report: progress };
     if path.as_os_str() == STDIN {
         // Never read ahead of a stream: the thread could wait on it after the decoder stopped.
-        return read_inner(FileBytes { inner: io::stdin(), n: &read_bytes }, 0, Some(report), false);
+        return read_inner(FileBytes { inner: io::stdin(), n: &read_bytes }, 0, Some(report), false, rows);
     }
     let file = File::open(path).map_err(IngestError::Open)?;
     let meta = file.metadata().map_err(IngestError::Open)?;
     let (file_bytes, ahead) = if meta.is_file() { (meta.len(), true) } else { (0, false) };
     let inner = behind::DropBehind::new(file, file_bytes);
-    read_inner(FileBytes { inner, n: &read_bytes }, file_bytes, Some(report), ahead)
+    read_inner(FileBytes { inner, n: &read_bytes }, file_bytes, Some(report), ahead, rows)
 }
 
 /// Counts the bytes read from the file (before decompression), wherever it is read.
@@ -211,7 +220,7 @@ impl<R: Read> Read for Reported<'_, R> {
 
 /// Reads a snapshot from any byte stream (`file_bytes` is only reported back).
 pub fn read<R: Read + Send>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
-    read_inner(reader, file_bytes, None, false)
+    read_inner(reader, file_bytes, None, false, Observer::default())
 }
 
 /// `ahead`: decompress on a thread of its own (a regular file only).
@@ -220,6 +229,7 @@ fn read_inner<'r, R: Read + Send + 'r>(
     file_bytes: u64,
     report: Option<Report<'_>>,
     ahead: bool,
+    rows: Observer,
 ) -> Result<(Snapshot, SourceInfo), IngestError> {
     let read_in = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut raw = BufReader::with_capacity(1 << 16, Counting { inner: reader, bytes: std::sync::Arc::clone(&read_in) });
@@ -244,7 +254,7 @@ fn read_inner<'r, R: Read + Send + 'r>(
             true => ahead::read_ahead(scope, inner),
             false => inner,
         };
-        decode(Reported { inner, report }, compression, file_bytes)
+        decode(Reported { inner, report }, compression, file_bytes, rows)
     })
 }
 
@@ -325,7 +335,12 @@ fn starts_like_a_snapshot(start: &[u8]) -> bool {
 }
 
 /// Decodes the (decompressed) bytes as JSON or pickle, by their first byte.
-fn decode<R: Read>(inner: R, compression: Compression, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
+fn decode<R: Read>(
+    inner: R,
+    compression: Compression,
+    file_bytes: u64,
+    rows: Observer,
+) -> Result<(Snapshot, SourceInfo), IngestError> {
     let mut counted = Counted { inner, n: 0 };
     let mut peek = BufReader::with_capacity(1 << 16, &mut counted);
     let first = {
@@ -336,9 +351,9 @@ fn decode<R: Read>(inner: R, compression: Compression, file_bytes: u64) -> Resul
         head.iter().copied().find(|b| !b.is_ascii_whitespace()).unwrap_or(b' ')
     };
     let decoded = if matches!(first, b'{' | b'[') {
-        json::decode(&mut peek).map(|s| (s, Format::Json)).map_err(IngestError::from)
+        json::decode_observed(&mut peek, rows).map(|s| (s, Format::Json)).map_err(IngestError::from)
     } else {
-        pickle::decode(&mut peek)
+        pickle::decode_observed(&mut peek, rows)
             .map(|(s, info)| (s, Format::Pickle { protocol: info.protocol }))
             .map_err(IngestError::from)
     };

@@ -18,7 +18,7 @@ pub enum TraceList {
     Ids(Vec<u32>),
 }
 
-/// Gets the events read so far and the rows just completed, every [`observe_rows`] rows. A range
+/// Gets the events read so far and the rows just completed, every [`Observer::new`]'s `rows`. A range
 /// that starts before the end of the one handed over last says that a row already handed over
 /// was rewritten (a pickle that adds keys to an event dict after creating it): what the observer
 /// made of the rows so far is stale.
@@ -37,39 +37,26 @@ pub enum Forget {
     Nothing,
 }
 
-thread_local! {
-    /// The observer the next reader on this thread takes ([`observe_rows`]).
-    static PENDING: std::cell::RefCell<Option<(usize, RowObserver)>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Makes the next read on this thread hand `observer` every `rows` events as they are pushed
-/// (the archive pipeline compresses them meanwhile); the guard takes it back if no reader did.
-pub fn observe_rows(rows: usize, observer: RowObserver) -> ObserveGuard {
-    PENDING.with(|p| *p.borrow_mut() = Some((rows.max(1), observer)));
-    ObserveGuard(())
-}
-
-pub struct ObserveGuard(());
-
-impl Drop for ObserveGuard {
-    fn drop(&mut self) {
-        PENDING.with(|p| p.borrow_mut().take());
-    }
-}
-
-/// A reader's row observer: who to tell, and when next.
-struct Observer {
+/// A reader's row observer: who to tell, and when next. A reader takes one as a parameter
+/// ([`Builder::observed`]); the default tells nobody.
+pub struct Observer {
     every: usize,
     next: usize,
     observe: Option<RowObserver>,
 }
 
+impl Observer {
+    /// Hands `observe` every `rows` events as they are pushed (the index pipeline compresses
+    /// them meanwhile).
+    pub fn new(rows: usize, observe: RowObserver) -> Observer {
+        let every = rows.max(1);
+        Observer { every, next: every, observe: Some(observe) }
+    }
+}
+
 impl Default for Observer {
     fn default() -> Self {
-        match PENDING.with(|p| p.borrow_mut().take()) {
-            Some((every, observe)) => Observer { every, next: every, observe: Some(observe) },
-            None => Observer { every: usize::MAX, next: usize::MAX, observe: None },
-        }
+        Observer { every: usize::MAX, next: usize::MAX, observe: None }
     }
 }
 
@@ -89,6 +76,11 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// A builder whose pushed rows `rows` watches.
+    pub fn observed(rows: Observer) -> Builder {
+        Builder { rows, ..Builder::default() }
+    }
+
     pub fn intern_str(&mut self, s: &str) -> StrId {
         self.snap.strings.intern(s)
     }

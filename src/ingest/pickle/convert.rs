@@ -13,7 +13,7 @@ use super::memo::Memo;
 use super::recent::RecentStrings;
 use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
-use crate::ingest::builder::Builder;
+use crate::ingest::builder::{Builder, Observer};
 use crate::ingest::schema::{self, Field, FrameRow, Scalar};
 use crate::model::{Action, EventRow, NONE, Oddity, StackId};
 
@@ -51,6 +51,11 @@ pub struct State {
 }
 
 impl State {
+    /// A state whose builder hands `rows` the event rows as they are pushed.
+    pub fn observed(rows: Observer) -> State {
+        State { b: Builder::observed(rows), ..State::default() }
+    }
+
     fn push_obj(&mut self, obj: Obj) -> Val {
         self.arena.push(obj);
         Val::Obj((self.arena.len() - 1) as u32)

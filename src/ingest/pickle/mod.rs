@@ -40,7 +40,7 @@ pub use convert::State;
 use input::Input;
 use value::{Obj, Val, long_from_le};
 
-use super::builder::NotASnapshot;
+use super::builder::{NotASnapshot, Observer};
 use super::schema::SchemaError;
 use crate::model::{NONE, Snapshot};
 
@@ -78,8 +78,13 @@ pub struct PickleInfo {
 
 /// Decodes one snapshot pickle from `reader`.
 pub fn decode<R: Read>(reader: R) -> Result<(Snapshot, PickleInfo), PickleError> {
-    let mut vm =
-        Vm { inp: Input::new(reader), stack: Vec::with_capacity(1024), marks: Vec::new(), st: State::default() };
+    decode_observed(reader, Observer::default())
+}
+
+/// [`decode`], handing `rows` the event rows as they are pushed.
+pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<(Snapshot, PickleInfo), PickleError> {
+    let st = State::observed(rows);
+    let mut vm = Vm { inp: Input::new(reader), stack: Vec::with_capacity(1024), marks: Vec::new(), st };
     let mut info = PickleInfo::default();
     let top = vm.run(&mut info)?;
     if info.protocol == 0 {

@@ -169,14 +169,14 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
 
     let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let log = seen.clone();
-    let _observing = crate::ingest::observe_rows(
+    let rows = crate::ingest::Observer::new(
         2,
         Box::new(move |ev: &crate::model::Events, rows: std::ops::Range<usize>| {
             log.borrow_mut().push((rows.clone(), ev.time_us[rows].to_vec()));
             crate::ingest::Forget::Nothing
         }),
     );
-    let snap = decode(&p.out[..]).expect("a valid snapshot").0;
+    let snap = super::decode_observed(&p.out[..], rows).expect("a valid snapshot").0;
     assert_eq!(snap.events.time_us, [10, 99, 12, 13, 14]);
     let none = crate::model::NO_TIME;
     assert_eq!(*seen.borrow(), [(0..2, vec![10, none]), (1..2, vec![99]), (2..4, vec![12, 13])]);
@@ -388,10 +388,8 @@ fn an_event_dict_rewritten_long_after_is_indexed_by_reading_again() {
 
     // Read as an index reads it: the rewrite finds its row forgotten.
     let (beside, observe) = reading::WhileReading::start(true).unwrap();
-    let (mut model, _) = {
-        let _observing = crate::ingest::observe_rows(CHUNK_ROWS, observe);
-        crate::ingest::read_path(&path).unwrap()
-    };
+    let rows = crate::ingest::Observer::new(CHUNK_ROWS, observe);
+    let (mut model, _) = crate::ingest::read_path_observed(&path, &|_| {}, rows).unwrap();
     assert!(model.events.lost && model.events.forgotten > 0);
     assert!(beside.finish(&mut model).is_none());
 
