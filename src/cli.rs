@@ -94,7 +94,7 @@ pub struct RanksArgs {
     #[arg(long)]
     pub csv: bool,
     /// Rows and sites shown.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = DEFAULT_TOP)]
     pub top: usize,
 }
 
@@ -425,6 +425,9 @@ pub struct AtArgs {
     pub common: AnswerArgs,
 }
 
+/// Rows per table in an answer's text unless `--top` says otherwise.
+pub const DEFAULT_TOP: usize = 20;
+
 /// Options every answer takes.
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
@@ -438,7 +441,7 @@ pub struct AnswerArgs {
     #[arg(long)]
     pub device: Option<crate::model::DeviceId>,
     /// Rows per table in the text output (JSON has them all).
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_TOP, value_name = "N")]
     pub top: usize,
     /// Your own category rules (TOML: ordered `[[rule]]` with `category` and a regex on `frame`,
     /// `file`, `annotation` or `metadata`), tried before the built-in ones.
@@ -622,7 +625,7 @@ pub fn parse_range(s: &str) -> Result<ActionRange, String> {
 }
 
 /// `5`, `5%`, `2.5` → percent.
-fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| format!("expected a percentage, got `{s}`"))?;
     if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(format!("expected a percentage ≥ 0, got `{s}`")) }
 }

@@ -32,7 +32,6 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
             let file = fs::OpenOptions::new().write(true).open(path)?;
             let mut w = BufWriter::with_capacity(1 << 20, file);
             fill(&mut w)?;
-            before_writing()?;
             w.into_inner().map_err(|e| e.into_error())?;
             anyhow::Ok(())
         })(),
@@ -40,7 +39,6 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
             let (tmp, file) = crate::temp_files::TempFile::beside(path)?;
             let mut w = BufWriter::with_capacity(1 << 20, file);
             fill(&mut w)?;
-            before_writing()?;
             let file = w.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             tmp.persist(path)?;
@@ -107,54 +105,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// What must hold before a result leaves the process (set once: the commands check the archive
-/// blocks they read, so that a corrupted archive is an error and never a wrong answer).
-static BEFORE_WRITING: std::sync::OnceLock<fn() -> anyhow::Result<()>> = std::sync::OnceLock::new();
-
-/// From now on, `check` runs before each result is written (to a file or standard output), and
-/// standard output is buffered until it passed.
-pub fn check_before_writing(check: fn() -> anyhow::Result<()>) {
-    let _ = BEFORE_WRITING.set(check);
-}
-
-fn before_writing() -> anyhow::Result<()> {
-    BEFORE_WRITING.get().map_or(Ok(()), |check| check())
-}
-
-thread_local! {
-    /// While set, what would go to standard output goes here instead (`memviz mcp` returns a
-    /// command's output as the tool's result; stdout is its transport).
-    static CAPTURE: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f` with this thread's standard output captured; returns what it wrote.
-pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<u8>) {
-    let before = CAPTURE.with(|c| c.replace(Some(Vec::new())));
-    let out = f();
-    let written = CAPTURE.with(|c| c.replace(before)).unwrap_or_default();
-    (out, written)
-}
-
 /// Writes to `path` atomically, or to standard output when `path` is `None`.
 pub fn write_to(path: Option<&Path>, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
     match path {
         Some(p) => write_atomic(p, fill),
-        None if CAPTURE.with(|c| c.borrow().is_some()) => {
-            let mut buf = Vec::new();
-            fill(&mut buf)?;
-            before_writing()?;
-            CAPTURE.with(|c| c.borrow_mut().get_or_insert_with(Vec::new).extend_from_slice(&buf));
-            Ok(())
-        }
-        None if BEFORE_WRITING.get().is_some() => {
-            let mut buf = Vec::new();
-            fill(&mut buf)?;
-            before_writing()?;
-            let mut out = io::stdout().lock();
-            out.write_all(&buf)?;
-            out.flush()?;
-            Ok(())
-        }
         None => {
             let stdout = io::stdout();
             let mut w = BufWriter::with_capacity(1 << 20, stdout.lock());

@@ -30,6 +30,10 @@ fn a_real_mcp_client_lists_and_calls_the_tools() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(seen["server"], "memviz");
+    // Every tool describes its answer (outputSchema), and every answer came back as structured
+    // content the client checked against it.
+    assert_eq!(seen["output_schemas"], seen["tools"]);
+    assert_eq!(seen["answered"], serde_json::json!(["range", "diff", "segments", "oom", "at"]));
     let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     for t in ["stats", "at", "range", "steps", "diff", "find", "segments", "oom", "ranks"] {
         assert!(tools.contains(&t), "{tools:?}");

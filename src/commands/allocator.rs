@@ -1,7 +1,8 @@
 //! `memviz segments` and `memviz oom`: the allocator's state, from the archive of the input (its
 //! saved states: one chunk decoded and fewer than K events undone per state).
 
-use super::answers::{print_all, write_csv};
+use super::reading::Opening;
+use super::report::{Answer, PerDevice};
 use crate::analysis::{oom, segments};
 use crate::archive::events::ArchiveEvents;
 use crate::archive::{DeviceData, Session};
@@ -12,9 +13,9 @@ use anyhow::bail;
 
 /// `memviz oom` answers from the archive: the state before each OOM from the saved states, what
 /// was live from the nearest checkpoint.
-pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
+pub fn oom(args: &OomArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<PerDevice<oom::OomReport>>> {
     let input = &args.input;
-    let session = super::answers::open_input(input, cache)?;
+    let session = super::answers::open_input(input, opening)?;
     let root = session.root();
     let expandable = oom::expandable(session.allocator_settings().as_ref());
     let events = ArchiveEvents::new(root);
@@ -35,31 +36,35 @@ pub fn oom_cmd(args: &OomArgs, cache: bool) -> anyhow::Result<()> {
         }
         per_device.push((session.ordinal(d), reports));
     }
-    let reports: Vec<&oom::OomReport> = per_device.iter().flat_map(|(_, r)| r).collect();
-    if args.common.csv {
-        return write_csv(&reports);
-    }
-    print_all(input, args.common.json, &reports, |out| {
-        for (device, reps) in &per_device {
+    // The document lists the reports; the text groups them by device, saying which had none.
+    let counts: Vec<_> = per_device.iter().map(|(device, reps)| (*device, reps.len())).collect();
+    let reports: Vec<oom::OomReport> = per_device.into_iter().flat_map(|(_, r)| r).collect();
+    let doc = PerDevice { input: input.display().to_string(), devices: reports };
+    let text = move |doc: &PerDevice<oom::OomReport>| {
+        let mut out = format!("{}\n", doc.input);
+        let mut reports = doc.devices.iter();
+        for &(device, n) in &counts {
             out.push('\n');
-            if reps.is_empty() {
+            if n == 0 {
                 out.push_str(&format!("device {device} — no OOM event\n"));
             }
-            for (i, r) in reps.iter().enumerate() {
+            for (i, r) in reports.by_ref().take(n).enumerate() {
                 if i > 0 {
                     out.push('\n');
                 }
-                oom::render_text(out, r, i, reps.len());
+                oom::render_text(&mut out, r, i, n);
             }
         }
-    })
+        out
+    };
+    Ok(Answer::new(doc, text).with_csv(|doc: &PerDevice<oom::OomReport>| doc.devices.iter().collect()))
 }
 
 /// `memviz segments` answers from the archive's saved allocator states: one chunk decoded and
 /// fewer than K events undone, whatever the trace's length.
-pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
+pub fn segments(args: &SegmentsArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<PerDevice<segments::MemoryMap>>> {
     let input = &args.input;
-    let session = super::answers::open_input(input, cache)?;
+    let session = super::answers::open_input(input, opening)?;
     let mut maps = Vec::new();
     for d in super::answers::devices(&session, args.common.device, input)? {
         let device = session.ordinal(d);
@@ -73,15 +78,8 @@ pub fn segments_cmd(args: &SegmentsArgs, cache: bool) -> anyhow::Result<()> {
         };
         maps.push(segments::memory_map(device, &state.summary(event)));
     }
-    if args.common.csv {
-        return write_csv(&maps);
-    }
-    print_all(input, args.common.json, &maps, |out| {
-        for m in &maps {
-            out.push('\n');
-            segments::render_text(out, m, args.common.top);
-        }
-    })
+    let top = args.common.top;
+    Ok(super::answers::per_device(input, maps, move |out, m| segments::render_text(out, m, top)))
 }
 
 /// The device-relative raw event the memory map is taken after.

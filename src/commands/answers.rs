@@ -12,6 +12,8 @@ use anyhow::{Context as _, bail};
 use serde::Serialize;
 
 use super::index::progress_bar;
+use super::reading::Opening;
+use super::report::{Answer, PerDevice};
 use crate::analysis::categories::{self, Category};
 use crate::analysis::category_rules::UserRules;
 use crate::analysis::table::Table;
@@ -37,9 +39,9 @@ pub struct PeakGrew {
 
 /// The archive of `path`, opened: `path` itself, or the archive of the snapshot (a progress bar
 /// on a terminal while one is built).
-pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Session>> {
-    if let Some(kept) = kept_session(path) {
-        super::reading::opened(&kept);
+pub fn open_input(path: &Path, opening: &Opening<'_>) -> anyhow::Result<std::sync::Arc<Session>> {
+    if let Some(kept) = opening.kept(path) {
+        opening.opened(&kept);
         return Ok(kept);
     }
     let context = || path.display().to_string();
@@ -55,44 +57,16 @@ pub fn open_input(path: &Path, cache: bool) -> anyhow::Result<std::sync::Arc<Ses
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = std::cell::OnceCell::new();
         let progress = |n| bar.get_or_init(|| progress_bar(size)).set_position(n);
-        let opened = open_session(path, cache, &progress);
+        let opened = open_session(path, opening.cache, &progress);
         if let Some(b) = bar.get() {
             b.finish_and_clear();
         }
         opened?
     };
     let session = std::sync::Arc::new(opened);
-    super::reading::opened(&session);
-    keep_session(path, &session);
+    opening.opened(&session);
+    opening.keep(path, &session);
     Ok(session)
-}
-
-/// `memviz mcp` keeps the archives it opened mapped between calls: by path, while the file's
-/// size and modification time stay the same.
-type Kept =
-    std::collections::HashMap<std::path::PathBuf, ((u64, Option<std::time::SystemTime>), std::sync::Arc<Session>)>;
-static KEPT: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
-
-/// From now on, keep opened archives (the MCP server).
-pub fn keep_sessions() {
-    KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert_with(Default::default);
-}
-
-fn stamp(path: &Path) -> (u64, Option<std::time::SystemTime>) {
-    std::fs::metadata(path).map_or((0, None), |m| (m.len(), m.modified().ok()))
-}
-
-fn kept_session(path: &Path) -> Option<std::sync::Arc<Session>> {
-    let kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (when, s) = kept.as_ref()?.get(path)?;
-    (*when == stamp(path)).then(|| std::sync::Arc::clone(s))
-}
-
-fn keep_session(path: &Path, s: &std::sync::Arc<Session>) {
-    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(map) = kept.as_mut() {
-        map.insert(path.to_owned(), (stamp(path), std::sync::Arc::clone(s)));
-    }
 }
 
 /// Indices of the devices asked for: all, or the one with ordinal `want`.
@@ -103,71 +77,29 @@ pub(super) fn devices(s: &Session, want: Option<DeviceId>, input: &Path) -> anyh
     Ok(picked.into_iter().map(DeviceIdx).collect())
 }
 
-/// Every answer's JSON: the input and one entry per device.
-#[derive(Serialize)]
-struct PerDevice<'a, T: Serialize> {
-    input: String,
-    devices: &'a [T],
-}
-
-fn print<T: Serialize + Table>(
+/// The answer of a command with one report per device: the input's name, then each report's
+/// text ([`PerDevice`]).
+pub(super) fn per_device<T: Serialize + Table + 'static>(
     input: &Path,
-    common: &crate::cli::AnswerArgs,
-    reports: &[T],
-    text: impl Fn(&mut String, &T),
-) -> anyhow::Result<()> {
-    if common.csv {
-        return write_csv(reports);
-    }
-    print_all(input, common.json, reports, |out| {
-        for r in reports {
+    reports: Vec<T>,
+    text: impl Fn(&mut String, &T) + 'static,
+) -> Answer<PerDevice<T>> {
+    let doc = PerDevice { input: input.display().to_string(), devices: reports };
+    Answer::new(doc, move |doc: &PerDevice<T>| {
+        let mut out = format!("{}\n", doc.input);
+        for r in &doc.devices {
             out.push('\n');
-            text(out, r);
+            text(&mut out, r);
         }
+        out
     })
+    .with_csv(|doc: &PerDevice<T>| doc.devices.iter().collect())
 }
 
-/// The reports' tables as one CSV: the first report's header, then every report's rows.
-pub(super) fn write_csv<T: Table>(reports: &[T]) -> anyhow::Result<()> {
-    crate::output::write_to(None, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        if let Some(first) = reports.first() {
-            out.write_record(first.header())?;
-        }
-        for r in reports {
-            for row in r.rows() {
-                out.write_record(&row)?;
-            }
-        }
-        out.flush()?;
-        Ok(())
-    })
-}
-
-/// [`print`] for a text that is not one block per report (`oom` groups its reports by device).
-pub(super) fn print_all<T: Serialize>(
-    input: &Path,
-    json: bool,
-    reports: &[T],
-    text: impl FnOnce(&mut String),
-) -> anyhow::Result<()> {
-    crate::output::write_to(None, |w| {
-        if json {
-            serde_json::to_writer_pretty(&mut *w, &PerDevice { input: input.display().to_string(), devices: reports })?;
-            writeln!(w)?;
-        } else {
-            let mut out = format!("{}\n", input.display());
-            text(&mut out);
-            w.write_all(out.as_bytes())?;
-        }
-        Ok(())
-    })
-}
-
-pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
+pub fn at(args: &AtArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<PerDevice<live::LiveSet>>> {
     let input = &args.input;
     let rules = user_rules(args.common.categories.as_deref())?;
-    let session = open_input(input, cache)?;
+    let session = open_input(input, opening)?;
     let chosen = devices(&session, args.common.device, input)?;
     if let Some(ActionArg::Index(k)) = args.action {
         check_action_exists(&session, &chosen, k, input)?;
@@ -199,7 +131,8 @@ pub fn at_cmd(args: &AtArgs, cache: bool) -> anyhow::Result<()> {
         }
         reports.push(report);
     }
-    print(input, &args.common, &reports, |out, r| live::render_text(out, r, args.common.top))
+    let top = args.common.top;
+    Ok(per_device(input, reports, move |out, r| live::render_text(out, r, top)))
 }
 
 /// `--categories FILE`, read and parsed (no file: no user rules).
@@ -260,10 +193,10 @@ fn action_at_time(t: &TimelineRef<'_>, time: TimeArg, input: &Path) -> anyhow::R
     Ok(i64::from(t.actions_until(base.saturating_add(time.us + time.half_step_us))) - 1)
 }
 
-pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
+pub fn range(args: &RangeArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<PerDevice<range::RangeReport>>> {
     let input = &args.input;
     let rules = user_rules(args.common.categories.as_deref())?;
-    let session = open_input(input, cache)?;
+    let session = open_input(input, opening)?;
     let mut reports = Vec::new();
     for d in devices(&session, args.common.device, input)? {
         let data = DeviceData::new(&session, d);
@@ -283,13 +216,14 @@ pub fn range_cmd(args: &RangeArgs, cache: bool) -> anyhow::Result<()> {
         let of = categorize(&session, d, &t, &rules);
         reports.push(range::range(&TimelineRef { categories: Some(&of), ..t }, session.root(), a, b));
     }
-    print(input, &args.common, &reports, |out, r| range::render_text(out, r, args.common.top))
+    let top = args.common.top;
+    Ok(per_device(input, reports, move |out, r| range::render_text(out, r, top)))
 }
 
-pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
+pub fn steps(args: &StepsArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<PerDevice<steps::StepsReport>>> {
     let input = &args.input;
     let rules = user_rules(args.common.categories.as_deref())?;
-    let session = open_input(input, cache)?;
+    let session = open_input(input, opening)?;
     let mut reports = Vec::new();
     let mut names = std::collections::BTreeSet::new();
     for d in devices(&session, args.common.device, input)? {
@@ -315,10 +249,11 @@ pub fn steps_cmd(args: &StepsArgs, cache: bool) -> anyhow::Result<()> {
             ),
         }
     }
-    print(input, &args.common, &reports, |out, r| steps::render_text(out, r, args.common.top))
+    let top = args.common.top;
+    Ok(per_device(input, reports, move |out, r| steps::render_text(out, r, top)))
 }
 
-pub fn find_cmd(args: &FindArgs, cache: bool) -> anyhow::Result<()> {
+pub fn find(args: &FindArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<PerDevice<find::FindReport>>> {
     let input = &args.input;
     let query = match (&args.addr, &args.frame) {
         (Some(a), _) => find::Query::addr(a),
@@ -326,7 +261,7 @@ pub fn find_cmd(args: &FindArgs, cache: bool) -> anyhow::Result<()> {
         _ => unreachable!("clap requires one"),
     }
     .map_err(|e| super::UsageError(format!("{}: {e}", input.display())))?;
-    let session = open_input(input, cache)?;
+    let session = open_input(input, opening)?;
     let reports: Vec<find::FindReport> = devices(&session, args.common.device, input)?
         .into_iter()
         .map(|d| {
@@ -337,26 +272,27 @@ pub fn find_cmd(args: &FindArgs, cache: bool) -> anyhow::Result<()> {
             r
         })
         .collect();
-    print(input, &args.common, &reports, |out, r| find::render_text(out, r, args.common.top))
+    let top = args.common.top;
+    Ok(per_device(input, reports, move |out, r| find::render_text(out, r, top)))
 }
 
-/// `memviz diff`'s JSON.
-#[derive(Serialize)]
-struct DiffOutput<'a> {
+/// `memviz diff`'s document.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DiffOutput {
     a: String,
     b: String,
     threshold_pct: Option<f64>,
     /// True when some device's peak grew more than the threshold (exit code 3).
     regressed: bool,
-    devices: &'a [diff::DiffReport],
+    devices: Vec<diff::DiffReport>,
     /// Devices of A (of B) that nothing was compared with.
     unmatched_a: Vec<DeviceId>,
     unmatched_b: Vec<DeviceId>,
 }
 
-pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
+pub fn diff(args: &DiffArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<DiffOutput>> {
     let rules = user_rules(args.common.categories.as_deref())?;
-    let (sa, sb) = (open_input(&args.a, cache)?, open_input(&args.b, cache)?);
+    let (sa, sb) = (open_input(&args.a, opening)?, open_input(&args.b, opening)?);
     let pairs = diff_pairs(&sa, &sb, args)?;
     let mut reports = Vec::new();
     for &(da, db) in &pairs {
@@ -398,49 +334,38 @@ pub fn diff_cmd(args: &DiffArgs, cache: bool) -> anyhow::Result<()> {
             })
         })
     });
-    if args.common.csv {
-        write_csv(&reports)?;
-    } else {
-        crate::output::write_to(None, |w| {
-            if args.common.json {
-                let doc = DiffOutput {
-                    a: args.a.display().to_string(),
-                    b: args.b.display().to_string(),
-                    threshold_pct: args.threshold,
-                    regressed: grew.is_some(),
-                    devices: &reports,
-                    unmatched_a: unmatched_a.clone(),
-                    unmatched_b: unmatched_b.clone(),
-                };
-                serde_json::to_writer_pretty(&mut *w, &doc)?;
-                writeln!(w)?;
-            } else {
-                let mut out = format!("A = {}\nB = {}\n", args.a.display(), args.b.display());
-                for r in &reports {
-                    out.push('\n');
-                    diff::render_text(&mut out, r, args.common.top);
-                }
-                for (side, list, other) in [("A", &unmatched_a, "B"), ("B", &unmatched_b, "A")] {
-                    for d in list.iter().filter(|_| !picked) {
-                        let _ = writeln!(
-                            out,
-                            "\n{side}'s device {d}: not compared ({other} has no device {d}; pick a pair with --device and --device-b)"
-                        );
-                    }
-                }
-                if let Some(limit) = args.threshold {
-                    let verdict = if grew.is_some() { "over" } else { "within" };
-                    let _ = writeln!(out, "\nthreshold {limit}%: B's peak is {verdict} it");
-                }
-                w.write_all(out.as_bytes())?;
+    let doc = DiffOutput {
+        a: args.a.display().to_string(),
+        b: args.b.display().to_string(),
+        threshold_pct: args.threshold,
+        regressed: grew.is_some(),
+        devices: reports,
+        unmatched_a,
+        unmatched_b,
+    };
+    let top = args.common.top;
+    let text = move |doc: &DiffOutput| {
+        let mut out = format!("A = {}\nB = {}\n", doc.a, doc.b);
+        for r in &doc.devices {
+            out.push('\n');
+            diff::render_text(&mut out, r, top);
+        }
+        for (side, list, other) in [("A", &doc.unmatched_a, "B"), ("B", &doc.unmatched_b, "A")] {
+            for d in list.iter().filter(|_| !picked) {
+                let _ = writeln!(
+                    out,
+                    "\n{side}'s device {d}: not compared ({other} has no device {d}; pick a pair with --device and --device-b)"
+                );
             }
-            Ok(())
-        })?;
-    }
-    match grew {
-        Some(g) => Err(g.into()),
-        None => Ok(()),
-    }
+        }
+        if let Some(limit) = doc.threshold_pct {
+            let verdict = if doc.regressed { "over" } else { "within" };
+            let _ = writeln!(out, "\nthreshold {limit}%: B's peak is {verdict} it");
+        }
+        out
+    };
+    let answer = Answer::new(doc, text).with_csv(|doc: &DiffOutput| doc.devices.iter().collect());
+    Ok(answer.with_verdict(grew.map(anyhow::Error::from)))
 }
 
 /// Which device of A is compared with which of B: the pair asked for (`--device` for A,

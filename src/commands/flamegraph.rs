@@ -3,16 +3,17 @@
 use anyhow::bail;
 
 use super::answers::{check_action_exists, devices, open_input};
+use super::reading::Opening;
 use crate::analysis::{flamegraph, units};
 use crate::archive::DeviceData;
 use crate::cli::{ActionArg, FlamegraphArgs};
 
-pub fn flamegraph_cmd(args: &FlamegraphArgs, cache: bool) -> anyhow::Result<()> {
+pub fn flamegraph_cmd(args: &FlamegraphArgs, opening: &Opening<'_>) -> anyhow::Result<()> {
     let input = &args.export.input;
     if let Some(out) = &args.export.output {
         crate::output::refuse_overwriting(out, &[input])?;
     }
-    let session = open_input(input, cache)?;
+    let session = open_input(input, opening)?;
     let chosen = devices(&session, args.export.device, input)?;
     if let Some(ActionArg::Index(k)) = args.action {
         check_action_exists(&session, &chosen, k, input)?;
@@ -50,6 +51,8 @@ pub fn flamegraph_cmd(args: &FlamegraphArgs, cache: bool) -> anyhow::Result<()> 
         });
     }
     let title = format!("live bytes: {} — {}", crate::index::cache::file_name(input), instants.join(", "));
+    // What it answers from is checked before anything is written.
+    opening.check_what_was_read()?;
     crate::output::write_to(args.export.output.as_deref(), |w| {
         if args.svg {
             write_svg(&lines, &title, w)?;

@@ -1,12 +1,15 @@
 //! `memviz mcp`: a Model Context Protocol server over stdio (the official Rust SDK, `rmcp`)
-//! whose tools are memviz's answers. A tool takes the command's arguments by name and returns
-//! exactly what the command prints with `--json`: the call is turned into the command line,
-//! parsed by the same clap definitions (so it is checked the same way) and run with standard
-//! output captured — stdout is the transport. Archives opened by one call stay mapped for the
-//! next (while the file is unchanged). A failure is a tool error with the command's one-line
-//! message; a call never takes the server down.
+//! whose tools are memviz's answers. A tool takes the command's arguments by name, checked
+//! against the tool's input schema and the command's own rules (the groups of its clap
+//! definition: exactly one instant, one query), builds the command's typed arguments and calls
+//! the command's function; it returns the answer's document as structured content, described
+//! by the tool's output schema (derived from the report types), and as the JSON text `--json`
+//! prints. Archives opened by one call stay mapped for the next while the file is unchanged
+//! ([`Kept`], the server's own). A failure is a tool error with the command's one-line message;
+//! a call never takes the server down.
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -16,6 +19,15 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
+
+use super::reading::{Kept, Opening, guarded};
+use super::report::{Answer, PerDevice};
+use crate::analysis::{find, live, oom, range, ranks, segments, stats, steps};
+use crate::cli::{
+    AnswerArgs, AtArgs, DEFAULT_TOP, DiffArgs, FindArgs, GroupByArg, ModelArgs, OomArgs, RangeArgs, RanksArgs,
+    SegmentsArgs, StatsArgs, StepsArgs,
+};
+use crate::model::DeviceId;
 
 /// One tool: the command, its positional arguments, and its options (name, JSON type, what).
 struct Spec {
@@ -138,78 +150,242 @@ fn schema(spec: &Spec) -> JsonObject {
     o
 }
 
-/// The command line for a call: `memviz NAME POSITIONAL… --OPTION VALUE… --json`.
-pub fn argv(name: &str, args: &JsonObject) -> Result<Vec<String>, String> {
-    let spec = TOOLS.iter().find(|s| s.name == name).ok_or_else(|| format!("no tool named {name:?}"))?;
-    let text = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
+/// The output schema of a tool: the JSON schema of its answer's document as it is written
+/// (serialized: a field left out when empty is not required).
+fn output_schema(name: &str) -> JsonObject {
+    fn of<T: schemars::JsonSchema>() -> schemars::Schema {
+        schemars::generate::SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>()
+    }
+    let schema = match name {
+        "stats" => of::<stats::Stats>(),
+        "at" => of::<PerDevice<live::LiveSet>>(),
+        "range" => of::<PerDevice<range::RangeReport>>(),
+        "steps" => of::<PerDevice<steps::StepsReport>>(),
+        "diff" => of::<super::DiffOutput>(),
+        "find" => of::<PerDevice<find::FindReport>>(),
+        "segments" => of::<PerDevice<segments::MemoryMap>>(),
+        "oom" => of::<PerDevice<oom::OomReport>>(),
+        "ranks" => of::<ranks::RanksReport>(),
+        other => unreachable!("no output schema for {other}"),
     };
-    // Options as `--flag=value` and the positional values after `--`: a value that begins with
-    // `-` is a value, never a flag.
-    let mut out = vec!["memviz".to_owned(), name.to_owned()];
-    let mut positional = Vec::new();
-    for &(p, ty, _) in spec.positional {
-        let v = args.get(p).ok_or_else(|| format!("{name}: `{p}` is required"))?;
-        match (ty, v) {
-            ("array", Value::Array(items)) => {
-                for i in items {
-                    positional.push(text(i).ok_or_else(|| format!("{name}: `{p}` holds strings"))?);
-                }
-            }
-            _ => positional.push(text(v).ok_or_else(|| format!("{name}: `{p}` is a {ty}"))?),
-        }
+    match schema.to_value() {
+        Value::Object(o) => o,
+        _ => unreachable!("a schema is an object"),
     }
-    for (k, v) in args {
-        if spec.positional.iter().any(|p| p.0 == k) {
-            continue;
-        }
-        let &(opt, ty, _) =
-            spec.options.iter().find(|o| o.0 == k).ok_or_else(|| format!("{name}: no argument `{k}`"))?;
-        let flag = format!("--{}", opt.replace('_', "-"));
-        match (ty, v) {
-            ("boolean", Value::Bool(true)) => out.push(flag),
-            ("boolean", Value::Bool(false)) | (_, Value::Null) => {}
-            ("boolean", _) => return Err(format!("{name}: `{k}` is a boolean")),
-            _ => out.push(format!("{flag}={}", text(v).ok_or_else(|| format!("{name}: `{k}` is a {ty}"))?)),
-        }
-    }
-    out.push("--json".into());
-    out.push("--".into());
-    out.extend(positional);
-    Ok(out)
 }
 
-/// Runs one call as its command would run, its standard output captured: the JSON, or the
-/// one-line error.
-pub fn call(name: &str, args: &JsonObject) -> Result<String, String> {
-    let argv = argv(name, args)?;
-    // clap's whole message (what is missing or wrong, and the tip), without the usage lines.
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
-        let text = e.to_string();
-        let lines: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
-            .collect();
-        lines.join(" ").trim_start_matches("error: ").to_owned()
-    })?;
-    let (result, out) = crate::output::capture(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| super::run(cli)))
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("internal error answering {name} (a bug: please report it)")))
-    });
-    match result {
-        // A threshold crossed is an answer too: the JSON says so.
-        Err(e) if !(e.is::<super::PeakGrew>() || e.is::<super::RankOutlier>()) => {
-            Err(format!("{e:#}").replace('\n', " "))
+/// A call's arguments, checked against its tool's [`Spec`] as they are read.
+struct Given<'a> {
+    tool: &'static Spec,
+    args: &'a JsonObject,
+}
+
+impl<'a> Given<'a> {
+    /// Every argument named by the tool, every positional one given, and the groups of the
+    /// command's clap definition kept: of a required group (`at`'s instant, `find`'s query),
+    /// exactly one.
+    fn check(name: &str, args: &'a JsonObject) -> Result<Given<'a>, String> {
+        let tool = TOOLS.iter().find(|s| s.name == name).ok_or_else(|| format!("no tool named {name:?}"))?;
+        let known = |k: &str| tool.positional.iter().chain(tool.options).any(|p| p.0 == k);
+        if let Some(k) = args.keys().find(|k| !known(k)) {
+            return Err(format!("{name}: no argument `{k}`"));
         }
-        _ => String::from_utf8(out).map_err(|e| e.to_string()),
+        if let Some(p) = tool.positional.iter().find(|p| args.get(p.0).is_none_or(Value::is_null)) {
+            return Err(format!("{name}: `{}` is required", p.0));
+        }
+        let given = Given { tool, args };
+        let command = <crate::cli::Cli as clap::CommandFactory>::command();
+        if let Some(sub) = command.find_subcommand(name) {
+            for group in sub.get_groups().filter(|g| g.is_required_set()) {
+                let members: Vec<&str> = group.get_args().map(|a| a.as_str()).collect();
+                let set = members.iter().filter(|m| given.is_set(m)).count();
+                if set != 1 {
+                    return Err(format!("{name}: give exactly one of {}", members.join(", ")));
+                }
+            }
+        }
+        Ok(given)
     }
+
+    /// Whether `key` was given (a `false` flag or a `null` counts as not given).
+    fn is_set(&self, key: &str) -> bool {
+        !matches!(self.args.get(key), None | Some(Value::Null | Value::Bool(false)))
+    }
+
+    fn kind(&self, key: &str) -> &'static str {
+        self.tool.positional.iter().chain(self.tool.options).find(|p| p.0 == key).map_or("value", |p| p.1)
+    }
+
+    /// A string (or a number, as its text) argument.
+    fn text(&self, key: &str) -> Result<Option<String>, String> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err(format!("{}: `{key}` is a {}", self.tool.name, self.kind(key))),
+        }
+    }
+
+    /// An argument read by the command line's own parser for it.
+    fn parsed<T>(&self, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+        self.text(key)?.map(|t| parse(&t).map_err(|e| format!("{}: `{key}`: {e}", self.tool.name))).transpose()
+    }
+
+    fn number<T: std::str::FromStr>(&self, key: &str) -> Result<Option<T>, String> {
+        self.parsed(key, |t| t.parse::<T>().map_err(|_| format!("expected a {}, got `{t}`", self.kind(key))))
+    }
+
+    fn flag(&self, key: &str) -> Result<bool, String> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(format!("{}: `{key}` is a boolean", self.tool.name)),
+        }
+    }
+
+    fn path(&self, key: &str) -> Result<PathBuf, String> {
+        Ok(PathBuf::from(self.text(key)?.unwrap_or_default()))
+    }
+
+    fn paths(&self, key: &str) -> Result<Vec<PathBuf>, String> {
+        match self.args.get(key) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| {
+                    i.as_str().map(PathBuf::from).ok_or_else(|| format!("{}: `{key}` holds strings", self.tool.name))
+                })
+                .collect(),
+            _ => Ok(vec![self.path(key)?]),
+        }
+    }
+
+    fn device(&self, key: &str) -> Result<Option<DeviceId>, String> {
+        self.parsed(key, DeviceId::parse)
+    }
+
+    /// The options every answer takes; `device` under the name given.
+    fn common(&self) -> Result<AnswerArgs, String> {
+        Ok(AnswerArgs {
+            json: true,
+            csv: false,
+            device: self.device("device")?,
+            top: DEFAULT_TOP,
+            categories: self.text("categories")?.map(PathBuf::from),
+        })
+    }
+}
+
+/// Answers one call: its arguments checked and made into the command's, answered by the
+/// command's function under [`guarded`] (what it read is checked before the answer leaves):
+/// the JSON text `--json` prints and the document, or the one-line error.
+pub fn call(name: &str, args: &JsonObject, kept: &Kept) -> Result<(String, Value), String> {
+    let g = Given::check(name, args)?;
+    let opening = Opening::keeping(true, kept);
+    let o = &opening;
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(String, Value), String> {
+        match name {
+            "stats" => {
+                let args = StatsArgs {
+                    input: g.path("input")?,
+                    json: true,
+                    categories: g.text("categories")?.map(PathBuf::from),
+                    model: ModelArgs::default(),
+                };
+                done(guarded(o, |o| super::stats(&args, o)))
+            }
+            "at" => {
+                let group_by = g.parsed("group_by", |t| <GroupByArg as clap::ValueEnum>::from_str(t, true))?;
+                let args = AtArgs {
+                    stacks: g.flag("stacks")?,
+                    input: g.path("input")?,
+                    action: g.parsed("action", crate::cli::parse_action)?,
+                    time: g.parsed("time", crate::cli::parse_time)?,
+                    peak: g.flag("peak")?,
+                    end: g.flag("end")?,
+                    group_by: group_by.unwrap_or(GroupByArg::Stack),
+                    list: g.flag("list")?,
+                    common: g.common()?,
+                };
+                done(guarded(o, |o| super::at(&args, o)))
+            }
+            "range" => {
+                let range = g.parsed("range", crate::cli::parse_range)?.ok_or("range: `range` is required")?;
+                let args = RangeArgs { input: g.path("input")?, range, common: g.common()? };
+                done(guarded(o, |o| super::range(&args, o)))
+            }
+            "steps" => {
+                let args =
+                    StepsArgs { input: g.path("input")?, annotation: g.text("annotation")?, common: g.common()? };
+                done(guarded(o, |o| super::steps(&args, o)))
+            }
+            "diff" => {
+                let args = DiffArgs {
+                    stacks: g.flag("stacks")?,
+                    a: g.path("a")?,
+                    b: g.path("b")?,
+                    threshold: g.parsed("threshold", crate::cli::parse_percent)?,
+                    device_b: g.device("device_b")?,
+                    common: g.common()?,
+                };
+                done(guarded(o, |o| super::diff(&args, o)))
+            }
+            "find" => {
+                let args = FindArgs {
+                    stacks: g.flag("stacks")?,
+                    input: g.path("input")?,
+                    addr: g.text("addr")?,
+                    frame: g.text("frame")?,
+                    common: g.common()?,
+                };
+                done(guarded(o, |o| super::find(&args, o)))
+            }
+            "segments" => {
+                let args = SegmentsArgs {
+                    input: g.path("input")?,
+                    event: g.number("event")?,
+                    action: g.parsed("action", crate::cli::parse_action)?,
+                    time: g.parsed("time", crate::cli::parse_time)?,
+                    oom: g.number("oom")?,
+                    end: g.flag("end")?,
+                    common: g.common()?,
+                };
+                done(guarded(o, |o| super::segments(&args, o)))
+            }
+            "oom" => {
+                let args = OomArgs { stacks: g.flag("stacks")?, input: g.path("input")?, common: g.common()? };
+                done(guarded(o, |o| super::oom(&args, o)))
+            }
+            "ranks" => {
+                let args = RanksArgs {
+                    inputs: g.paths("inputs")?,
+                    annotation: g.text("annotation")?,
+                    threshold: g.parsed("threshold", crate::cli::parse_percent)?,
+                    json: true,
+                    csv: false,
+                    top: DEFAULT_TOP,
+                };
+                done(guarded(o, |o| super::ranks(&args, o)))
+            }
+            other => Err(format!("no tool named {other:?}")),
+        }
+    }));
+    answered.unwrap_or_else(|_| Err(format!("internal error answering {name} (a bug: please report it)")))
+}
+
+/// An answer as a tool's result: its JSON text and its document. A threshold crossed
+/// (`diff`'s regression, `ranks`' outlier) is an answer too: the document says so.
+fn done<T: serde::Serialize>(answer: anyhow::Result<Answer<T>>) -> Result<(String, Value), String> {
+    let mut answer = answer.map_err(|e| format!("{e:#}").replace('\n', " "))?;
+    let text = answer.json().map_err(|e| e.to_string())?;
+    let value = answer.value().map_err(|e| e.to_string())?;
+    answer.finish();
+    Ok((text, value))
 }
 
 #[derive(Clone, Default)]
-struct Memviz;
+struct Memviz {
+    kept: Arc<Kept>,
+}
 
 impl ServerHandler for Memviz {
     fn get_info(&self) -> ServerConfig {
@@ -227,7 +403,10 @@ impl ServerHandler for Memviz {
     ) -> Result<ListToolsResult, McpError> {
         let tools = TOOLS
             .iter()
-            .map(|s| Tool::new(Cow::Borrowed(s.name), Cow::Borrowed(s.description), Arc::new(schema(s))))
+            .map(|s| {
+                Tool::new(Cow::Borrowed(s.name), Cow::Borrowed(s.description), Arc::new(schema(s)))
+                    .with_raw_output_schema(Arc::new(output_schema(s.name)))
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -244,11 +423,16 @@ impl ServerHandler for Memviz {
         // On the blocking pool: a long call (a 600 MB snapshot) holds up no other request, and a
         // cancelled one's answer is dropped.
         let name = request.name.to_string();
-        let answered = tokio::task::spawn_blocking(move || call(&name, &args))
+        let kept = Arc::clone(&self.kept);
+        let answered = tokio::task::spawn_blocking(move || call(&name, &args, &kept))
             .await
             .unwrap_or_else(|_| Err("internal error (a bug: please report it)".to_owned()));
         Ok(match answered {
-            Ok(json) => CallToolResult::success(vec![ContentBlock::text(json)]),
+            Ok((json, document)) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(json)]);
+                result.structured_content = Some(document);
+                result
+            }
             Err(line) => CallToolResult::error(vec![ContentBlock::text(line)]),
         }
         .into())
@@ -264,7 +448,6 @@ pub const MAX_REQUEST: usize = 16 << 20;
 /// with `-32600`, both on the server's own output, one whole line at a time; the rest go on to
 /// the server through a pipe.
 pub fn serve() -> anyhow::Result<()> {
-    super::answers::keep_sessions();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
     let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
     let (reader, writer) = std::io::pipe()?;
@@ -275,7 +458,7 @@ pub fn serve() -> anyhow::Result<()> {
     runtime.block_on(async {
         let input = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(reader)));
         let output = Lines { pending: Vec::new(), out };
-        let running = Memviz.serve((input, output)).await.map_err(|e| anyhow::anyhow!("mcp: {e}"))?;
+        let running = Memviz::default().serve((input, output)).await.map_err(|e| anyhow::anyhow!("mcp: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("mcp: {e}"))?;
         Ok(())
     })
@@ -402,28 +585,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn calls_become_command_lines() {
+    fn calls_are_checked_as_the_command_line_checks_them() {
         let args = |v: Value| v.as_object().unwrap().clone();
-        assert_eq!(
-            argv("at", &args(json!({"input": "a.pickle", "peak": true, "group_by": "category", "list": false})))
-                .unwrap(),
-            ["memviz", "at", "--group-by=category", "--peak", "--json", "--", "a.pickle"]
-        );
-        assert_eq!(
-            argv("ranks", &args(json!({"inputs": ["r0.memviz", "r1.memviz"], "threshold": 20}))).unwrap(),
-            ["memviz", "ranks", "--threshold=20", "--json", "--", "r0.memviz", "r1.memviz"]
-        );
-        // Values that begin with `-` stay values.
-        assert_eq!(
-            argv("find", &args(json!({"input": "-odd.pickle", "frame": "-x"}))).unwrap(),
-            ["memviz", "find", "--frame=-x", "--json", "--", "-odd.pickle"]
-        );
-        assert!(argv("at", &args(json!({"peak": true}))).unwrap_err().contains("`input` is required"));
-        assert!(argv("at", &args(json!({"input": "x", "frobnicate": 1}))).unwrap_err().contains("no argument"));
-        assert!(argv("nope", &args(json!({}))).is_err());
+        let check = |name: &str, v: Value| Given::check(name, &args(v)).map(drop);
+        assert!(check("at", json!({"input": "a.pickle", "peak": true, "group_by": "category"})).is_ok());
+        assert!(check("at", json!({"peak": true})).unwrap_err().contains("`input` is required"));
+        assert!(check("at", json!({"input": "x", "peak": true, "frobnicate": 1})).unwrap_err().contains("no argument"));
+        // The instant group of `at`'s clap definition: exactly one.
+        let none = check("at", json!({"input": "x"})).unwrap_err();
+        assert!(none.contains("exactly one of") && none.contains("peak"), "{none}");
+        assert!(check("at", json!({"input": "x", "peak": true, "end": true})).is_err());
+        assert!(check("at", json!({"input": "x", "peak": false, "end": true})).is_ok(), "a false flag is not given");
+        assert!(check("find", json!({"input": "x"})).unwrap_err().contains("addr, frame"));
+        assert!(check("nope", json!({})).is_err());
+        let given = args(json!({"input": "-odd.pickle", "frame": "-x", "action": -1, "stacks": "yes"}));
+        let odd = args(json!({"input": "-odd.pickle", "action": -1}));
+        let g = Given::check("at", &odd).unwrap();
+        assert_eq!(g.path("input").unwrap(), PathBuf::from("-odd.pickle"), "a value that begins with `-` stays one");
+        assert_eq!(g.parsed("action", crate::cli::parse_action).unwrap(), Some(crate::cli::ActionArg::Index(-1)));
+        let g = Given { tool: g.tool, args: &given };
+        assert!(g.flag("stacks").unwrap_err().contains("boolean"));
         for s in TOOLS {
-            let sc = schema(s);
-            assert_eq!(sc["type"], "object");
+            assert_eq!(schema(s)["type"], "object");
+            assert_eq!(output_schema(s.name)["type"], "object", "{}", s.name);
         }
     }
 }

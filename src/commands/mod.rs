@@ -7,6 +7,7 @@ mod index;
 pub mod mcp;
 mod ranks;
 mod reading;
+pub mod report;
 pub use ranks::RankOutlier;
 
 use crate::cli::ViewArg;
@@ -15,8 +16,12 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-pub use answers::{PeakGrew, at_cmd, diff_cmd, find_cmd, open_input, range_cmd, steps_cmd};
+pub use allocator::{oom, segments};
+pub use answers::{DiffOutput, PeakGrew, at, diff, find, open_input, range, steps};
 pub use index::index;
+pub use ranks::ranks;
+pub use reading::{Kept, Opening, guarded};
+pub use report::{Answer, Format, PerDevice};
 
 use crate::index::cache::{Loaded, load};
 use crate::index::pipeline::write_archive;
@@ -27,39 +32,43 @@ use crate::analysis::{export, stats};
 use crate::cli::{Cli, Command, ExportArgs, ExportCommand, StatsArgs};
 use crate::layout::{Layout, LayoutRef};
 
+/// Runs a command: an answer is worked out under [`guarded`] (what it read is checked before
+/// it leaves), then printed in the format asked for.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     // Every command but the viewer stays within the memory budget, spilling into the temp
     // folder, and stops with one line at a hard limit (`spill`).
     let _bounded = (!matches!(cli.command, Command::Open(_))).then(|| crate::spill::guard(&std::env::temp_dir()));
+    let opening = Opening::new(!cli.no_cache);
+    let o = &opening;
     match cli.command {
         // The viewer checks what it opens itself; the MCP server guards each call.
-        Command::Open(_) | Command::Mcp => dispatch(cli),
-        _ => reading::guarded(|| dispatch(cli)),
+        Command::Open(args) => open(&args, opening.cache),
+        Command::Mcp => mcp::serve(),
+        Command::Index(args) if args.input.is_dir() => guarded(o, |_| index::index_folder(&args)),
+        Command::Index(args) => guarded(o, |_| index(&args.input, args.output.as_deref()).map(drop)),
+        Command::Stats(args) => guarded(o, |o| stats(&args, o))?.print(Format::of(args.json, false)),
+        Command::Export(ExportCommand::Layout(args)) => guarded(o, |_| export_layout(&args, opening.cache)),
+        Command::Export(ExportCommand::Sampled { args, every }) => {
+            guarded(o, |_| export_sampled(&args, every as usize, opening.cache))
+        }
+        Command::Export(ExportCommand::State { args, every, events }) => {
+            guarded(o, |_| export_state(&args, every, &events, opening.cache))
+        }
+        Command::Export(ExportCommand::Segments(args)) => guarded(o, |o| export_segments(&args, o)),
+        Command::Export(ExportCommand::Flamegraph(args)) => guarded(o, |o| flamegraph::flamegraph_cmd(&args, o)),
+        Command::At(args) => guarded(o, |o| at(&args, o))?.print(format(&args.common)),
+        Command::Range(args) => guarded(o, |o| range(&args, o))?.print(format(&args.common)),
+        Command::Steps(args) => guarded(o, |o| steps(&args, o))?.print(format(&args.common)),
+        Command::Diff(args) => guarded(o, |o| diff(&args, o))?.print(format(&args.common)),
+        Command::Segments(args) => guarded(o, |o| segments(&args, o))?.print(format(&args.common)),
+        Command::Oom(args) => guarded(o, |o| oom(&args, o))?.print(format(&args.common)),
+        Command::Ranks(args) => guarded(o, |o| ranks(&args, o))?.print(Format::of(args.json, args.csv)),
+        Command::Find(args) => guarded(o, |o| find(&args, o))?.print(format(&args.common)),
     }
 }
 
-fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    let cache = !cli.no_cache;
-    match cli.command {
-        Command::Open(args) => open(&args, cache),
-        Command::Index(args) if args.input.is_dir() => index::index_folder(&args),
-        Command::Index(args) => index(&args.input, args.output.as_deref()).map(drop),
-        Command::Stats(args) => stats_cmd(&args, cache),
-        Command::Export(ExportCommand::Layout(args)) => export_layout(&args, cache),
-        Command::Export(ExportCommand::Sampled { args, every }) => export_sampled(&args, every as usize, cache),
-        Command::Export(ExportCommand::State { args, every, events }) => export_state(&args, every, &events, cache),
-        Command::Export(ExportCommand::Segments(args)) => export_segments(&args, cache),
-        Command::Export(ExportCommand::Flamegraph(args)) => flamegraph::flamegraph_cmd(&args, cache),
-        Command::At(args) => at_cmd(&args, cache),
-        Command::Range(args) => range_cmd(&args, cache),
-        Command::Steps(args) => steps_cmd(&args, cache),
-        Command::Diff(args) => diff_cmd(&args, cache),
-        Command::Segments(args) => allocator::segments_cmd(&args, cache),
-        Command::Oom(args) => allocator::oom_cmd(&args, cache),
-        Command::Ranks(args) => ranks::ranks_cmd(&args, cache),
-        Command::Find(args) => find_cmd(&args, cache),
-        Command::Mcp => mcp::serve(),
-    }
+fn format(common: &crate::cli::AnswerArgs) -> Format {
+    Format::of(common.json, common.csv)
 }
 
 /// Annotation filter and model dimensions from the shared flags.
@@ -221,10 +230,12 @@ pub(crate) fn select<'a>(
     Ok(picked.into_iter().map(|i| all[i]).collect())
 }
 
-pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
+/// `memviz stats`: what happened on each device. A snapshot read afresh is cached once the answer
+/// is out.
+pub fn stats(args: &StatsArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<stats::Stats>> {
     let (annotations, model) = model_options(&args.model)?;
     let rules = answers::user_rules(args.categories.as_deref())?;
-    let mut loaded = load(&args.input, cache)?;
+    let mut loaded = load(&args.input, opening.cache)?;
     let archive = loaded.archive.take();
     let views = select(&loaded, None, &args.input)?;
     // An archive (the input, or the snapshot's cache) answers the allocator's states from its
@@ -249,24 +260,14 @@ pub fn stats_cmd(args: &StatsArgs, cache: bool) -> anyhow::Result<()> {
     let mut s = stats::compute(&loaded.snapshot, &views, &options, saved.as_ref());
     s.input = args.input.display().to_string();
     s.format = loaded.described.clone();
-    crate::output::write_to(None, |w| {
-        if args.json {
-            serde_json::to_writer_pretty(&mut *w, &s)?;
-            writeln!(w)?;
-        } else {
-            let title = format!(
-                "{} — {}, {} bytes, {}",
-                args.input.display(),
-                loaded.described,
-                crate::analysis::units::thousands(loaded.file_bytes),
-                crate::analysis::units::count(s.devices.len() as u64, "device", "devices")
-            );
-            w.write_all(stats::render_text(&s, &title).as_bytes())?;
-        }
-        Ok(())
-    })?;
-    save_cache(loaded);
-    Ok(())
+    let title = format!(
+        "{} — {}, {} bytes, {}",
+        args.input.display(),
+        loaded.described,
+        crate::analysis::units::thousands(loaded.file_bytes),
+        crate::analysis::units::count(s.devices.len() as u64, "device", "devices")
+    );
+    Ok(Answer::new(s, move |s: &stats::Stats| stats::render_text(s, &title)).then(move || save_cache(loaded)))
 }
 
 /// Every `export`: refuses an output that is the input, loads it, writes the JSON `write` makes
@@ -325,17 +326,19 @@ pub fn export_state(args: &ExportArgs, every: Option<u64>, events: &[i64], cache
 
 /// The Active Cached Segment Timeline in the layout's schema: an archive's stored one (format 4
 /// on), else laid out from the snapshot.
-pub fn export_segments(args: &ExportArgs, cache: bool) -> anyhow::Result<()> {
+pub fn export_segments(args: &ExportArgs, opening: &Opening<'_>) -> anyhow::Result<()> {
+    let cache = opening.cache;
     if crate::file::is_archive(&args.input) {
         if let Some(out) = &args.output {
             crate::output::refuse_overwriting(out, &[&args.input])?;
         }
-        let session = answers::open_input(&args.input, cache)?;
+        let session = answers::open_input(&args.input, opening)?;
         let chosen = answers::devices(&session, args.device, &args.input)?;
         let stored: Option<Vec<LayoutRef<'_>>> =
             chosen.iter().map(|&d| session.stacked(d, crate::archive::Plane::Segments).map(|s| s.layout)).collect();
         if let Some(stored) = stored {
             let doc = export::LayoutExport { devices: stored.into_iter().map(export::device_layout).collect() };
+            opening.check_what_was_read()?;
             return crate::output::write_to(args.output.as_deref(), |w| Ok(serde_json::to_writer(w, &doc)?));
         }
     }

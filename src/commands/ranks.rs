@@ -1,9 +1,9 @@
 //! `memviz ranks`: the rows of a job's ranks, opened one archive at a time (a snapshot through
 //! its cache), the spread and the outliers; exit 3 past `--threshold`.
 
-use serde::Serialize as _;
-
 use super::answers::{categorize, open_input};
+use super::reading::Opening;
+use super::report::Answer;
 use crate::analysis::diff;
 use crate::analysis::ranks::{self, Outlier, RankFacts, RanksReport};
 use crate::archive::DeviceData;
@@ -25,7 +25,7 @@ pub struct RankOutlier {
     pub threshold_pct: f64,
 }
 
-pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
+pub fn ranks(args: &RanksArgs, opening: &Opening<'_>) -> anyhow::Result<Answer<RanksReport>> {
     let job = folder::job(&args.inputs).map_err(anyhow::Error::msg)?;
     for w in &job.warnings {
         eprintln!("warning: {w}");
@@ -36,7 +36,7 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     // `--annotation` asks for other steps), so a thousand ranks take a thousand small reads.
     let mut rows = Vec::with_capacity(files.len());
     for f in &files {
-        let session = open_input(&f.path, cache)?;
+        let session = open_input(&f.path, opening)?;
         let d = session.main_device();
         let facts = RankFacts::new(f.rank, &f.path, f.label(), session.reserved_peak(d), session.oom_events(d).len());
         rows.push(ranks::row(&DeviceData::new(&session, d).timeline(), session.root(), facts, pattern));
@@ -45,11 +45,11 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
     let rule: Vec<ranks::RankPeak> = rows.iter().map(ranks::RankPeak::from).collect();
     let (found, median) = ranks::outliers(&rule, args.threshold);
     let base = ranks::closest_to_median(&peaks, median);
-    let opened_base = if found.is_empty() { None } else { Some(open_input(&files[base].path, cache)?) };
+    let opened_base = if found.is_empty() { None } else { Some(open_input(&files[base].path, opening)?) };
     let mut outliers: Vec<Outlier> = Vec::with_capacity(found.len());
     for &(i, z, over) in &found {
         let sa = opened_base.as_ref().expect("opened when there are outliers");
-        let sb = open_input(&files[i].path, cache)?;
+        let sb = open_input(&files[i].path, opening)?;
         let (da, db) = (sa.main_device(), sb.main_device());
         let (xa, xb) = (DeviceData::new(sa, da), DeviceData::new(&sb, db));
         let (ta, tb) = (xa.timeline(), xb.timeline());
@@ -91,32 +91,26 @@ pub fn ranks_cmd(args: &RanksArgs, cache: bool) -> anyhow::Result<()> {
         outliers,
         ranks: rows,
     };
-    if args.csv {
-        super::answers::write_csv(std::slice::from_ref(&report))?;
-    } else {
-        crate::output::write_to(None, |w| {
-            if args.json {
-                let mut ser = serde_json::Serializer::pretty(&mut *w);
-                report.serialize(&mut ser)?;
-                writeln!(w)?;
-            } else {
-                let mut out = format!("{} ranks\n", report.ranks.len());
-                ranks::render_text(&mut out, &report, args.top);
-                w.write_all(out.as_bytes())?;
-            }
-            Ok(())
-        })?;
-    }
     let units = crate::analysis::units::bytes;
-    match (args.threshold, report.outliers.iter().find(|o| args.threshold.is_some_and(|t| o.over_median_pct > t))) {
-        (Some(t), Some(o)) => Err(RankOutlier {
+    let verdict = match (
+        args.threshold,
+        report.outliers.iter().find(|o| args.threshold.is_some_and(|t| o.over_median_pct > t)),
+    ) {
+        (Some(t), Some(o)) => Some(RankOutlier {
             who: report.label_of(&o.file).to_owned(),
             peak: units(o.peak_bytes),
             median: units(report.median_peak_bytes),
             over_pct: o.over_median_pct,
             threshold_pct: t,
-        }
-        .into()),
-        _ => Ok(()),
-    }
+        }),
+        _ => None,
+    };
+    let top = args.top;
+    let text = move |report: &RanksReport| {
+        let mut out = format!("{} ranks\n", report.ranks.len());
+        ranks::render_text(&mut out, report, top);
+        out
+    };
+    let answer = Answer::new(report, text).with_csv(|report: &RanksReport| vec![report]);
+    Ok(answer.with_verdict(verdict.map(anyhow::Error::from)))
 }

@@ -20,12 +20,19 @@ async def main(binary, snapshot, ranks):
             seen["server"] = info.name
             tools = (await session.list_tools()).tools
             seen["tools"] = sorted(t.name for t in tools)
+            schema = lambda t: getattr(t, "output_schema", None) or getattr(t, "outputSchema", None)
+            seen["output_schemas"] = sorted(t.name for t in tools if schema(t))
 
             async def call(name, **args):
+                # The SDK checks a result's structured content against the tool's output schema.
                 r = await session.call_tool(name, args)
                 text = "".join(c.text for c in r.content if getattr(c, "type", "") == "text")
                 err = getattr(r, "is_error", None)
-                return bool(getattr(r, "isError", False) if err is None else err), text
+                err = bool(getattr(r, "isError", False) if err is None else err)
+                if not err:
+                    structured = getattr(r, "structured_content", None) or getattr(r, "structuredContent", None)
+                    assert structured == json.loads(text), f"{name}: the structured content is not the text's JSON"
+                return err, text
 
             err, text = await call("stats", input=snapshot)
             assert not err, text
@@ -44,6 +51,18 @@ async def main(binary, snapshot, ranks):
             err, text = await call("ranks", inputs=[ranks], threshold=50)
             assert not err, text
             seen["outliers"] = [o["rank"] for o in json.loads(text)["outliers"]]
+            answered = []
+            for name, args in [
+                ("range", dict(input=snapshot, range="100..900")),
+                ("diff", dict(a=snapshot, b=snapshot, threshold=5)),
+                ("segments", dict(input=snapshot, end=True)),
+                ("oom", dict(input=snapshot)),
+                ("at", dict(input=snapshot, action=1000, list=True, stacks=True)),
+            ]:
+                err, text = await call(name, **args)
+                assert not err, f"{name}: {text}"
+                answered.append(name)
+            seen["answered"] = answered
             # Errors: one line, and the server lives on.
             err, text = await call("at", input=snapshot, action="999999999")
             seen["bad_action"] = [err, text]

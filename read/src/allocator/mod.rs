@@ -35,7 +35,7 @@ use crate::model::{Action, BlockState, DeviceId, Events, Snapshot};
 pub use figures::Figures;
 
 /// A segment: memory reserved from CUDA by the caching allocator.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Segment {
     pub addr: u64,
     pub size: u64,

@@ -509,7 +509,7 @@ pub fn classify<F: FrameSource>(
 }
 
 /// One category's share of a set of allocations.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct CategoryBytes {
     pub category: Category,
     pub bytes: u64,

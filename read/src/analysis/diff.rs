@@ -32,7 +32,7 @@ pub struct Side<'a, 'f, F: FrameSource> {
     pub frames: &'f F,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SideSummary {
     pub name: String,
     pub device: crate::model::DeviceId,
@@ -45,7 +45,7 @@ pub struct SideSummary {
 }
 
 /// A site's bytes and allocation count live at A's peak and at B's.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SiteDelta {
     /// The site key (see the module docs), 16 hex digits: the same in both files.
     pub site: String,
@@ -65,7 +65,7 @@ pub struct SiteDelta {
 }
 
 /// A site allocating in only one of the two traces.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct OnlyIn {
     pub site: String,
     pub frame: String,
@@ -82,7 +82,7 @@ pub struct OnlyIn {
     pub frames: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct DiffReport {
     pub a: SideSummary,
     pub b: SideSummary,
@@ -100,7 +100,7 @@ pub struct DiffReport {
 }
 
 /// A category's bytes live at A's peak and at B's.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CategoryDelta {
     pub category: crate::model::Category,
     pub a_bytes: u64,

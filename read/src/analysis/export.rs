@@ -14,12 +14,12 @@ use crate::allocator::{self, Summary};
 use crate::layout::{LayoutRef, StackChange};
 use crate::model::{ActionIdx, DeviceId, ElementId, Snapshot};
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct LayoutExport<'a> {
     pub devices: Vec<DeviceLayout<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct DeviceLayout<'a> {
     device: crate::model::DeviceId,
     actions: usize,
@@ -28,7 +28,7 @@ pub struct DeviceLayout<'a> {
     elements: Vec<ElementOut>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct ElementOut {
     id: ElementId,
     addr: u64,
@@ -91,12 +91,12 @@ pub fn device_layout(layout: LayoutRef<'_>) -> DeviceLayout<'_> {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct SampledExport {
     pub devices: Vec<DeviceSampled>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct DeviceSampled {
     device: crate::model::DeviceId,
     actions: usize,
@@ -106,7 +106,7 @@ pub struct DeviceSampled {
     samples: Vec<Sample>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Sample {
     action: usize,
     total: u64,

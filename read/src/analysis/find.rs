@@ -106,7 +106,7 @@ pub fn matching<F: FrameSource>(t: &TimelineRef<'_>, frames: &F, q: &Query) -> V
 }
 
 /// One match.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Hit {
     pub element: ElementId,
     pub addr: u64,
@@ -125,7 +125,7 @@ pub struct Hit {
     pub frames: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FindReport {
     pub device: crate::model::DeviceId,
     pub query: String,

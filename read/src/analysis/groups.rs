@@ -13,7 +13,7 @@ use crate::derive::timeline::{ElementAttrs, Innermost, TimelineRef, bucket_bound
 use crate::model::ElementId;
 
 /// What a table's rows are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupBy {
     /// Allocation site (stack), labelled by its best frame.
@@ -77,7 +77,7 @@ pub const BEFORE: &str = "(before the trace)";
 pub const NOT_RECORDED: &str = "(none)";
 
 /// One row of a table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Group {
     /// The row's name: a frame, an annotation, or a size range.
     pub label: String,

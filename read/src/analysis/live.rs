@@ -14,7 +14,7 @@ use super::units;
 use crate::derive::timeline::TimelineRef;
 
 /// The live set right after one action.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct LiveSet {
     pub device: crate::model::DeviceId,
     /// The action (−1: the initial state, before the first action).
@@ -42,7 +42,7 @@ pub struct LiveSet {
 }
 
 /// One live allocation of `at --list`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct LiveAllocation {
     pub element: crate::model::ElementId,
     pub addr: u64,

@@ -39,7 +39,7 @@ pub fn rounded(size: u64) -> u64 {
     size.max(1).div_ceil(MIN_BLOCK) * MIN_BLOCK
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     TooLarge,
@@ -60,7 +60,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Site {
     pub frame: String,
     pub bytes: u64,
@@ -72,7 +72,7 @@ pub struct Site {
     pub frames: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct OomReport {
     pub device: crate::model::DeviceId,
     /// Raw trace event index within the device.

@@ -18,7 +18,7 @@ use crate::layout::{NEVER, Origin};
 use crate::model::ElementId;
 
 /// Bytes and a count.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Flow {
     pub bytes: u64,
     pub count: u64,
@@ -32,7 +32,7 @@ impl Flow {
 }
 
 /// One power-of-two bucket of the allocations made in the range.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Bucket {
     pub label: String,
     pub size_from: u64,
@@ -42,7 +42,7 @@ pub struct Bucket {
     pub bytes: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RangeReport {
     pub device: crate::model::DeviceId,
     /// First action of the range.

@@ -16,7 +16,7 @@ use super::steps::{self, Retainer};
 use crate::derive::timeline::TimelineRef;
 
 /// One rank's row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RankRow {
     /// The number in the file's name; `None` for a file listed apart (no number, or a taken one).
     pub rank: Option<u64>,
@@ -41,7 +41,7 @@ pub struct RankRow {
     pub verdict: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Outlier {
     pub rank: Option<u64>,
     pub file: String,
@@ -59,7 +59,7 @@ pub struct Outlier {
     pub sites: Vec<SiteDelta>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RanksReport {
     pub ranks: Vec<RankRow>,
     pub median_peak_bytes: u64,

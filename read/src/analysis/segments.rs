@@ -13,7 +13,7 @@ use crate::model::DeviceId;
 /// Characters of a segment's bar.
 const BAR: usize = 48;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MemoryMap {
     pub device: DeviceId,
     /// Raw trace event index within the device (−1: before the first).
@@ -31,7 +31,7 @@ pub struct MemoryMap {
     pub segments: Vec<SegmentOut>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SegmentOut {
     pub addr: u64,
     pub size: u64,

@@ -14,7 +14,7 @@ use serde::Serialize;
 pub const ROUNDING: u64 = 512;
 
 /// A model's named dimensions (from its `config.json`, or inferred).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModelDims {
     /// `(name, value)`: h, i, v, v+1, heads, ctx, head_dim — whatever is known.
     pub dims: Vec<(String, u64)>,
@@ -26,7 +26,7 @@ pub struct ModelDims {
 const DTYPES: [(&str, u64, bool); 4] = [("fp32", 8, false), ("bf16", 4, false), ("int8", 2, true), ("4-bit", 1, true)];
 
 /// One explanation of a size.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Factorization {
     /// e.g. `v×h fp32`.
     pub text: String,
@@ -140,7 +140,7 @@ impl ModelDims {
 
 /// Candidate dimensions guessed from the most frequent allocation sizes, when no model is given:
 /// square `h×h` and `h×4h` matrices vote for `h`, then `h×i` and `h×v` shapes for `i` and `v`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Candidates {
     pub h: Option<u64>,
     pub i: Option<u64>,

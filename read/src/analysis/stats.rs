@@ -30,7 +30,7 @@ pub struct StatsOptions {
 
 /// Every `*_us` time in `stats` counts from the snapshot's start (the earliest timed event
 /// over all devices, `start_epoch_us`); `*_epoch_us` are the recorded µs since the Unix epoch.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     /// The input as given on the command line (set by the command).
     pub input: String,
@@ -51,7 +51,7 @@ pub struct Stats {
     pub tolerated_summary: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct DeviceStats {
     pub device: crate::model::DeviceId,
     pub events: u64,
@@ -74,14 +74,14 @@ pub struct DeviceStats {
     pub trace_truncated: bool,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct OriginCounts {
     pub alloc: u64,
     pub free_only: u64,
     pub ghost: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Peak {
     pub bytes: u64,
     /// First action at the peak; `None`: the state before the first action.
@@ -92,7 +92,7 @@ pub struct Peak {
     pub annotation: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct LiveAlloc {
     pub element: ElementId,
     pub size: u64,
@@ -104,7 +104,7 @@ pub struct LiveAlloc {
     pub shapes: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ReservedStats {
     /// Highest reserved (segment) memory over the trace.
     pub peak_bytes: u64,
@@ -115,7 +115,7 @@ pub struct ReservedStats {
     pub segments: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Oom {
     pub event: EventIdx,
     pub time_us: Option<i64>,
@@ -130,7 +130,7 @@ pub struct Oom {
 }
 
 /// The allocator at the timeline's peak: what was reserved for what was allocated.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct AllocatorAtPeak {
     pub reserved_bytes: u64,
     pub allocated_bytes: u64,

@@ -38,7 +38,7 @@ pub const TREND_R2: f64 = 0.9;
 /// How much the line must rise over all the steps, as a share of the device's peak.
 pub const TREND_SHARE: f64 = 0.01;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Step {
     pub name: String,
     /// µs from the trace start to the span's start and end (`null`: never ended).
@@ -63,7 +63,7 @@ pub struct Step {
     pub peak_by_category: Option<Vec<super::categories::CategoryBytes>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub steady_growth: bool,
     /// Longest run of consecutive steps that retained memory, and the index of its first step.
@@ -77,7 +77,7 @@ pub struct Verdict {
     pub text: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct StepsReport {
     pub device: crate::model::DeviceId,
     /// The pattern given, or `null` when the steps are the default family.
@@ -102,7 +102,7 @@ pub struct StepsReport {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Retainer {
     pub frame: String,
     pub bytes_per_step: u64,

@@ -47,7 +47,7 @@ pub const LOOP_SHARE: f64 = 0.5;
 const INSIDE: f64 = 0.9;
 
 /// How the default steps were found (see the module's rules).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepRule {
     /// A family of spans whose names count the steps (`## step N ##`, `ProfilerStep#N`).

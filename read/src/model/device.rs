@@ -60,6 +60,20 @@ impl serde::Serialize for DeviceId {
     }
 }
 
+/// Its JSON schema: a CUDA ordinal, or `"host"`.
+impl schemars::JsonSchema for DeviceId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DeviceId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "a CUDA device ordinal, or \"host\"",
+            "oneOf": [{ "type": "integer", "minimum": 0 }, { "const": "host" }]
+        })
+    }
+}
+
 impl std::str::FromStr for DeviceId {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

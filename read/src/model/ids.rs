@@ -10,7 +10,7 @@ use std::fmt;
 macro_rules! index_type {
     ($(#[$meta:meta])* $name:ident($inner:ty)) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, schemars::JsonSchema)]
         #[serde(transparent)]
         pub struct $name(pub $inner);
 
