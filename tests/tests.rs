@@ -11,6 +11,7 @@ mod bad_input;
 mod categories;
 mod cli;
 mod differential;
+mod doc_examples;
 mod expected;
 mod find;
 mod fixture_archives;
