@@ -45,8 +45,8 @@ fn main() -> ExitCode {
 
 /// glibc raises its mmap threshold each time a large block is freed, so after the decoder frees
 /// its memo every later multi-MB column lands in the heap, and freeing it no longer returns the
-/// memory: `memviz index` of the 195 MB benchmark peaked at 203 MB RSS with ~80 MB of it freed.
-/// A fixed 4 MiB threshold keeps big columns in their own mappings (peak 161 MB, same speed).
+/// memory (a large share of `index`'s peak RSS was freed heap). A fixed 4 MiB threshold keeps big
+/// columns in their own mappings, at the same speed (docs/design/10).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn tune_allocator() {

@@ -107,7 +107,7 @@ fn open_with(path: &Path, scattered: bool) -> Result<Archive, ArchiveError> {
     }
     let map = map(&file)?;
     // The validation reads the structure's few scattered pages: read-ahead would map whole
-    // neighbourhoods around each (a third of a GB of a 3.5 GB archive, with 8 MB read-ahead).
+    // neighbourhoods around each (a tenth of a large archive, with 8 MB read-ahead).
     #[cfg(unix)]
     let _ = map.advise(memmap2::Advice::Random);
     let archive = Archive::new(Box::new(Mapped { map, file }), path)?;

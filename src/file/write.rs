@@ -5,8 +5,7 @@
 //!
 //! The bytes bypass the page cache where the file system allows it (`O_DIRECT`, `Sink`): the
 //! archive is fsynced anyway, so a buffered write would copy every byte into fresh page-cache
-//! pages only to write them out. On the project's machine the buffered write of gen9m's 273 MB
-//! archive took 0.6–0.9 s of kernel time before its 0.2 s fsync; written direct, 0.1–0.2 s.
+//! pages only to write them out (the kernel time that costs: docs/design/10).
 
 use memviz_format::rkyv;
 use std::fs::File;
@@ -38,8 +37,8 @@ pub struct Heads {
 }
 
 /// An archive being written on a thread of its own (`memviz-write`) while its derive stage
-/// runs: the heads at once — on gen9m the first device's element columns, actions and totals
-/// are most of the archive —, the first device's checkpoints and tiles when [`FirstLods`] hands
+/// runs: the heads at once — the first device's element columns, actions and totals, usually
+/// most of the archive —, the first device's checkpoints and tiles when [`FirstLods`] hands
 /// them over (while the allocator's pass still runs), the rest once [`Writing::finish`] hands it
 /// over. The bytes equal a whole-root serialization's (`staged` in the format crate); a writer
 /// dropped unfinished removes its temp file.
@@ -62,8 +61,8 @@ enum Handed {
 type Written = anyhow::Result<(u64, crate::temp_files::TempFile)>;
 
 /// Hands the first device's checkpoints and tiles to a [`Writing`] as soon as they exist: they
-/// follow the heads in the archive, so they are written while the allocator's pass runs
-/// (gen9m: 39 of the 57 MB written after the derive stage before).
+/// follow the heads in the archive, so they are written while the allocator's pass runs rather
+/// than after it.
 pub struct FirstLods(SyncSender<Handed>);
 
 impl FirstLods {

@@ -93,9 +93,9 @@ pub fn build_root(
     // The allocator's pass of each device beside its checkpoints and tiles: this worker runs the
     // late parts of the long traces' passes, from the start; another makes the checkpoints and
     // tiles and the summaries that read them, then each device's early part (or its whole pass,
-    // when it is short), its cut settled so that both parts end together (`series::Plan`; gen9m,
-    // when the checkpoints and tiles waited for the first part to end instead: the 0.1 s of
-    // checkpoints, one core's, came after both parts).
+    // when it is short), its cut settled so that both parts end together (`series::Plan`; had the
+    // checkpoints and tiles waited for the first part to end instead, their one core's work
+    // would come after both parts).
     let parts = || views.iter().zip(&plans);
     // Each worker reads the chunks through its own cursor.
     let events = || CompressedEvents::new(&heads.root.events, &snap.events);

@@ -155,7 +155,7 @@ pub struct CompressedEvents<'a> {
     events: &'a Events,
     table: &'a EventTable,
     /// The three columns of one chunk, decoded together: an undo reads all three of every event,
-    /// and one chunk check a row replaced three cursors' (gen9m: ~5 % of the allocator's pass).
+    /// and one chunk check a row replaced three cursors'.
     last: RefCell<DecodedRows>,
 }
 

@@ -92,8 +92,8 @@ pub fn write_archive(
         })
     };
     // Each worker holds a tile raster and a compression buffer at a time, and glibc keeps a heap
-    // per thread: on a 16-core host peak RSS grew from 171 to 200 MB on the 195 MB benchmark.
-    // Four workers keep index at ~1× the pickle at the same speed (the decoder is sequential).
+    // per thread: past four, peak RSS grows with the cores while the index gets no faster (the
+    // decoder is sequential; docs/design/10).
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_INDEX_THREADS);
     // The archive's first part is written while the rest is derived.
     let mut writing = None;

@@ -14,12 +14,12 @@
 //!
 //! The walk also keeps the two columns of its trace that need each event's time and stack —
 //! the time of each action's event and the stack of each element's — while the rows are at hand:
-//! after reading, at 10 GB, they were passes over spilled columns faulted back (7 s).
+//! after reading, on a large snapshot, they were passes over spilled columns faulted back.
 //!
 //! Once both workers took a chunk, the reader forgets the rows before it ([`Events::forget_rows`]:
-//! the large columns were ~29 bytes an event, kept until the archive was written — gen9m's peak
-//! RSS 588 MB, 3.7 GB of fresh spill-file pages at 10 GB — and their first touches were a tenth
-//! of the decoder's thread). What is derived after the read from the walked trace's rows comes
+//! the large columns are ~29 bytes an event, and kept until the archive was written they were
+//! most of an index's memory and their first touches a tenth of the decoder's thread:
+//! docs/design/06). What is derived after the read from the walked trace's rows comes
 //! from the walk (the first event's time) or from the rows kept of the rare events (reserved
 //! memory, the segment timeline). When more is needed — a device the walk does not belong to,
 //! rows rewritten after they were handed over — the forgotten rows are decompressed back from
@@ -202,9 +202,8 @@ fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) 
     std::thread::Builder::new().name(name.into()).spawn(f).ok()
 }
 
-/// Chunks handed over between two forgettings of the rows before them (gen9m: each forgetting
-/// moved the 1.8 MB of the chunk still held, 25 ms over the read on the decoder's thread when
-/// done every chunk).
+/// Chunks handed over between two forgettings of the rows before them: each forgetting moves the
+/// chunk still held, on the decoder's thread, so it is not done every chunk.
 pub(crate) const FORGET_EVERY: usize = 4;
 
 /// Hands each chunk of rows to both workers; a rewritten row (a range before the last one's

@@ -19,12 +19,9 @@ use crate::model::{ActionIdx, Snapshot};
 /// checkpoints and tiles (`build.rs`), then settles the cut from how far the late part got
 /// ([`allocator::Cut`]) and runs the early part, which undoes the late part's events again with
 /// no figures (a fraction of the work per event, [`UNTRACKED_COST`]) before tracking its own.
-/// (gen9m, when it was first cut: early 1.8–2.1 s, late 1.7–2.1 s, tiles 0.8–1.0 s; the whole
-/// pass alone took 3.5–3.9 s.)
 const SPLIT_EVENTS: usize = 1 << 20;
 
-/// An untracked undo's cost next to a tracked one's (gen9m, the cut in the middle: early part
-/// 1.0–1.15 s, late 0.9–1.05 s, interleaved runs: ~0.13). The early part, settling its cut when
+/// An untracked undo's cost next to a tracked one's, as measured (docs/design/10). The early part, settling its cut when
 /// the late part has undone `r` of `n` events, takes `c` events for the late part such that
 /// both end together: `c − r = 0.13 c + (n − c)`.
 const UNTRACKED_COST: f64 = 0.13;

@@ -5,15 +5,13 @@
 //!
 //! A 10 GB snapshot read into the page cache takes 10 GB of memory that the system must then
 //! reclaim — on a 16 GB laptop, from the spill file and everything else — and on a virtual
-//! machine whose host takes freed memory back (free page reporting, as on this project's bench
-//! machine) every fresh page costs a fault on the host: gen10g read cold took 139 s of its
-//! 180–182 s; with the pages dropped behind, 107–130 s of 142–166 s (four runs). Files below
-//! [`LARGE`] are read as before (the page cache keeps them for the next index of the same file).
+//! machine whose host takes freed memory back (free page reporting) every fresh page costs a
+//! fault on the host. Files below [`LARGE`] are read as before (the page cache keeps them for
+//! the next index of the same file).
 //!
-//! Tried there and not kept: reading with `O_DIRECT` (no page-cache pages at all) on the
-//! read-ahead thread, 185 s, and these drops on the read-ahead thread, 190 s — a third busy
-//! thread on two cores, and without the drops the spill file's fresh pages get no freed memory
-//! to reuse.
+//! Neither reading with `O_DIRECT` (no page-cache pages at all) on the read-ahead thread nor
+//! these drops on that thread do as well: a third busy thread on two cores, and without the
+//! drops the spill file's fresh pages get no freed memory to reuse (measured: docs/design/10).
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -157,8 +157,8 @@ impl ViewerApp {
         self.show_opened(open_file(path), ctx);
     }
 
-    /// Shows an opened archive. Its ids are checked in the background (35 ms on a 9M-event
-    /// archive, 0.47 s at 10 GB), then its checksum: a colleague's file with an id out of range
+    /// Shows an opened archive. Its ids are checked in the background (under a second even at
+    /// 10 GB), then its checksum: a colleague's file with an id out of range
     /// is one error line, never a panic ([`Self::ui`] catches one and waits for the check).
     pub fn open_session(&mut self, session: Arc<Session>, ctx: &egui::Context) {
         self.show_opened(Ok(session), ctx);
@@ -619,7 +619,7 @@ fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions,
     }
     // Unfilled: the frame is cleared to the background colour already (offscreen: the pass's
     // clear; the window: `clear_color`), and on a CPU rasteriser each full-plot fill costs a
-    // fifth of the frame (lavapipe at 1600×900: 180 → 140 ms).
+    // fifth of the frame.
     let oom = egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| plot_ui(ui, t, options)).inner;
     // A click on an OOM marker: the memory map just before it.
     if let Some(e) = oom {

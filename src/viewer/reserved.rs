@@ -106,7 +106,7 @@ impl Timeline {
         // The unallocated band as abutting rectangles, side by side ones at the same rows joined
         // (`strip::joined_mesh`): each pixel is shaded once. As a rectangle per column, each with
         // its anti-aliasing fringe over its neighbours, it was half of every frame on a CPU
-        // rasteriser (lavapipe 1600×900: 130 → 69 ms without it); as quads, two triangles a column.
+        // rasteriser (docs/design/10); as quads, two triangles a column.
         let mut band = Vec::with_capacity(ranges.len());
         // The line's pieces (it breaks where the reserved memory is not known), drawn over the band.
         let mut pieces = Vec::new();

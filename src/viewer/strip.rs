@@ -3,14 +3,13 @@
 //!
 //! On a CPU rasteriser (lavapipe) every triangle costs set-up and binning whatever its size, and
 //! every pixel a triangle covers is shaded: as meshes of two triangles a column, the minimap
-//! and the floor marks were a third of every frame at 1600×900 (gen9m `--bench` p50 102 → 67 ms
-//! with them left out). So a shape that fills a small box (the minimap) is painted on the CPU
+//! and the floor marks were a third of every frame (docs/design/10). So a shape that fills a small box (the minimap) is painted on the CPU
 //! into one texture and drawn as one quad ([`Strip`]: painted again only when its rectangles
 //! change, hashed each frame, so a pan uploads nothing), and a thin one that spans the plot,
 //! whose bounding box as a texture would be shaded whole, is one mesh with side by side
 //! rectangles at the same rows joined ([`joined_mesh`]). Both fill the pixels whose centres a
 //! rectangle holds — what a quad per rectangle fills, up to the rasteriser's sub-pixel rounding
-//! of a centre on an edge (on gen9m's first frame, 11 pixels of the floor marks moved a row).
+//! of a centre on an edge (a few pixels of a large frame move a row).
 
 use std::hash::{Hash as _, Hasher as _};
 

@@ -6,8 +6,8 @@
 //! run, sorted. A lookup is a binary search over the runs' first addresses, then one inside a
 //! run — contiguous memory, where `BTreeMap` descended a node chain for each of the three
 //! searches a block event made (an insert or remove, and a range query on each side: each
-//! `range` finds both its ends). gen9m: BTreeMap operations were ~30 % of the allocator pass,
-//! the pass 40 % of an index's CPU. A run that fills splits in two, one that empties goes; with
+//! `range` finds both its ends), and those descents were a large part of the allocator's pass
+//! (docs/design/05). A run that fills splits in two, one that empties goes; with
 //! ~1,300 live blocks that is ~40 runs, with 1 M ~30 K, so a split's insert into the run list
 //! stays small next to the events between splits. Written here because no well-kept crate
 //! offers an ordered map with neighbour queries from one search on stable Rust (std's

@@ -10,9 +10,9 @@
 //!
 //! The multiset is a hash map of counts beside the largest size, or beside a max-heap of the
 //! sizes when many are live at once (see [`Holes`]): a hole split or joined costs two hash
-//! lookups, where a tree of sizes took a descent for each (gen9m: ~4 descents a block event, the
-//! pass's hottest code after the blocks' own ordered map, [`super::Blocks`], whose neighbours of
-//! a changed block bound its hole).
+//! lookups, where a tree of sizes took a descent for each (several a block event: the pass's
+//! hottest code after the blocks' own ordered map, [`super::Blocks`], whose neighbours of a
+//! changed block bound its hole).
 
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -39,16 +39,15 @@ pub struct Figures {
     last_segment: usize,
     /// Each segment's start address, in the state's order (kept by [`Self::segments_changed`]):
     /// the binary search for a block's segment reads 8 bytes a probe instead of a 48-byte
-    /// [`Segment`], so the probes stay in a few cache lines (gen9m: the search's loads were a
-    /// third of `block_changed`, itself the pass's hottest function).
+    /// [`Segment`], so the probes stay in a few cache lines (the search's loads dominated
+    /// `block_changed`, itself the pass's hottest function).
     segment_starts: Vec<u64>,
 }
 
 /// A multiset of hole sizes that answers its largest: each size's count in a hash map, and the
 /// largest size — kept as a plain value while few sizes are live (a training loop's holes come
-/// in a few dozen sizes: gen9m never has more than 41 at once, though its pass adds and removes
-/// ~17 M holes), found again among the counts' keys when its last hole goes (6,250 times in
-/// gen9m's pass). Past [`FEW_SIZES`] sizes that search would cost too much each time, and the
+/// in a few dozen sizes at once, though a pass adds and removes millions of holes), found again
+/// among the counts' keys when its last hole goes (rarely, next to the holes). Past [`FEW_SIZES`] sizes that search would cost too much each time, and the
 /// largest comes from a max-heap holding every size whose count is above zero (and, lazily,
 /// some whose count fell to zero: they leave when they reach the top, so the top is always a
 /// live size), rebuilt from the counts past twice the live sizes (plus slack) so it stays linear

@@ -492,9 +492,9 @@ impl State {
 
 /// Saved states aim at this many words (32 MiB raw; a few MB compressed)...
 const WORD_BUDGET: u64 = 4 << 20;
-/// ...but K stays at most this (a query undoes fewer than K events: ~0.6 ms p99 at 8,192 on a
-/// 9M-event trace, 1.2 ms at 16,384) while the states fit 4× the budget; past that the budget
-/// wins and queries slow down with the trace.
+/// ...but K stays at most this (a query undoes fewer than K events, so K bounds its time:
+/// docs/performance.md, Answers) while the states fit 4× the budget; past that the budget wins
+/// and queries slow down with the trace.
 const MAX_EVERY: u64 = 8192;
 const MIN_EVERY: u64 = 256;
 
@@ -505,8 +505,8 @@ fn words(st: &State) -> u64 {
 /// Which stretch of a device's backward pass one call of [`pass`] runs. A long pass runs as two
 /// parts side by side, cut after the last `undone` events are undone: the late part hands over
 /// the figures of the actions at or after the cut and saves the states before it; the early part
-/// undoes the same events with no figures at all, its blocks in a hash map (gen9m: 0.11–0.15 s
-/// for 4.5 M events, where the tracked late part takes 1.7–2.1 s), then, from the state at the
+/// undoes the same events with no figures at all, its blocks in a hash map (about a tenth of a
+/// tracked undo's cost), then, from the state at the
 /// cut, tracks the figures, hands over the actions before the cut and saves the states from it
 /// on. The figures at the cut are derived afresh from the state there, which is what the whole
 /// pass's running figures equal. The late part starts before its cut is settled ([`Cut`]); one
@@ -630,7 +630,7 @@ impl<A: Fn(usize) -> u32, F: FnMut(usize, &Figures)> Replay for WithFigures<'_, 
 /// The summed size of the states after every event, in words, estimated from the event kinds
 /// alone (a block or a segment appears or goes per event; merges are not followed), to size the
 /// checkpoints before the pass that saves them. `actions`: the snapshot's action column (a
-/// slice, not [`EventColumns`]: a call through it per event took 0.07 s of gen9m's derive stage).
+/// slice, not [`EventColumns`]: a call through it per event showed in the derive stage).
 pub fn estimate_words(snap: &Snapshot, actions: &[Action], device: DeviceId) -> u64 {
     let st = State::at_dump(snap, device);
     let (mut segs, mut blocks) = (st.segments.len() as i64, st.blocks.len() as i64);

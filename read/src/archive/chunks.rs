@@ -42,7 +42,7 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
     /// Each thread's buffers for a chunk's raw bytes and its compressed bytes, kept for the same
     /// reason: two ~512 KiB buffers allocated and freed per chunk made each worker's heap trim
-    /// and fault fresh pages back in (`madvise` 343 times indexing scale_2m7, 142 of them here).
+    /// and fault fresh pages back in.
     static RAW: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }

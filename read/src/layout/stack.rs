@@ -90,8 +90,8 @@ pub enum LazyChange {
 
 /// The live stack for replays that read it only now and then (recording checkpoints, drawing
 /// tile columns): removing an element marks its entry dead instead of moving everything above
-/// it down — [`LiveStack`] pays a memmove of half the stack per free, 8–12 % of indexing a long
-/// trace. Dead entries keep their slot, so the slots stay sorted for the binary search; they go
+/// it down — [`LiveStack`] pays a memmove of half the stack per free, which showed in indexing
+/// a long trace. Dead entries keep their slot, so the slots stay sorted for the binary search; they go
 /// once they are half the entries, and whenever the stack is read whole.
 #[derive(Debug, Clone)]
 pub struct LazyStack<'a> {

@@ -38,9 +38,9 @@ pub const OUTWARD_BUCKETS: u64 = 16;
 /// to the whole buckets it touches, of the coarsest level whose buckets are at most
 /// 1/[`OUTWARD_BUCKETS`] of it, so only levels are read, and only 16–64 values a column whatever
 /// the trace's length. A column's edges read from the totals are scattered over the whole column
-/// of totals (672 MB at 10 GB): cold, the first frame waited a second on the disk for them; and
-/// √span buckets a column (the exact path's level) read the whole finest level at 10 GB — 10 MB
-/// of mins and 10 MB of maxes for the floor and the reserved overlay, cold 0.1 s of the first frame.
+/// of totals (hundreds of MB at 10 GB): cold, the first frame waited on the disk for them; and
+/// √span buckets a column (the exact path's level) read the whole finest level, for the floor
+/// and the reserved overlay (measured: docs/design/10).
 pub fn range_min_outward(totals: &[u64], levels: &[(u64, &[u64])], a: usize, b: usize) -> Option<u64> {
     extreme(totals, levels, a, b, true, |v| v.min())
 }

@@ -369,7 +369,7 @@ impl State {
     }
 
     /// The stack interned last, when `items` are exactly its frames. Consecutive events usually
-    /// carry the same stack (92% of them in the benchmark), and this check is cheaper than
+    /// carry the same stack (most of them, in training loops), and this check is cheaper than
     /// collecting, hashing and looking up the list.
     #[inline]
     fn is_last_stack(&self, items: &[Val]) -> Option<StackId> {
