@@ -233,52 +233,105 @@ pub struct Classified {
     pub phases: Vec<Phase>,
 }
 
-/// Classifies every element. `pools` is each element's private pool (empty: not known).
+/// Classifies every element. `pools` is each element's private pool (empty: not known). The
+/// rules are ARCHITECTURE.md's, one function each, numbered as it lists them; they run in this
+/// order (a rule decides only what the rules before it left):
 pub fn classify<F: FrameSource>(
     t: &TimelineRef<'_>,
     frames: &F,
     pools: &[Option<(i64, i64)>],
     rules: &dyn Rules,
 ) -> Classified {
-    let l = t.layout;
-    let e = l.elements;
-    let n = l.actions.len();
-    let mut signals: HashMap<u32, SiteSignals> = HashMap::new();
-    let mut signal = |site: u32| *signals.entry(site).or_insert_with(|| SiteSignals::of(frames, site));
+    let mut c = Classifier::new(t, frames);
+    c.rule_1_users_rules(rules);
+    c.rule_2_recorded();
+    c.rule_3_private_pool(pools);
+    // Before 4: a sharded parameter is made by collectives' code.
+    c.rule_5_modules_built();
+    c.rule_6_ddp_buckets_deferred();
+    c.rule_4_collectives();
+    c.rule_6_phase_of_the_loop();
+    c.rule_6_ddp_buckets();
+    c.rule_7_repetition();
+    Classified { of: c.of, phases: c.phases }
+}
 
-    // 1. Phases: named spans first (outer to inner), then the frames of each allocation.
-    let mut named: Vec<Option<Phase>> = vec![None; n];
-    let mut spans: Vec<_> = t.spans.iter().filter(|s| !s.is_point()).collect();
-    spans.sort_by_key(|s| s.depth);
-    for s in spans {
-        if let Some(p) = span_phase(s.name) {
-            let (a0, a1) = t.span_actions(s);
-            named[a0 as usize..(a1 as usize).min(n)].fill(Some(p));
-        }
-    }
-    let mut phases = Vec::with_capacity(n);
-    let mut instance = Vec::with_capacity(n);
-    let (mut current, mut inst) = (Phase::Other, 0u32);
-    for (k, (&action, &said)) in l.actions.iter().zip(&named).enumerate() {
-        let id = action as usize;
-        let born_here = e.start[id] as usize == k;
-        let from_frames = if born_here { signal(t.site(ElementId::at(id))).phase() } else { None };
-        let p = said.or(from_frames).unwrap_or(current);
-        if k > 0 && p != current {
-            inst += 1;
-        }
-        current = p;
-        phases.push(p);
-        instance.push(inst);
-    }
+/// What the rules share: the timeline, each site's signals (read once), the phase and instance
+/// of every action, and each element's category so far.
+struct Classifier<'t, 'f, F> {
+    t: &'t TimelineRef<'t>,
+    frames: &'f F,
+    signals: HashMap<u32, SiteSignals>,
+    n: usize,
+    phases: Vec<Phase>,
+    /// Each action's run of one phase (an instance), numbered in order.
+    instance: Vec<u32>,
+    last_instance: u32,
+    /// For each instance, the first later forward instance (`u32::MAX`: none).
+    next_forward_after: Vec<u32>,
+    /// Each instance's first action.
+    first_action_of: Vec<u32>,
+    /// The first action of the loop (not [`Phase::Other`]); `n` when there is no loop.
+    first_loop_action: usize,
+    of: Vec<Category>,
+    /// Decided by rules 1–3 and 5: rule 7 leaves them as they are.
+    decided: Vec<bool>,
+    /// Taken by rule 4 or 6 (or deferred to [`Self::rule_6_ddp_buckets`]).
+    taken: Vec<bool>,
+    ddp_kept: Vec<usize>,
+    /// Sizes of the parameters found by rule 5: a gradient has its parameter's size.
+    param_sizes: HashSet<u64>,
+}
 
-    // The instances in order, each with its phase, and where forwards start.
-    let last_instance = instance.last().copied().unwrap_or(0);
-    let next_forward_after = {
-        // For each instance, the first later forward instance (u32::MAX: none).
-        let mut phase_of = vec![Phase::Other; last_instance as usize + 1];
+impl<'t, 'f, F: FrameSource> Classifier<'t, 'f, F> {
+    /// The phases of the loop (rule 6's first half): named spans first (outer to inner), then
+    /// the frames of each allocation; an action with neither continues the current phase.
+    fn new(t: &'t TimelineRef<'t>, frames: &'f F) -> Self {
+        let (l, e) = (t.layout, t.layout.elements);
+        let n = l.actions.len();
+        let mut c = Classifier {
+            t,
+            frames,
+            signals: HashMap::new(),
+            n,
+            phases: Vec::with_capacity(n),
+            instance: Vec::with_capacity(n),
+            last_instance: 0,
+            next_forward_after: Vec::new(),
+            first_action_of: Vec::new(),
+            first_loop_action: n,
+            of: vec![Category::Unknown; e.len()],
+            decided: vec![false; e.len()],
+            taken: vec![false; e.len()],
+            ddp_kept: Vec::new(),
+            param_sizes: HashSet::new(),
+        };
+        let mut named: Vec<Option<Phase>> = vec![None; n];
+        let mut spans: Vec<_> = t.spans.iter().filter(|s| !s.is_point()).collect();
+        spans.sort_by_key(|s| s.depth);
+        for s in spans {
+            if let Some(p) = span_phase(s.name) {
+                let (a0, a1) = t.span_actions(s);
+                named[a0 as usize..(a1 as usize).min(n)].fill(Some(p));
+            }
+        }
+        let (mut current, mut inst) = (Phase::Other, 0u32);
+        for (k, (&action, &said)) in l.actions.iter().zip(&named).enumerate() {
+            let id = action as usize;
+            let born_here = e.start[id] as usize == k;
+            let from_frames = if born_here { c.signal(id).phase() } else { None };
+            let p = said.or(from_frames).unwrap_or(current);
+            if k > 0 && p != current {
+                inst += 1;
+            }
+            current = p;
+            c.phases.push(p);
+            c.instance.push(inst);
+        }
+        c.last_instance = c.instance.last().copied().unwrap_or(0);
+        let mut phase_of = vec![Phase::Other; c.last_instance as usize + 1];
         for k in 0..n {
-            phase_of[instance[k] as usize] = phases[k];
+            phase_of[c.instance[k] as usize] = c.phases[k];
         }
         let mut next = vec![u32::MAX; phase_of.len()];
         let mut seen = u32::MAX;
@@ -288,224 +341,297 @@ pub fn classify<F: FrameSource>(
                 seen = i as u32;
             }
         }
-        next
-    };
-    let first_action_of = {
-        let mut first = vec![u32::MAX; last_instance as usize + 1];
+        c.next_forward_after = next;
+        let mut first = vec![u32::MAX; c.last_instance as usize + 1];
         for k in (0..n).rev() {
-            first[instance[k] as usize] = k as u32;
+            first[c.instance[k] as usize] = k as u32;
         }
-        first
-    };
-    // Kept past the next forward (or never freed): no one iteration's.
-    let kept = |id: usize| {
+        c.first_action_of = first;
+        c.first_loop_action = c.phases.iter().position(|&p| p != Phase::Other).unwrap_or(n);
+        c
+    }
+
+    /// The signals of element `id`'s site.
+    fn signal(&mut self, id: usize) -> SiteSignals {
+        let site = self.t.site(ElementId::at(id));
+        let frames = self.frames;
+        *self.signals.entry(site).or_insert_with(|| SiteSignals::of(frames, site))
+    }
+
+    fn elements(&self) -> crate::layout::ElementsRef<'t> {
+        self.t.layout.elements
+    }
+
+    fn decide(&mut self, id: usize, c: Category) {
+        (self.of[id], self.decided[id]) = (c, true);
+    }
+
+    /// Kept past the next forward (or never freed): no one iteration's.
+    fn kept(&self, id: usize) -> bool {
+        let e = self.elements();
         let (start, end) = (e.start[id], e.end[id]);
         end == NEVER
-            || (start != BEFORE_TRACE && instance[end as usize] > next_forward_after[instance[start as usize] as usize])
-    };
+            || (start != BEFORE_TRACE
+                && self.instance[end as usize] > self.next_forward_after[self.instance[start as usize] as usize])
+    }
 
-    // Lives until a forward that starts after its birth's instance (or to the end, when one does).
-    let lives_into_forward = |id: usize| {
-        let next = next_forward_after[instance[e.start[id] as usize] as usize];
-        next != u32::MAX && (e.end[id] == NEVER || e.end[id] >= first_action_of[next as usize])
-    };
+    /// Lives until a forward that starts after its birth's instance (or to the end, when one does).
+    fn lives_into_forward(&self, id: usize) -> bool {
+        let e = self.elements();
+        let next = self.next_forward_after[self.instance[e.start[id] as usize] as usize];
+        next != u32::MAX && (e.end[id] == NEVER || e.end[id] >= self.first_action_of[next as usize])
+    }
 
-    // Parameters first: their sizes tell gradients.
-    let mut of = vec![Category::Unknown; e.len()];
-    let mut decided = vec![false; e.len()];
-    if !rules.is_empty() {
+    /// The trace ends inside the last instance: what is live at the end was not seen to die.
+    fn unfinished(&self, instance: u32) -> bool {
+        instance == self.last_instance
+    }
+
+    /// The elements rules 4 and 6 decide: born in the trace, left by rules 1–3 and 5 and by the
+    /// rules before them.
+    fn open(&self) -> Vec<usize> {
+        let e = self.elements();
+        (0..e.len()).filter(|&id| !self.decided[id] && !self.taken[id] && e.start[id] != BEFORE_TRACE).collect()
+    }
+
+    /// Rule 1: the user's rules (`--categories FILE`) first: they know their code.
+    fn rule_1_users_rules(&mut self, rules: &dyn Rules) {
+        if rules.is_empty() {
+            return;
+        }
         let mut by_site: HashMap<u32, SiteFrames> = HashMap::new();
-        for id in 0..e.len() {
-            let site = t.site(ElementId::at(id));
-            let text = by_site.entry(site).or_insert_with(|| SiteFrames::of(frames, site));
-            if let Some(c) = rules.category(t, ElementId::at(id), text) {
-                (of[id], decided[id]) = (c, true);
+        for id in 0..self.elements().len() {
+            let site = self.t.site(ElementId::at(id));
+            let text = by_site.entry(site).or_insert_with(|| SiteFrames::of(self.frames, site));
+            if let Some(c) = rules.category(self.t, ElementId::at(id), text) {
+                self.decide(id, c);
             }
         }
     }
-    for id in 0..e.len() {
-        if decided[id] {
-            continue;
-        }
-        let s = signal(t.site(ElementId::at(id)));
-        let born = (e.start[id] != BEFORE_TRACE).then(|| phases[e.start[id] as usize]);
-        let recorded = Category::from_recorded(t.attrs.attrs(ElementId::at(id)).category);
-        let c = if recorded.is_some() {
-            recorded
-        } else if pools.get(id).copied().flatten().is_some() {
-            Some(Category::CudaGraph)
-        } else if (s.module_setup && !s.communication && born != Some(Phase::Backward))
-            || (s.sharded_param && matches!(born, None | Some(Phase::Other | Phase::Forward)) && kept(id))
-        {
-            Some(Category::Parameter)
-        } else {
-            None
-        };
-        if let Some(c) = c {
-            (of[id], decided[id]) = (c, true);
-        }
-    }
-    // Gradients' sizes as the backwards show them: what the autograd engine allocates in a
-    // backward and keeps past it. A tensor user code makes before the loop, keeps to the end and
-    // whose size such a gradient has is a parameter too (adapters such as LoRA's, made by hand).
-    let grad_sizes: HashSet<u64> = (0..e.len())
-        .filter(|&id| {
-            let (start, end) = (e.start[id], e.end[id]);
-            let s = signal(t.site(ElementId::at(id)));
-            start != BEFORE_TRACE
-                && end != NEVER
-                && phases[start as usize] == Phase::Backward
-                && instance[end as usize] != instance[start as usize]
-                && (s.no_stack || s.backward)
-                && !s.communication
-        })
-        .map(|id| e.size[id])
-        .collect();
-    let first_loop_action = phases.iter().position(|&p| p != Phase::Other).unwrap_or(n);
-    for id in 0..e.len() {
-        let start = e.start[id];
-        if decided[id] || e.end[id] != NEVER || start == BEFORE_TRACE || start as usize >= first_loop_action {
-            continue;
-        }
-        let s = signal(t.site(ElementId::at(id)));
-        if !(s.forward || s.backward || s.optimizer || s.no_stack || s.communication)
-            && grad_sizes.contains(&e.size[id])
-        {
-            (of[id], decided[id]) = (Category::Parameter, true);
-        }
-    }
-    let param_sizes: HashSet<u64> = (0..e.len()).filter(|&i| of[i] == Category::Parameter).map(|i| e.size[i]).collect();
 
-    let has_backward = phases.contains(&Phase::Backward);
-    // With no loop at all (no forward, backward or optimizer phase), "outside the loop" and
-    // "inside one phase" say nothing: user code's memory there is unknown.
-    let has_loop = first_loop_action < n;
-    let mut ddp_kept = Vec::new();
-    // The trace ends inside the last instance: what is live at the end was not seen to die.
-    let unfinished = |i: u32| i == last_instance;
-
-    // Every element born in each backward, in birth order (element ids are creation order).
-    let mut backward_births: Vec<Vec<usize>> = vec![Vec::new(); last_instance as usize + 1];
-    for id in 0..e.len() {
-        let start = e.start[id];
-        if start != BEFORE_TRACE && phases[start as usize] == Phase::Backward {
-            backward_births[instance[start as usize] as usize].push(id);
+    /// Rule 2: a category the snapshot recorded on the event is taken as it is.
+    fn rule_2_recorded(&mut self) {
+        for id in 0..self.elements().len() {
+            if self.decided[id] {
+                continue;
+            }
+            if let Some(c) = Category::from_recorded(self.t.attrs.attrs(ElementId::at(id)).category) {
+                self.decide(id, c);
+            }
         }
     }
-    for id in 0..e.len() {
-        if decided[id] {
-            continue;
+
+    /// Rule 3: a private pool makes `cuda_graph`: graph memory is the graph's whatever the frames say.
+    fn rule_3_private_pool(&mut self, pools: &[Option<(i64, i64)>]) {
+        for id in 0..self.elements().len() {
+            if self.decided[id] {
+                continue;
+            }
+            if pools.get(id).copied().flatten().is_some() {
+                self.decide(id, Category::CudaGraph);
+            }
         }
-        let s = signal(t.site(ElementId::at(id)));
-        let start = e.start[id];
-        if start == BEFORE_TRACE {
-            // Live before the trace: only its frames can say (handled above); else unknown.
-            continue;
-        }
-        let (k0, end) = (start as usize, e.end[id]);
-        let (born, i0) = (phases[k0], instance[k0]);
-        let died_in = (end != NEVER).then(|| instance[end as usize]);
-        let same_instance = died_in == Some(i0);
-        if s.ddp && kept(id) {
-            // DDP's gradient buckets: decided below, once it is known whether the backwards
-            // keep gradients of their own.
-            ddp_kept.push(id);
-            continue;
-        }
-        if s.communication {
-            // Collectives' buffers come and go with the phase that needs them (an all-gather's
-            // output, a reduce-scatter's input); what their code makes and keeps is the model's
-            // state: a sharded parameter, or a sharded gradient kept past its backward.
-            of[id] = match born {
-                Phase::Backward if died_in != Some(i0) && !unfinished(i0) => Category::Gradient,
-                Phase::Backward if unfinished(i0) && end == NEVER => Category::Communication, // by repetition
+    }
+
+    /// Rule 4: frames of collectives make `communication`: their buffers come and go with the phase
+    /// that needs them (an all-gather's output, a reduce-scatter's input), but what their code
+    /// makes in a backward and keeps past it is a sharded gradient.
+    fn rule_4_collectives(&mut self) {
+        for id in self.open() {
+            if !self.signal(id).communication {
+                continue;
+            }
+            let e = self.elements();
+            let (k0, end) = (e.start[id] as usize, e.end[id]);
+            let i0 = self.instance[k0];
+            let died_in = (end != NEVER).then(|| self.instance[end as usize]);
+            self.of[id] = match self.phases[k0] {
+                Phase::Backward if died_in != Some(i0) && !self.unfinished(i0) => Category::Gradient,
+                Phase::Backward if self.unfinished(i0) && end == NEVER => Category::Communication, // by repetition
                 _ => Category::Communication,
             };
-            continue;
+            self.taken[id] = true;
         }
-        of[id] = match born {
-            Phase::Optimizer if s.optimizer_init => Category::OptimizerState,
-            Phase::Optimizer if same_instance => Category::Temporary,
-            Phase::Optimizer if s.optimizer => Category::OptimizerState,
-            Phase::Optimizer => Category::Temporary,
-            Phase::Backward => {
-                match died_in {
+    }
+
+    /// Rule 5: frames of modules being built, moved or loaded, outside a backward, make `parameter`
+    /// (module buffers with them), as do frames making a sharded parameter kept across steps;
+    /// then, before the loop, a tensor user code keeps to the end with a gradient's size
+    /// (adapters such as LoRA's, made by hand).
+    fn rule_5_modules_built(&mut self) {
+        let e = self.elements();
+        for id in 0..e.len() {
+            if self.decided[id] {
+                continue;
+            }
+            let s = self.signal(id);
+            let born = (e.start[id] != BEFORE_TRACE).then(|| self.phases[e.start[id] as usize]);
+            if (s.module_setup && !s.communication && born != Some(Phase::Backward))
+                || (s.sharded_param && matches!(born, None | Some(Phase::Other | Phase::Forward)) && self.kept(id))
+            {
+                self.decide(id, Category::Parameter);
+            }
+        }
+        // Gradients' sizes as the backwards show them: what the autograd engine allocates in a
+        // backward and keeps past it.
+        let mut grad_sizes = HashSet::new();
+        for id in 0..e.len() {
+            let (start, end) = (e.start[id], e.end[id]);
+            if start == BEFORE_TRACE || end == NEVER || self.phases[start as usize] != Phase::Backward {
+                continue;
+            }
+            let s = self.signal(id);
+            if self.instance[end as usize] != self.instance[start as usize]
+                && (s.no_stack || s.backward)
+                && !s.communication
+            {
+                grad_sizes.insert(e.size[id]);
+            }
+        }
+        for id in 0..e.len() {
+            let start = e.start[id];
+            if self.decided[id]
+                || e.end[id] != NEVER
+                || start == BEFORE_TRACE
+                || start as usize >= self.first_loop_action
+            {
+                continue;
+            }
+            let s = self.signal(id);
+            if !(s.forward || s.backward || s.optimizer || s.no_stack || s.communication)
+                && grad_sizes.contains(&e.size[id])
+            {
+                self.decide(id, Category::Parameter);
+            }
+        }
+        self.param_sizes = (0..e.len()).filter(|&i| self.of[i] == Category::Parameter).map(|i| e.size[i]).collect();
+    }
+
+    /// Rule 6, DDP: DDP's own buckets kept across steps wait for [`Self::rule_6_ddp_buckets`], which
+    /// needs to know whether the backwards keep gradients of their own.
+    fn rule_6_ddp_buckets_deferred(&mut self) {
+        for id in self.open() {
+            if self.signal(id).ddp && self.kept(id) {
+                self.ddp_kept.push(id);
+                self.taken[id] = true;
+            }
+        }
+    }
+
+    /// Rule 6: the phase of the loop an element was born in and the instance it died in.
+    fn rule_6_phase_of_the_loop(&mut self) {
+        let e = self.elements();
+        let n = self.n;
+        let has_backward = self.phases.contains(&Phase::Backward);
+        // With no loop at all (no forward, backward or optimizer phase), "outside the loop" and
+        // "inside one phase" say nothing: user code's memory there is unknown.
+        let has_loop = self.first_loop_action < n;
+        for id in self.open() {
+            let s = self.signal(id);
+            let (k0, end) = (e.start[id] as usize, e.end[id]);
+            let (born, i0) = (self.phases[k0], self.instance[k0]);
+            let died_in = (end != NEVER).then(|| self.instance[end as usize]);
+            let same_instance = died_in == Some(i0);
+            self.of[id] = match born {
+                Phase::Optimizer if s.optimizer_init => Category::OptimizerState,
+                Phase::Optimizer if same_instance => Category::Temporary,
+                Phase::Optimizer if s.optimizer => Category::OptimizerState,
+                Phase::Optimizer => Category::Temporary,
+                Phase::Backward => match died_in {
                     Some(j) if j == i0 => Category::Autograd,
-                    None if unfinished(i0) => Category::Autograd, // decided below, by repetition
+                    None if self.unfinished(i0) => Category::Autograd, // decided by rule 7
                     _ if s.no_stack || s.backward => {
-                        if param_sizes.is_empty() || param_sizes.contains(&e.size[id]) {
+                        if self.param_sizes.is_empty() || self.param_sizes.contains(&e.size[id]) {
                             Category::Gradient
                         } else {
                             Category::Autograd
                         }
                     }
                     _ => Category::Autograd,
+                },
+                Phase::Forward => {
+                    // Saved for the backward, or an output a variable holds until the next
+                    // iteration's forward replaces it: gone by the end of the next forward.
+                    let next_forward = self.next_forward_after[i0 as usize];
+                    let next_forward_end =
+                        self.first_action_of.get(next_forward as usize + 1).copied().unwrap_or(n as u32);
+                    let dies_before_next_forward = match end {
+                        NEVER => next_forward == u32::MAX,
+                        k => next_forward == u32::MAX || k < next_forward_end,
+                    };
+                    // A KV cache is kept from one forward to the next (decoding); cache code in a
+                    // training forward whose tensors die in the backward made activations.
+                    if same_instance {
+                        Category::Temporary
+                    } else if s.kv_cache && (!dies_before_next_forward || !has_backward) {
+                        Category::KvCache
+                    } else if dies_before_next_forward {
+                        Category::Activation
+                    } else {
+                        Category::Unknown
+                    }
                 }
-            }
-            Phase::Forward => {
-                // Saved for the backward, or an output a variable holds until the next
-                // iteration's forward replaces it: gone by the end of the next forward.
-                let next_forward = next_forward_after[i0 as usize];
-                let next_forward_end = first_action_of.get(next_forward as usize + 1).copied().unwrap_or(n as u32);
-                let dies_before_next_forward = match end {
-                    NEVER => next_forward == u32::MAX,
-                    k => next_forward == u32::MAX || k < next_forward_end,
-                };
-                // A KV cache is kept from one forward to the next (decoding); cache code in a
-                // training forward whose tensors die in the backward made activations.
-                if same_instance {
-                    Category::Temporary
-                } else if s.kv_cache && (!dies_before_next_forward || !has_backward) {
-                    Category::KvCache
-                } else if dies_before_next_forward {
-                    Category::Activation
-                } else {
-                    Category::Unknown
+                Phase::Other => {
+                    if !has_loop {
+                        Category::Unknown
+                    } else if same_instance {
+                        Category::Temporary
+                    } else if !s.forward && !s.backward && !s.optimizer && !s.no_stack && self.lives_into_forward(id) {
+                        Category::Input
+                    } else {
+                        Category::Unknown
+                    }
                 }
-            }
-            Phase::Other => {
-                if !has_loop {
-                    Category::Unknown
-                } else if same_instance {
-                    Category::Temporary
-                } else if !s.forward && !s.backward && !s.optimizer && !s.no_stack && lives_into_forward(id) {
-                    Category::Input
-                } else {
-                    Category::Unknown
-                }
-            }
-        };
-    }
-
-    // DDP's buckets kept across steps are the gradients (`gradient_as_bucket_view=True`: the
-    // parameters' `.grad` are views of them) unless the backwards keep gradients of their own,
-    // which the buckets then only carry to the all-reduce.
-    let own_gradients = (0..e.len()).any(|id| {
-        of[id] == Category::Gradient && e.start[id] != BEFORE_TRACE && phases[e.start[id] as usize] == Phase::Backward
-    });
-    for id in ddp_kept {
-        of[id] = if own_gradients { Category::Communication } else { Category::Gradient };
-    }
-
-    // 5. A backward the trace ends inside: its allocations still live take the category of the
-    // same allocation (by order and size) of the previous backward.
-    let backwards: Vec<usize> = (0..backward_births.len()).filter(|&i| !backward_births[i].is_empty()).collect();
-    if let [.., prev, last] = backwards[..]
-        && unfinished(last as u32)
-    {
-        for (j, &id) in backward_births[last].iter().enumerate() {
-            if e.end[id] != NEVER || decided[id] {
-                continue;
-            }
-            let same = backward_births[prev].get(j).filter(|&&p| e.size[p] == e.size[id]);
-            of[id] = match same {
-                Some(&p) => of[p],
-                None if param_sizes.contains(&e.size[id]) => Category::Gradient,
-                None => Category::Autograd,
             };
+            self.taken[id] = true;
         }
     }
-    Classified { of, phases }
+
+    /// Rule 6, DDP: DDP's buckets kept across steps are the gradients (`gradient_as_bucket_view=True`:
+    /// the parameters' `.grad` are views of them) unless the backwards keep gradients of their
+    /// own, which the buckets then only carry to the all-reduce.
+    fn rule_6_ddp_buckets(&mut self) {
+        let e = self.elements();
+        let own_gradients = (0..e.len()).any(|id| {
+            self.of[id] == Category::Gradient
+                && e.start[id] != BEFORE_TRACE
+                && self.phases[e.start[id] as usize] == Phase::Backward
+        });
+        for &id in &self.ddp_kept {
+            self.of[id] = if own_gradients { Category::Communication } else { Category::Gradient };
+        }
+    }
+
+    /// Rule 7: repetition: a backward the trace ends inside cannot show what outlives it, so its
+    /// allocations still live take the category of the same allocation (by order and size) of
+    /// the previous backward.
+    fn rule_7_repetition(&mut self) {
+        let e = self.elements();
+        // Every element born in each backward, in birth order (element ids are creation order).
+        let mut backward_births: Vec<Vec<usize>> = vec![Vec::new(); self.last_instance as usize + 1];
+        for id in 0..e.len() {
+            let start = e.start[id];
+            if start != BEFORE_TRACE && self.phases[start as usize] == Phase::Backward {
+                backward_births[self.instance[start as usize] as usize].push(id);
+            }
+        }
+        let backwards: Vec<usize> = (0..backward_births.len()).filter(|&i| !backward_births[i].is_empty()).collect();
+        if let [.., prev, last] = backwards[..]
+            && self.unfinished(last as u32)
+        {
+            for (j, &id) in backward_births[last].iter().enumerate() {
+                if e.end[id] != NEVER || self.decided[id] {
+                    continue;
+                }
+                let same = backward_births[prev].get(j).filter(|&&p| e.size[p] == e.size[id]);
+                self.of[id] = match same {
+                    Some(&p) => self.of[p],
+                    None if self.param_sizes.contains(&e.size[id]) => Category::Gradient,
+                    None => Category::Autograd,
+                };
+            }
+        }
+    }
 }
 
 /// One category's share of a set of allocations.
