@@ -299,50 +299,48 @@ impl RankStrip {
         Rect::from_min_max(pos2(cell.left() + 4.0, cell.top() + 20.0), pos2(cell.right() - 4.0, cell.bottom() - 4.0))
     }
 
-    fn cell_ui(&mut self, ui: &mut egui::Ui, i: usize, cell: Rect, (x_max, y_max): (f64, u64)) -> Option<Pick> {
+    fn cell_ui(&mut self, ui: &mut egui::Ui, i: usize, cell: Rect, scale: (f64, u64)) -> Option<Pick> {
         let id = ui.scope_id().with(("rank cell", i));
         let response = ui.interact(cell, id, Sense::click());
         let painter = ui.painter_at(cell);
         let outlier = self.outliers.iter().find(|o| o.0 == i).map(|o| o.1);
         painter.rect_filled(cell, 3.0, Color32::from_rgb(32, 35, 41));
         let Some(curve) = &self.curves[i] else {
-            painter.text(
-                cell.left_top() + vec2(6.0, 4.0),
-                egui::Align2::LEFT_TOP,
-                format!("{} · loading", self.files[i].label()),
-                egui::FontId::proportional(12.0),
-                theme::AXIS_TEXT,
-            );
+            corner_text(&painter, cell, format!("{} · loading", self.files[i].label()), theme::AXIS_TEXT, false);
             return None;
         };
-        let row = &curve.row;
-        let title = format!("{}  {}", row.label, units::bytes(row.peak_bytes));
-        painter.text(
-            cell.left_top() + vec2(6.0, 4.0),
-            egui::Align2::LEFT_TOP,
-            title,
-            egui::FontId::proportional(12.0),
-            theme::AXIS_TEXT,
-        );
-        let note = match (outlier, row.steady_growth, row.oom_events) {
-            (Some(over), _, _) => Some((format!("outlier {over:+.0}%"), theme::CAPACITY)),
-            (None, true, _) => Some((
-                format!("grows {}/step", units::bytes(row.retained_per_step_bytes.unwrap_or(0).max(0) as u64)),
-                theme::PEAK,
-            )),
-            (None, false, n) if n > 0 => Some((units::count(n as u64, "OOM", "OOMs"), theme::CAPACITY)),
+        cell_titles(&painter, cell, &curve.row, outlier);
+        self.draw_curve(&painter, Self::plot_rect(cell), curve, scale);
+        let frame = match (outlier.is_some(), self.marked == Some(i)) {
+            (_, true) => Some(Stroke::new(2.0, theme::RULER)),
+            (true, false) => Some(Stroke::new(2.0, theme::CAPACITY)),
             _ => None,
         };
-        if let Some((text, colour)) = note {
-            painter.text(
-                cell.right_top() + vec2(-6.0, 4.0),
-                egui::Align2::RIGHT_TOP,
-                text,
-                egui::FontId::proportional(12.0),
-                colour,
-            );
+        if let Some(s) = frame {
+            painter.rect_stroke(cell.shrink(1.0), 3.0, s, egui::StrokeKind::Inside);
         }
-        let plot = Self::plot_rect(cell);
+        let row = &curve.row;
+        let response = response.on_hover_ui(|ui| {
+            ui.label(&row.file);
+            ui.label(format!(
+                "peak {} at action {}{}",
+                units::bytes(row.peak_bytes),
+                row.peak_action,
+                row.peak_step.as_ref().map_or(String::new(), |s| format!(" ({s})"))
+            ));
+            ui.label(format!("reserved peak {}", units::bytes(row.reserved_peak_bytes)));
+            ui.label(&row.verdict);
+            ui.label("click: open · Shift+click: compare two");
+        });
+        if !response.clicked() {
+            return None;
+        }
+        self.pick(ui, i)
+    }
+
+    /// The rank's curve in `plot`: the envelope per pixel column and its floor, aligned by
+    /// action or by step, with the step lines.
+    fn draw_curve(&self, painter: &egui::Painter, plot: Rect, curve: &RankCurve, (x_max, y_max): (f64, u64)) {
         let y = |b: u64| plot.bottom() - (b as f64 / y_max as f64 * f64::from(plot.height())) as f32;
         let columns = plot.width().floor().max(1.0) as usize;
         let mut floor: Vec<egui::Pos2> = Vec::with_capacity(columns);
@@ -371,39 +369,48 @@ impl RankStrip {
                 painter.vline(x, plot.y_range(), Stroke::new(1.0, theme::GRID));
             }
         }
-        let frame = match (outlier.is_some(), self.marked == Some(i)) {
-            (_, true) => Some(Stroke::new(2.0, theme::RULER)),
-            (true, false) => Some(Stroke::new(2.0, theme::CAPACITY)),
-            _ => None,
-        };
-        if let Some(s) = frame {
-            painter.rect_stroke(cell.shrink(1.0), 3.0, s, egui::StrokeKind::Inside);
-        }
-        let response = response.on_hover_ui(|ui| {
-            ui.label(&row.file);
-            ui.label(format!(
-                "peak {} at action {}{}",
-                units::bytes(row.peak_bytes),
-                row.peak_action,
-                row.peak_step.as_ref().map_or(String::new(), |s| format!(" ({s})"))
-            ));
-            ui.label(format!("reserved peak {}", units::bytes(row.reserved_peak_bytes)));
-            ui.label(&row.verdict);
-            ui.label("click: open · Shift+click: compare two");
-        });
-        if !response.clicked() {
-            return None;
-        }
-        if ui.input(|inp| inp.modifiers.shift) {
-            match self.marked.take() {
-                Some(m) if m != i => return Some(Pick::Compare(m, i)),
-                Some(_) => {}
-                None => self.marked = Some(i),
-            }
-            return None;
-        }
-        Some(Pick::Open(i))
     }
+
+    /// A click on cell `i`: open it, or (Shift) mark it, comparing it with the one marked.
+    fn pick(&mut self, ui: &egui::Ui, i: usize) -> Option<Pick> {
+        if !ui.input(|inp| inp.modifiers.shift) {
+            return Some(Pick::Open(i));
+        }
+        match self.marked.take() {
+            Some(m) if m != i => Some(Pick::Compare(m, i)),
+            Some(_) => None,
+            None => {
+                self.marked = Some(i);
+                None
+            }
+        }
+    }
+}
+
+/// A cell's title (the rank and its peak) and its note (outlier, growth or OOMs).
+fn cell_titles(painter: &egui::Painter, cell: Rect, row: &ranks::RankRow, outlier: Option<f64>) {
+    corner_text(painter, cell, format!("{}  {}", row.label, units::bytes(row.peak_bytes)), theme::AXIS_TEXT, false);
+    let note = match (outlier, row.steady_growth, row.oom_events) {
+        (Some(over), _, _) => Some((format!("outlier {over:+.0}%"), theme::CAPACITY)),
+        (None, true, _) => Some((
+            format!("grows {}/step", units::bytes(row.retained_per_step_bytes.unwrap_or(0).max(0) as u64)),
+            theme::PEAK,
+        )),
+        (None, false, n) if n > 0 => Some((units::count(n as u64, "OOM", "OOMs"), theme::CAPACITY)),
+        _ => None,
+    };
+    if let Some((text, colour)) = note {
+        corner_text(painter, cell, text, colour, true);
+    }
+}
+
+/// Text in a cell's top left (or top right) corner.
+fn corner_text(painter: &egui::Painter, cell: Rect, text: String, colour: Color32, right: bool) {
+    let (at, align) = match right {
+        false => (cell.left_top() + vec2(6.0, 4.0), egui::Align2::LEFT_TOP),
+        true => (cell.right_top() + vec2(-6.0, 4.0), egui::Align2::RIGHT_TOP),
+    };
+    painter.text(at, align, text, egui::FontId::proportional(12.0), colour);
 }
 
 /// Steps closer than this on screen share one line: a cell draws at most a line every two

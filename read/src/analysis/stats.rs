@@ -193,19 +193,61 @@ fn device_stats(
     saved: &dyn SavedStates,
 ) -> DeviceStats {
     let since = |t: Option<i64>| Some(t? - base?);
-    let ev = &snap.events;
     let trace = snap.trace(layout.device);
-    let mut by_action: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut first, mut last) = (None, None);
-    let mut ooms = Vec::new();
-    for e in trace.clone() {
-        *by_action.entry(ev.action_name(e as u32, &snap.strings).to_owned()).or_default() += 1;
+    let events = trace_events(snap, trace.clone(), &since);
+    let elements = origin_counts(layout);
+    let peak = peak_of(snap, layout, spans, &since);
+    let peak_k = layout.peak_action.map_or(-1, ActionIdx::signed);
+    let mut live = layout.live_after(peak_k);
+    let peak_by_category =
+        cats.map(|c| super::categories::breakdown(layout.elements.size, c, live.iter().copied())).unwrap_or_default();
+    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements.size[id.index()]), id));
+    let top_at_peak = live.into_iter().take(TOP_AT_PEAK).map(|id| live_alloc(snap, layout, id, model, cats)).collect();
+    let (allocator_at_peak, ooms) = allocator_states(snap, layout, spans, saved, events.ooms);
+    DeviceStats {
+        device: layout.device,
+        events: trace.len() as u64,
+        events_by_action: events.by_action,
+        actions: layout.actions.len(),
+        trace_truncated: elements.free_only > 0,
+        elements,
+        first_time_us: since(events.first),
+        last_time_us: since(events.last),
+        first_time_epoch_us: events.first,
+        last_time_epoch_us: events.last,
+        peak,
+        top_at_peak,
+        peak_by_category,
+        reserved: reserved_stats(snap, layout.device, &since),
+        allocator_at_peak,
+        ooms,
+    }
+}
+
+/// What one pass over a device's trace events counts: each action, the first and last times,
+/// the OOM events.
+struct TraceEvents {
+    by_action: BTreeMap<String, u64>,
+    first: Option<i64>,
+    last: Option<i64>,
+    ooms: Vec<Oom>,
+}
+
+fn trace_events(
+    snap: &Snapshot,
+    trace: std::ops::Range<usize>,
+    since: &dyn Fn(Option<i64>) -> Option<i64>,
+) -> TraceEvents {
+    let ev = &snap.events;
+    let mut out = TraceEvents { by_action: BTreeMap::new(), first: None, last: None, ooms: Vec::new() };
+    for e in trace {
+        *out.by_action.entry(ev.action_name(e as u32, &snap.strings).to_owned()).or_default() += 1;
         if let Some(t) = time(ev.time_us[e]) {
-            first.get_or_insert(t);
-            last = Some(t);
+            out.first.get_or_insert(t);
+            out.last = Some(t);
         }
         if ev.action[e] == Action::Oom {
-            ooms.push(Oom {
+            out.ooms.push(Oom {
                 event: EventIdx::at(e),
                 time_us: since(time(ev.time_us[e])),
                 time_epoch_us: time(ev.time_us[e]),
@@ -218,7 +260,10 @@ fn device_stats(
             });
         }
     }
+    out
+}
 
+fn origin_counts(layout: LayoutRef<'_>) -> OriginCounts {
     let mut elements = OriginCounts::default();
     for &o in layout.elements.origin {
         match Origin::from_u8(o) {
@@ -227,39 +272,65 @@ fn device_stats(
             Origin::Ghost => elements.ghost += 1,
         }
     }
+    elements
+}
 
-    let peak_k = layout.peak_action.map_or(-1, ActionIdx::signed);
-    let peak_time =
-        layout.peak_action.and_then(|k| layout.action_event(k).get()).and_then(|e| time(ev.time_us[e.index()]));
+/// The peak: its bytes, action, time and the annotations open then.
+fn peak_of(
+    snap: &Snapshot,
+    layout: LayoutRef<'_>,
+    spans: &[annotations::Span],
+    since: &dyn Fn(Option<i64>) -> Option<i64>,
+) -> Peak {
+    let peak_time = layout
+        .peak_action
+        .and_then(|k| layout.action_event(k).get())
+        .and_then(|e| time(snap.events.time_us[e.index()]));
     let annotation = peak_time
         .map(|t| annotations::in_effect(spans, layout.device, t))
         .unwrap_or_default()
         .into_iter()
         .map(|s| snap.str(s).to_owned())
         .collect();
+    Peak {
+        bytes: layout.peak_bytes,
+        action: layout.peak_action,
+        time_us: since(peak_time),
+        time_epoch_us: peak_time,
+        annotation,
+    }
+}
 
-    let mut live = layout.live_after(peak_k);
-    let peak_by_category =
-        cats.map(|c| super::categories::breakdown(layout.elements.size, c, live.iter().copied())).unwrap_or_default();
-    live.sort_by_key(|&id| (std::cmp::Reverse(layout.elements.size[id.index()]), id));
-    let top_at_peak = live
-        .into_iter()
-        .take(TOP_AT_PEAK)
-        .map(|id| {
-            let el = layout.element(id);
-            LiveAlloc {
-                element: id,
-                size: el.size,
-                addr: el.addr,
-                origin: el.origin.name(),
-                frame: frame_text(snap, element_stack(snap, layout, id)),
-                category: cats.and_then(|c| c.get(id.index()).copied()),
-                shapes: model.map(|m| m.explain(el.size, 3).into_iter().map(|f| f.text).collect()).unwrap_or_default(),
-            }
-        })
-        .collect();
+/// One of the largest allocations live at the peak.
+fn live_alloc(
+    snap: &Snapshot,
+    layout: LayoutRef<'_>,
+    id: ElementId,
+    model: Option<&ModelDims>,
+    cats: Option<&[crate::model::Category]>,
+) -> LiveAlloc {
+    let el = layout.element(id);
+    LiveAlloc {
+        element: id,
+        size: el.size,
+        addr: el.addr,
+        origin: el.origin.name(),
+        frame: frame_text(snap, element_stack(snap, layout, id)),
+        category: cats.and_then(|c| c.get(id.index()).copied()),
+        shapes: model.map(|m| m.explain(el.size, 3).into_iter().map(|f| f.text).collect()).unwrap_or_default(),
+    }
+}
 
-    // One backward pass gives the state at the peak and the state before each OOM.
+/// The allocator's state at the peak, and each OOM's kind and verdict from the state before
+/// it: one backward pass gives both.
+fn allocator_states(
+    snap: &Snapshot,
+    layout: LayoutRef<'_>,
+    spans: &[annotations::Span],
+    saved: &dyn SavedStates,
+    mut ooms: Vec<Oom>,
+) -> (Option<AllocatorAtPeak>, Vec<Oom>) {
+    let trace = snap.trace(layout.device);
     let peak_event = layout.peak_action.and_then(|k| layout.action_event(k).get());
     let peak_rel = peak_event.map(|e| e.index() as i64 - trace.start as i64);
     let wanted = peak_rel.into_iter().collect();
@@ -268,7 +339,7 @@ fn device_stats(
     for (o, r) in ooms.iter_mut().zip(super::oom::reports(snap, layout, spans, &oom_states)) {
         (o.kind, o.verdict) = (Some(r.kind), Some(r.verdict));
     }
-    let allocator_at_peak = peak_rel.map(|rel| {
+    let at_peak = peak_rel.map(|rel| {
         let s = states.iter().find(|s| s.event == rel).expect("the asked-for state is computed");
         AllocatorAtPeak {
             reserved_bytes: s.reserved,
@@ -277,38 +348,22 @@ fn device_stats(
             largest_free_bytes: s.largest_free,
         }
     });
-    let reserved = reserved::timeline(snap, layout.device);
-    let (reserved_peak, reserved_peak_time) = reserved.peak();
+    (at_peak, ooms)
+}
 
-    DeviceStats {
-        device: layout.device,
-        events: trace.len() as u64,
-        events_by_action: by_action,
-        actions: layout.actions.len(),
-        trace_truncated: elements.free_only > 0,
-        elements,
-        first_time_us: since(first),
-        last_time_us: since(last),
-        first_time_epoch_us: first,
-        last_time_epoch_us: last,
-        peak: Peak {
-            bytes: layout.peak_bytes,
-            action: layout.peak_action,
-            time_us: since(peak_time),
-            time_epoch_us: peak_time,
-            annotation,
-        },
-        top_at_peak,
-        peak_by_category,
-        reserved: ReservedStats {
-            peak_bytes: reserved_peak,
-            peak_time_us: since(reserved_peak_time),
-            peak_time_epoch_us: reserved_peak_time,
-            final_bytes: reserved.final_bytes,
-            segments: snap.device_segments(layout.device).count(),
-        },
-        allocator_at_peak,
-        ooms,
+fn reserved_stats(
+    snap: &Snapshot,
+    device: crate::model::DeviceId,
+    since: &dyn Fn(Option<i64>) -> Option<i64>,
+) -> ReservedStats {
+    let reserved = reserved::timeline(snap, device);
+    let (peak_bytes, peak_time) = reserved.peak();
+    ReservedStats {
+        peak_bytes,
+        peak_time_us: since(peak_time),
+        peak_time_epoch_us: peak_time,
+        final_bytes: reserved.final_bytes,
+        segments: snap.device_segments(device).count(),
     }
 }
 
@@ -345,9 +400,6 @@ pub fn render_text(stats: &Stats, title: &str) -> String {
 }
 
 fn render_device(out: &mut String, d: &DeviceStats) {
-    let row = |out: &mut String, label: &str, value: String| {
-        let _ = writeln!(out, "  {label:<18}{value}");
-    };
     let _ = writeln!(out, "\ndevice {}", d.device);
     let by_action: Vec<String> =
         d.events_by_action.iter().map(|(a, n)| format!("{a} {}", units::thousands(*n))).collect();
@@ -367,6 +419,18 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     if let (Some(a), Some(b)) = (d.first_time_us, d.last_time_us) {
         row(out, "wall time", units::duration_us(b - a));
     }
+    render_peak(out, d);
+    render_memory(out, d);
+    render_trace(out, d);
+    render_top_at_peak(out, &d.top_at_peak);
+}
+
+/// One labelled line of a device's report.
+fn row(out: &mut String, label: &str, value: String) {
+    let _ = writeln!(out, "  {label:<18}{value}");
+}
+
+fn render_peak(out: &mut String, d: &DeviceStats) {
     let mut peak = format!("{} ({} B)", units::bytes(d.peak.bytes), units::thousands(d.peak.bytes));
     match d.peak.action {
         Some(k) => {
@@ -384,6 +448,10 @@ fn render_device(out: &mut String, d: &DeviceStats) {
     if !d.peak_by_category.is_empty() {
         row(out, "  by category", super::categories::one_line(&d.peak_by_category));
     }
+}
+
+/// Reserved memory, and the allocator's state at the peak.
+fn render_memory(out: &mut String, d: &DeviceStats) {
     let r = &d.reserved;
     row(
         out,
@@ -408,6 +476,11 @@ fn render_device(out: &mut String, d: &DeviceStats) {
             ),
         );
     }
+}
+
+/// Whether the trace is whole, and its OOMs.
+fn render_trace(out: &mut String, d: &DeviceStats) {
+    let e = &d.elements;
     row(
         out,
         "trace",
@@ -440,20 +513,24 @@ fn render_device(out: &mut String, d: &DeviceStats) {
             ),
         );
     }
-    if !d.top_at_peak.is_empty() {
-        let _ = writeln!(out, "  largest live allocations at the peak:");
-        let _ = writeln!(out, "    {:>10}  {:<18}  {:<9}  {:<15}  frame", "size", "address", "origin", "category");
-        for a in &d.top_at_peak {
-            let shapes = if a.shapes.is_empty() { String::new() } else { format!("  [{}]", a.shapes.join(" | ")) };
-            let _ = writeln!(
-                out,
-                "    {:>10}  {:<18}  {:<9}  {:<15}  {}{shapes}",
-                units::bytes(a.size),
-                format!("{:#x}", a.addr),
-                a.origin,
-                a.category.map_or("", |c| c.name()),
-                a.frame.as_deref().unwrap_or("(no stack recorded)")
-            );
-        }
+}
+
+fn render_top_at_peak(out: &mut String, top: &[LiveAlloc]) {
+    if top.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  largest live allocations at the peak:");
+    let _ = writeln!(out, "    {:>10}  {:<18}  {:<9}  {:<15}  frame", "size", "address", "origin", "category");
+    for a in top {
+        let shapes = if a.shapes.is_empty() { String::new() } else { format!("  [{}]", a.shapes.join(" | ")) };
+        let _ = writeln!(
+            out,
+            "    {:>10}  {:<18}  {:<9}  {:<15}  {}{shapes}",
+            units::bytes(a.size),
+            format!("{:#x}", a.addr),
+            a.origin,
+            a.category.map_or("", |c| c.name()),
+            a.frame.as_deref().unwrap_or("(no stack recorded)")
+        );
     }
 }
