@@ -5,8 +5,10 @@
 
 use eframe::egui::{self, Rect, pos2};
 
-use super::app::{ViewerOptions, new_timeline, plot_ui};
+use super::app::ViewerOptions;
+use super::open_view::new_timeline;
 use super::ranks::{RankCurve, StepAxis};
+use super::screen::plot_ui;
 use super::timeline::Timeline;
 use super::view::View;
 

@@ -28,11 +28,13 @@ pub mod marks;
 pub mod memory_map;
 pub mod offscreen;
 pub mod ooms;
+pub mod open_view;
 pub mod overlays;
 pub mod panels;
 pub mod pools;
 pub mod ranks;
 pub mod reserved;
+pub mod screen;
 pub mod search;
 pub mod selection;
 pub mod settings;
@@ -237,7 +239,7 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
     // The archive is opened while the window and the GPU device are made.
     let prepared = (job.is_none() && crate::file::is_archive(&path)).then(|| {
         let path = path.clone();
-        std::thread::Builder::new().name("memviz-open".into()).spawn(move || app::open_file(&path))
+        std::thread::Builder::new().name("memviz-open".into()).spawn(move || open_view::open_file(&path))
     });
     eframe::run_native(
         &title,

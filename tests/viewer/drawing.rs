@@ -334,10 +334,10 @@ fn lines_stay_on_the_plot_and_saves_never_overwrite() {
     assert!(app.timeline().unwrap().view.y1 >= h100 as f64, "the capacity line is on the plot");
 
     let dir = tempdir();
-    let first = memviz::viewer::app::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
+    let first = memviz::viewer::screen::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
     assert_eq!(first.file_name().unwrap(), "view-0-10.png");
     std::fs::write(&first, b"earlier").unwrap();
-    let second = memviz::viewer::app::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
+    let second = memviz::viewer::screen::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());
     assert_eq!(second.file_name().unwrap(), "view-0-10-2.png");
 }
 

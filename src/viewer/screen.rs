@@ -1,0 +1,281 @@
+//! The main screen of an open archive: the top bar, the view switch and the search bar, the
+//! timeline's plot with its overlays, saving a PNG of it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use eframe::egui::{self, Rect, Sense, pos2};
+use eframe::egui_wgpu;
+
+use super::gpu::{Globals, TimelinePaint};
+use super::open_view::link;
+
+use super::app::ViewerOptions;
+use super::data::Plane;
+use super::details::stack_text;
+use super::memory_map::MemoryMap;
+use super::tabs::Tab;
+use super::timeline::Timeline;
+use super::{panels, theme};
+use crate::model::NONE;
+
+/// The app state the main screen changes besides the timeline.
+pub(super) struct Screen<'a> {
+    pub(super) tab: &'a mut Tab,
+    pub(super) map: &'a mut MemoryMap,
+    pub(super) answers: &'a mut super::answers_panel::AnswersPanel,
+    pub(super) stack_filter: &'a mut String,
+    pub(super) full_paths: &'a mut bool,
+    /// The file the user opened (what "copy link" names) and the last status line.
+    pub(super) source: Option<&'a Path>,
+    pub(super) status: &'a mut Option<String>,
+}
+
+/// The main screen of an open archive: the top bar with the view switch, then the view.
+pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions, s: Screen<'_>) {
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
+    egui::Panel::top("share").show(ui, |ui| {
+        ui.horizontal(|ui| {
+            let path = s.source.map_or_else(|| t.session.archive.path.clone(), Path::to_path_buf);
+            if ui.button("copy link").on_hover_text("copy the command line that reopens this view").clicked() {
+                let cmd = link(&path, t, *s.tab);
+                ui.ctx().copy_text(cmd.clone());
+                *s.status = Some(format!("copied: {cmd}"));
+            }
+            if ui.button("save PNG").on_hover_text("write this view to a PNG in the current folder").clicked() {
+                let out = save_png(ui.ctx(), t, s.source);
+                *s.status = Some(format!("saved {}", out.display()));
+            }
+            if let Some(text) = s.status.as_deref() {
+                ui.weak(text);
+            }
+        });
+    });
+    if ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F)) {
+        t.search.open = true;
+        ui.ctx().memory_mut(|m| m.request_focus(egui::Id::unique("memviz search")));
+    }
+    if t.search.open {
+        egui::Panel::top("search").show(ui, |ui| search_ui(ui, t));
+    }
+    let plane = if *s.tab == Tab::Segments { Plane::Segments } else { Plane::Elements };
+    let has_plane = t.set_plane(plane);
+    if t.pools_view != (*s.tab == Tab::Pools) {
+        t.pools_view = *s.tab == Tab::Pools;
+        t.invalidate_raster();
+    }
+    if *s.tab == Tab::Settings {
+        egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+            super::settings::ui(ui, t.session.allocator_settings().as_ref());
+        });
+        return;
+    }
+    if !has_plane {
+        egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+            ui.centered_and_justified(|ui| {
+                ui.label("This archive was made before format 4, without the segment timeline: re-index to see this.")
+            });
+        });
+        return;
+    }
+    egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
+        panels::bottom_bar_ui(ui, t, options, s.stack_filter, s.full_paths);
+    });
+    egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, t));
+    if t.colour_by_category && t.plane == Plane::Elements {
+        egui::Panel::bottom("legend").show(ui, |ui| panels::legend_ui(ui, t));
+    }
+    if *s.tab == Tab::State {
+        let height = ui.available_height() * 0.55;
+        egui::Panel::right("events").resizable(true).default_size(300.0).show(ui, |ui| {
+            super::events_list::ui(ui, t, s.map);
+        });
+        egui::Panel::bottom("memory map").resizable(true).default_size(height).show(ui, |ui| {
+            s.map.ui(ui, t);
+        });
+        super::events_list::keys(ui, t);
+    } else if s.answers.open && *s.tab == Tab::Timeline {
+        egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| s.answers.ui(ui, t));
+    }
+    // Unfilled: the frame is cleared to the background colour already (offscreen: the pass's
+    // clear; the window: `clear_color`), and on a CPU rasteriser each full-plot fill costs a
+    // fifth of the frame.
+    let oom = egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| plot_ui(ui, t, options)).inner;
+    // A click on an OOM marker: the memory map just before it.
+    if let Some(e) = oom {
+        *s.tab = Tab::State;
+        t.selection.event = Some(e - 1);
+    }
+    let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
+    if copy && let Some(hit) = t.selection.focus() {
+        let stack = t.stacked().sites.get(hit.element.index()).copied().unwrap_or(NONE);
+        ui.ctx().copy_text(stack_text(&t.session, stack));
+    }
+}
+
+/// `NAME.png`, or `NAME-2.png`, `NAME-3.png`, … whichever does not exist yet: a save never
+/// overwrites an earlier one.
+pub fn unused_png_name(name: &str) -> PathBuf {
+    let first = PathBuf::from(format!("{name}.png"));
+    std::iter::once(first)
+        .chain((2..).map(|n| PathBuf::from(format!("{name}-{n}.png"))))
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .expect("an unused name")
+}
+
+/// "save PNG": asks the window for this frame, written (by the integration, once it has the
+/// pixels) to the working folder, named after the file and the actions shown.
+pub(super) fn save_png(ctx: &egui::Context, t: &Timeline, source: Option<&Path>) -> PathBuf {
+    let stem = source
+        .unwrap_or(&t.session.archive.path)
+        .file_stem()
+        .map_or("memviz".into(), |s| s.to_string_lossy().into_owned());
+    let out = unused_png_name(&format!("{stem}-{:.0}-{:.0}", t.view.x0.max(0.0), t.view.x1));
+    let target = out.clone();
+    ctx.request_screenshot(move |image| {
+        let [w, h] = image.size;
+        let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+        let written = crate::output::write_atomic(&target, |f| {
+            let mut enc = png::Encoder::new(f, w as u32, h as u32);
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Eight);
+            enc.write_header()?.write_image_data(&rgba)?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            eprintln!("warning: could not save {}: {e:#}", target.display());
+        }
+    });
+    out
+}
+
+/// The search bar: the field, the count, and the next / previous match (Enter / Shift+Enter).
+pub(super) fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+    let session = Arc::clone(&t.session);
+    ui.horizontal(|ui| {
+        ui.label("find");
+        let field = egui::TextEdit::singleline(&mut t.search.text)
+            .id(egui::Id::unique("memviz search"))
+            .hint_text("address (0x…) or frame text (/regex/)")
+            .desired_width(360.0);
+        let response = ui.add(field);
+        t.search.update(&session, t.device, ui.ctx());
+        let entered = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        let back = ui.input(|i| i.modifiers.shift);
+        let mut go = entered.then_some(!back);
+        if ui.button("▲").on_hover_text("previous match (Shift+Enter)").clicked() {
+            go = Some(false);
+        }
+        if ui.button("▼").on_hover_text("next match (Enter)").clicked() {
+            go = Some(true);
+        }
+        if let Some(forward) = go
+            && let Some(id) = t.search.step(forward)
+        {
+            t.go_to_element(id);
+            response.request_focus();
+        }
+        match (&t.search.error, t.search.matches.len(), t.search.current) {
+            (Some(e), _, _) => ui.colored_label(theme::CAPACITY, e.as_str()),
+            (None, 0, _) if t.search.pending() => ui.weak("searching…"),
+            (None, 0, _) if !t.search.text.trim().is_empty() => ui.label("no match"),
+            (None, 0, _) => ui.weak("every allocation that ever covered an address, or a frame's text"),
+            (None, n, Some(i)) => ui.label(format!("match {} of {n}", i + 1)),
+            (None, n, None) => ui.label(format!("{n} match{}", if n == 1 { "" } else { "es" })),
+        };
+        if ui.button("✕").on_hover_text("close (Esc)").clicked() || ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+            t.search.open = false;
+        }
+    });
+}
+
+/// A tick at the top of the plot where each match of the search was allocated, so a match too
+/// small to be drawn at this zoom is still found (the current one taller).
+pub(super) fn search_ticks(painter: &egui::Painter, t: &Timeline, rect: Rect) {
+    if !t.search.active() || t.time_axis || t.plane != Plane::Elements {
+        return;
+    }
+    t.search.ticks(painter, &t.view, rect);
+}
+
+/// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
+/// whose marker was clicked.
+pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
+    let full = ui.available_rect_before_wrap();
+    let lane = Rect::from_min_max(
+        pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()),
+        pos2(full.right(), full.top() + theme::ANNOTATION_LANE),
+    );
+    let rect = Rect::from_min_max(
+        pos2(full.left() + theme::Y_AXIS_WIDTH, lane.bottom() + 2.0),
+        pos2(full.right() - 8.0, full.bottom() - theme::X_AXIS_HEIGHT),
+    );
+    if rect.width() < 10.0 || rect.height() < 10.0 {
+        return None;
+    }
+    let response = ui.allocate_rect(rect, Sense::click_and_drag());
+    let ppp = ui.ctx().pixels_per_point();
+    t.plot_rect = rect;
+    t.input(ui, &response);
+    let quads = t.draw_list(rect, ppp);
+    let frame_uploads = t.textures.begin_frame();
+    if t.colour_by_category && t.categories().is_none() {
+        ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
+    }
+    let sites = t.site_table();
+    let colours = t.colours();
+    let mode = t.shader_mode();
+    let globals = Globals {
+        hovered: t.selection.hovered.map(|h| h.element).or(t.selection.map_hover).map_or(NONE, |e| e.0),
+        pinned: t.selection.pinned.map_or(NONE, |h| h.element.0),
+        outlines: u32::from(t.selection.hovered.is_some() || t.selection.pinned.is_some()),
+        mode,
+        n_sites: sites.as_ref().as_ref().len() as u32,
+        n_colours: colours.len() as u32,
+        search: u32::from(t.search.active()),
+        pad: 0,
+    };
+    let paint = TimelinePaint {
+        slot: t.slot,
+        evict: frame_uploads.evict,
+        colours_for: (t.device.0 as u32 * 2 + t.plane as u32, t.colour_key()),
+        sites,
+        by_site: t.keys_by_site(),
+        colours,
+        marks: if t.search.active() {
+            (t.search.generation, Arc::clone(&t.search.marks))
+        } else {
+            (0, Arc::new(Vec::new()))
+        },
+        uploads: frame_uploads.uploads,
+        quads,
+        globals,
+        clip: rect,
+    };
+    t.grid(ui.painter());
+    ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
+    t.pools_overlay(ui);
+    t.reserved_overlay(ui.painter());
+    t.floor_overlay(ui.painter());
+    t.overlays(ui.painter(), full, options.gpu);
+    t.annotations_ui(ui, lane, &options.annotations);
+    search_ticks(ui.painter(), t, rect);
+    let oom = t.oom_markers(ui);
+    t.load_wanted_times();
+    if t.worker.busy() || t.textures.pending() > 0 {
+        ui.ctx().request_repaint();
+    }
+    if let Some(hit) = t.selection.hovered
+        && !t.tooltip_hidden
+        && let Some(gathered) = t.element_info(hit.element, options)
+        && let Some(mut info) = Option::clone(&gathered)
+    {
+        if let Some(c) = t.category_of(hit.element) {
+            info.attributes.insert(0, ("category", c.name().to_owned()));
+        }
+        let start = t.session.time_base_us();
+        response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
+    }
+    oom
+}
