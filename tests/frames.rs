@@ -21,7 +21,7 @@ fn bench_in(archive: &Path, tab: Tab, answers: bool, wall_time: bool) -> memviz:
     gpu.settle(&mut app, 3000);
     // The annotation lane's spans are placed once the time axis is in (the checks' thread).
     let t = app.timeline().unwrap();
-    t.session.time_axis_now(t.device);
+    t.doc.session.time_axis_now(t.doc.device);
     if wall_time {
         app.timeline_mut().unwrap().set_time_axis(true);
     }

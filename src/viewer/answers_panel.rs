@@ -11,6 +11,7 @@ use eframe::egui::{self, Rect, Sense, Stroke, pos2, vec2};
 use super::background::Latest;
 use super::categories::DeviceCategories;
 use super::data::Session;
+use super::document::Document;
 use super::theme;
 use super::timeline::Timeline;
 use crate::analysis::frames::{self, FrameSource};
@@ -152,18 +153,18 @@ impl AnswersPanel {
 
     /// The answer to `ask` on the device shown, once it is in.
     fn answer(&mut self, t: &Timeline, ask: Ask) -> Option<Arc<Answer>> {
-        if self.worker.as_ref().is_none_or(|(s, _)| !Arc::ptr_eq(s, &t.session)) {
-            let session = Arc::clone(&t.session);
+        if self.worker.as_ref().is_none_or(|(s, _)| !Arc::ptr_eq(s, &t.doc.session)) {
+            let session = Arc::clone(&t.doc.session);
             let worker = Latest::start("answers", t.ctx().clone(), move |key: &Key| answer(&session, key));
-            self.worker = Some((Arc::clone(&t.session), worker));
+            self.worker = Some((Arc::clone(&t.doc.session), worker));
         }
         let (_, worker) = self.worker.as_ref()?;
         let categories = t.categories_shared().map(Categories);
-        worker.get(&Key { device: t.device, ask, categories })
+        worker.get(&Key { device: t.doc.device, ask, categories })
     }
 
     fn live_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
-        let at = t.selection.focus().and_then(|h| t.action_at(h.x));
+        let at = t.doc.selection.focus().and_then(|h| t.action_at(h.x));
         let Some(k) = at else {
             ui.weak("Hover over (or pin) the timeline to see everything live at that moment.");
             return;
@@ -201,11 +202,11 @@ impl AnswersPanel {
         }
         ui.add_space(6.0);
         ui.label("live bytes by stack (outermost frame on top)");
-        icicle_ui(ui, t, icicle);
+        icicle_ui(ui, &t.doc, icicle);
     }
 
     fn range_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
-        let Some((a, b)) = t.selection.range else {
+        let Some((a, b)) = t.doc.selection.range else {
             ui.weak("Ctrl/Cmd + drag over the timeline to select a range.");
             return;
         };
@@ -255,12 +256,12 @@ fn category_table(ui: &mut egui::Ui, id: &str, by: &[crate::analysis::categories
     });
 }
 
-fn icicle_ui(ui: &mut egui::Ui, t: &Timeline, icicle: &Icicle) {
+fn icicle_ui(ui: &mut egui::Ui, doc: &Document, icicle: &Icicle) {
     let depth = icicle.nodes.iter().map(|n| n.2 + 1).max().unwrap_or(0);
     let width = ui.available_width().max(50.0);
     let (rect, response) = ui.allocate_exact_size(vec2(width, depth as f32 * ROW), Sense::hover());
     let painter = ui.painter_at(rect);
-    let root = t.session.root();
+    let root = doc.session.root();
     let font = egui::FontId::proportional(10.5);
     let mut hovered = None;
     for &(frame, bytes, d, x0, w) in &icicle.nodes {

@@ -121,13 +121,13 @@ impl ViewerApp {
         let timeline_busy = |t: &Timeline| {
             t.worker.busy()
                 || t.textures.pending() > 0
-                || (t.colour_by_category && t.categories_ready().is_none())
+                || (t.doc.colour_by_category && t.categories_ready().is_none())
                 || t.shapes_pending()
                 || t.raster_pending
                 || t.details_pending()
                 || t.reserved_cache.busy()
                 || t.times_pending()
-                || t.search.pending()
+                || t.doc.search.pending()
                 || t.segment_minimap_pending()
         };
         match &self.content {
@@ -173,7 +173,7 @@ impl ViewerApp {
         };
         let mut t = new_timeline(&self.options, session, ctx);
         if let Err(e) = apply_view(&mut t, &self.options) {
-            self.content = Content::Failed(format!("{}: {e}", t.session.archive.path.display()));
+            self.content = Content::Failed(format!("{}: {e}", t.doc.session.archive.path.display()));
             return;
         }
         self.content = Content::Open(Box::new(t));
@@ -207,7 +207,9 @@ impl ViewerApp {
     pub fn draws_timeline(&self) -> bool {
         match self.tab {
             Tab::Settings => false,
-            Tab::Segments => self.timeline().is_none_or(|t| t.session.stacked(t.device, Plane::Segments).is_some()),
+            Tab::Segments => {
+                self.timeline().is_none_or(|t| t.doc.session.stacked(t.doc.device, Plane::Segments).is_some())
+            }
             _ => true,
         }
     }
@@ -240,13 +242,13 @@ impl ViewerApp {
             if self.frames >= 2
                 && let Some(t) = self.timeline()
             {
-                t.first_frame.drawn();
+                t.doc.first_frame.drawn();
             }
             return;
         };
         if let Some(t) = self.timeline() {
-            t.first_frame.drawn();
-            if let Err(e) = t.session.ids.wait() {
+            t.doc.first_frame.drawn();
+            if let Err(e) = t.doc.session.ids.wait() {
                 self.content = Content::Failed(e.clone());
                 // What the panic left half drawn (textures it dropped, among them) must not reach
                 // the GPU: egui runs the frame again, showing the line.
@@ -260,10 +262,10 @@ impl ViewerApp {
     /// Turns what the background checks found into the one line shown instead of the timeline.
     pub fn refresh_status(&mut self) {
         let Content::Open(t) = &self.content else { return };
-        let failed = match t.session.ids.get() {
+        let failed = match t.doc.session.ids.get() {
             Some(Err(e)) => Some(e.clone()),
-            _ => t.session.corruption().map(|why| {
-                format!("{}: {why}; re-run `memviz index` on the snapshot", t.session.archive.path.display())
+            _ => t.doc.session.corruption().map(|why| {
+                format!("{}: {why}; re-run `memviz index` on the snapshot", t.doc.session.archive.path.display())
             }),
         };
         if let Some(e) = failed {
@@ -366,7 +368,7 @@ impl ViewerApp {
                 back.then_some(Content::Ranks)
             }
             Content::Open(t) => {
-                let name = t.session.archive.path.display().to_string();
+                let name = t.doc.session.archive.path.display().to_string();
                 let back = egui::Panel::top("ranks bar")
                     .show(ui, |ui| {
                         ui.horizontal(|ui| {

@@ -30,11 +30,11 @@ impl Compare {
         };
         let (mut ta, mut tb) = (open(a), open(b));
         // One y scale: the higher peak of the two.
-        let y1 = ta.view.y1.max(tb.view.y1);
-        ta.view.y1 = y1;
-        tb.view.y1 = y1;
+        let y1 = ta.doc.view.y1.max(tb.doc.view.y1);
+        ta.doc.view.y1 = y1;
+        tb.doc.view.y1 = y1;
         let mut c = Compare {
-            last: [ta.view, tb.view],
+            last: [ta.doc.view, tb.doc.view],
             a: ta,
             b: tb,
             axes: [a.steps.clone(), b.steps.clone()],
@@ -48,17 +48,17 @@ impl Compare {
     fn follow(&mut self, lead: usize) {
         let (from, to) = (&self.axes[lead], &self.axes[1 - lead]);
         let (src, dst) = if lead == 0 { (&self.a, &mut self.b) } else { (&self.b, &mut self.a) };
-        if src.time_axis || dst.time_axis {
+        if src.doc.time_axis || dst.doc.time_axis {
             return;
         }
-        let x0 = to.action(from.position(src.view.x0));
-        let x1 = to.action(from.position(src.view.x1));
+        let x0 = to.action(from.position(src.doc.view.x0));
+        let x1 = to.action(from.position(src.doc.view.x1));
         if x1 - x0 > 0.1 {
-            dst.view.x0 = x0;
-            dst.view.x1 = x1;
+            dst.doc.view.x0 = x0;
+            dst.doc.view.x1 = x1;
             dst.invalidate_raster();
         }
-        self.last = [self.a.view, self.b.view];
+        self.last = [self.a.doc.view, self.b.doc.view];
     }
 
     /// The bar above: the two ranks and the way back; true when "back" was clicked.
@@ -83,13 +83,13 @@ impl Compare {
             let name = self.names[i].clone();
             let t = if i == 0 { &mut self.a } else { &mut self.b };
             ui.scope_builder(egui::UiBuilder::new().max_rect(half).id_salt(("compare", i)), |ui| {
-                ui.label(format!("{name} — {}", t.session.archive.path.display()));
+                ui.label(format!("{name} — {}", t.doc.session.archive.path.display()));
                 plot_ui(ui, t, options);
             });
         }
-        if self.a.view != self.last[0] {
+        if self.a.doc.view != self.last[0] {
             self.follow(0);
-        } else if self.b.view != self.last[1] {
+        } else if self.b.doc.view != self.last[1] {
             self.follow(1);
         }
     }

@@ -22,16 +22,16 @@ impl Timeline {
     fn floors(&self, columns: usize) -> Vec<Option<u64>> {
         let l = self.stacked().layout;
         let n = l.actions.len();
-        let per = (self.view.x1 - self.view.x0) / columns.max(1) as f64;
+        let per = (self.doc.view.x1 - self.doc.view.x0) / columns.max(1) as f64;
         if per < MIN_ACTIONS_PER_COLUMN || n == 0 {
             return Vec::new();
         }
-        let levels = self.session.minimap(self.device);
+        let levels = self.doc.session.minimap(self.doc.device);
         let mins: Vec<(u64, &[u64])> = levels.iter().map(|&(apb, min, _)| (apb, min)).collect();
         (0..columns)
             .map(|c| {
-                let a = (self.view.x0 + per * c as f64).floor().max(0.0) as usize;
-                let b = ((self.view.x0 + per * (c + 1) as f64).ceil().max(0.0) as usize).min(n);
+                let a = (self.doc.view.x0 + per * c as f64).floor().max(0.0) as usize;
+                let b = ((self.doc.view.x0 + per * (c + 1) as f64).ceil().max(0.0) as usize).min(n);
                 minimap::range_min_outward(l.totals, &mins, a, b)
             })
             .collect()
@@ -39,12 +39,12 @@ impl Timeline {
 
     /// Draws the floor over the plot at coarse zoom (the element timeline, on the action axis).
     pub fn floor_overlay(&mut self, painter: &egui::Painter) {
-        if self.time_axis || self.plane != Plane::Elements || self.pools_view {
+        if self.doc.time_axis || self.doc.plane != Plane::Elements || self.doc.pools_view {
             return;
         }
         let rect = self.plot_rect;
         let columns = rect.width().floor().max(1.0) as usize;
-        let key = (self.device, self.view.x0.to_bits(), self.view.x1.to_bits(), columns);
+        let key = (self.doc.device, self.doc.view.x0.to_bits(), self.doc.view.x1.to_bits(), columns);
         if self.floor_cache.as_ref().is_none_or(|(k, _)| *k != key) {
             self.floor_cache = Some((key, std::sync::Arc::new(self.floors(columns))));
         }
@@ -55,7 +55,7 @@ impl Timeline {
         let mut marks = Vec::with_capacity(floors.len());
         for (c, f) in floors.iter().enumerate() {
             let Some(f) = *f else { continue };
-            let y = self.view.screen_from_bytes(rect, f as f64);
+            let y = self.doc.view.screen_from_bytes(rect, f as f64);
             if !(rect.top()..=rect.bottom()).contains(&y) {
                 continue;
             }

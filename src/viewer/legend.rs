@@ -60,7 +60,7 @@ fn draw(painter: &egui::Painter, r: Rect, swatch: Swatch) {
 /// The legend of the timeline shown: the lines and shades drawn over the element timeline (and
 /// the pools' bands in the pools view), or the segment timeline's colours.
 pub fn timeline_ui(ui: &mut egui::Ui, t: &mut Timeline) {
-    if t.plane == Plane::Segments {
+    if t.doc.plane == Plane::Segments {
         let key = |k: u32| {
             let [r, g, b, _] = theme::palette(k).to_le_bytes();
             Color32::from_rgb(r, g, b)
@@ -90,10 +90,10 @@ pub fn timeline_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         ),
         (Swatch::Fill(OOM), "OOM", "an out-of-memory event (hover it for the verdict, click for the memory map)"),
     ];
-    if t.capacity.is_some() {
+    if t.doc.capacity.is_some() {
         entries.push((Swatch::Line(theme::CAPACITY), "capacity", "the card's memory (--gpu)"));
     }
-    let pools = if t.pools_view { t.pools().cloned() } else { None };
+    let pools = if t.doc.pools_view { t.pools().cloned() } else { None };
     let names: Vec<String> =
         pools.iter().flat_map(|p| p.ids.iter().map(|&(a, b)| format!("pool ({a}, {b})"))).collect();
     for (i, name) in names.iter().enumerate() {

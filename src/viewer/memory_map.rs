@@ -16,6 +16,7 @@ use std::sync::Arc;
 use eframe::egui::{self, Color32, Pos2, Rect, Stroke, pos2};
 
 use super::data::Session;
+use super::document::Document;
 use super::state_worker::{StateWork, StateWorker};
 use super::theme;
 use super::timeline::{Timeline, stacked_in};
@@ -209,10 +210,10 @@ pub struct MemoryMap {
 impl MemoryMap {
     /// The worker of `t`'s archive, started on first use (and again for another archive).
     pub fn worker(&mut self, t: &Timeline, ctx: &egui::Context) -> &mut StateWorker {
-        if self.worker.as_ref().is_some_and(|w| !Arc::ptr_eq(w.session(), &t.session)) {
+        if self.worker.as_ref().is_some_and(|w| !Arc::ptr_eq(w.session(), &t.doc.session)) {
             *self = MemoryMap::default();
         }
-        self.worker.get_or_insert_with(|| StateWorker::start(Arc::clone(&t.session), ctx.clone()))
+        self.worker.get_or_insert_with(|| StateWorker::start(Arc::clone(&t.doc.session), ctx.clone()))
     }
 
     /// A state or rows asked for are still being made: what screenshots and tests wait for.
@@ -229,7 +230,7 @@ impl MemoryMap {
     /// if one did; `self.shown` stays the last one until then.
     fn follow(&mut self, t: &Timeline, ctx: &egui::Context, event: i64) {
         let worker = self.worker(t, ctx);
-        worker.ask_map((t.device, event));
+        worker.ask_map((t.doc.device, event));
         if let Some((_, shown)) = worker.take_map() {
             self.unreadable = shown.is_none();
             self.shown = shown;
@@ -244,7 +245,7 @@ impl MemoryMap {
                 "Hover or pin the timeline, or step with the Left / Right arrow keys, to see the allocator's state at that event.",
             );
         };
-        if t.session.device(t.device).allocator.states.is_empty() {
+        if t.doc.session.device(t.doc.device).allocator.states.is_empty() {
             return note_ui(
                 ui,
                 "This archive was made before format 3, without the allocator's states: re-index to see this.",
@@ -252,7 +253,7 @@ impl MemoryMap {
         }
         self.follow(t, ui.ctx(), event);
         let gone = self.worker.as_ref().is_some_and(StateWorker::gone);
-        let Some(s) = self.shown.as_ref().filter(|s| s.device == t.device) else {
+        let Some(s) = self.shown.as_ref().filter(|s| s.device == t.doc.device) else {
             return note_ui(
                 ui,
                 if self.unreadable || gone {
@@ -267,7 +268,7 @@ impl MemoryMap {
         ui.label(format!(
             "after event {} of device {}: {} segments · reserved {} · allocated {} · pending free {} · free {} (largest hole {})",
             crate::analysis::units::thousands(s.event.max(0) as u64),
-            t.session.ordinal(t.device),
+            t.doc.session.ordinal(t.doc.device),
             segs.len(),
             b(s.summary.reserved),
             b(s.summary.allocated),
@@ -283,9 +284,9 @@ impl MemoryMap {
         let g = Geometry::new(segs, inner, self.view);
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 0.0, theme::BACKGROUND);
-        let sites = stacked_in(&t.session, t.device, super::data::Plane::Elements).sites;
+        let sites = stacked_in(&t.doc.session, t.doc.device, super::data::Plane::Elements).sites;
         super::map_draw::draw(&painter, &g, s, &|block: &Block| s.colour(sites, block));
-        if let Some((i, addr, size)) = linked_block(t, s) {
+        if let Some((i, addr, size)) = linked_block(&t.doc, s) {
             g.each_piece(g.along(segs, i, addr), g.along(segs, i, addr + size), |r| {
                 painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
             });
@@ -296,21 +297,21 @@ impl MemoryMap {
             });
         }
         self.hovered = response.hover_pos().and_then(|p| hit(s, &g, p));
-        t.selection.map_hover = match self.hovered {
+        t.doc.selection.map_hover = match self.hovered {
             Some(MapHit::Block { element, .. }) => element,
             _ => None,
         };
         // A click on a block pins its element: the bottom bar shows it as for the timeline.
         if response.clicked()
-            && let Some(element) = t.selection.map_hover
+            && let Some(element) = t.doc.selection.map_hover
         {
-            let l = t.session.elements(t.device).layout;
+            let l = t.doc.session.elements(t.doc.device).layout;
             let el = l.element(element);
             let x = el.start_opt().map_or(0.0, |k| f64::from(k.0) + 0.5);
-            t.selection.pinned = Some(super::selection::Hit { element, x, byte: el.size as f64 / 2.0 });
+            t.doc.selection.pinned = Some(super::selection::Hit { element, x, byte: el.size as f64 / 2.0 });
         }
         if let Some(h) = self.hovered {
-            let lines = hit_lines(t, s, h);
+            let lines = hit_lines(&t.doc, s, h);
             response.on_hover_ui_at_pointer(|ui| super::panels::info_grid_ui(ui, &lines, "map-tooltip"));
         }
         self.geometry = Some(g);
@@ -325,9 +326,9 @@ fn note_ui(ui: &mut egui::Ui, text: &str) {
 
 /// The block of the element hovered or pinned on the timeline, when it is live in the map:
 /// `(segment, addr, size)`, found by binary searches.
-fn linked_block(t: &Timeline, s: &Shown) -> Option<(usize, u64, u64)> {
-    let id = t.selection.hovered.or(t.selection.pinned)?.element;
-    let addr = *t.session.elements(t.device).layout.elements.addr.get(id.index())?;
+fn linked_block(doc: &Document, s: &Shown) -> Option<(usize, u64, u64)> {
+    let id = doc.selection.hovered.or(doc.selection.pinned)?.element;
+    let addr = *doc.session.elements(doc.device).layout.elements.addr.get(id.index())?;
     if s.elements.get(&addr) != Some(&id) {
         return None;
     }
@@ -368,21 +369,21 @@ fn zoom_pan(view: &mut MapView, ui: &egui::Ui, response: &egui::Response, segs: 
 
 /// The event the map shows: the hovered action's on the timeline, else the selected one.
 pub fn map_event(t: &Timeline) -> Option<i64> {
-    if let Some(k) = t.selection.hovered.and_then(|h| t.action_at(h.x)) {
-        return Some(action_event(t, k));
+    if let Some(k) = t.doc.selection.hovered.and_then(|h| t.action_at(h.x)) {
+        return Some(action_event(&t.doc, k));
     }
-    t.selection.event
+    t.doc.selection.event
 }
 
 /// The device-relative event of element-timeline action `k` (the last event for the synthetic
 /// action of a trace without actions).
-pub fn action_event(t: &Timeline, k: usize) -> i64 {
-    t.session.event_of_action(t.device, ActionIdx::at(k))
+pub fn action_event(doc: &Document, k: usize) -> i64 {
+    doc.session.event_of_action(doc.device, ActionIdx::at(k))
 }
 
 /// The element-timeline action at or before device-relative event `event` (−1: none).
-pub fn action_before(t: &Timeline, event: i64) -> i64 {
-    action_before_in(&t.session, t.device, event)
+pub fn action_before(doc: &Document, event: i64) -> i64 {
+    action_before_in(&doc.session, doc.device, event)
 }
 
 /// [`action_before`] on device `d` of `session`.
@@ -438,7 +439,7 @@ fn hit(s: &Shown, g: &Geometry, p: Pos2) -> Option<MapHit> {
 
 /// The tooltip of what is under the pointer: a block (and its element's stack) or a hole in its
 /// segment.
-fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
+fn hit_lines(doc: &Document, s: &Shown, h: MapHit) -> Vec<(String, String)> {
     let b = crate::analysis::units::bytes;
     let seg = |i: usize| &s.summary.segments[i];
     let pool = |i: usize| seg(i).segment.pool.map_or("default".to_owned(), |(a, c)| format!("({a}, {c})"));
@@ -456,8 +457,8 @@ fn hit_lines(t: &Timeline, s: &Shown, h: MapHit) -> Vec<(String, String)> {
             ];
             let info = element.and_then(|id| {
                 super::details::ElementInfo::gather(
-                    &t.session,
-                    t.device,
+                    &doc.session,
+                    doc.device,
                     super::data::Plane::Elements,
                     id,
                     None,

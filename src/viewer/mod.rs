@@ -18,6 +18,7 @@ pub mod categories;
 pub mod compare;
 pub mod data;
 pub mod details;
+pub mod document;
 pub mod events_list;
 pub mod floor;
 pub mod gpu;
@@ -150,8 +151,8 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     // No window to say it in: every id and the checksum of every block, before anything is
     // written.
     if let Some(t) = app.timeline() {
-        let a = &t.session.archive;
-        t.session.ids.wait().clone().map_err(anyhow::Error::msg)?;
+        let a = &t.doc.session.archive;
+        t.doc.session.ids.wait().clone().map_err(anyhow::Error::msg)?;
         a.verify_checksum_unmapped().map_err(|e| anyhow::anyhow!("{}: {e}", a.path.display()))?;
     }
     if let Some(e) = app.failure() {

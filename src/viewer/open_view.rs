@@ -8,6 +8,7 @@ use eframe::egui;
 
 use super::app::ViewerOptions;
 use super::data::Session;
+use super::document::Document;
 use super::tabs::{OpenAt, Tab};
 use super::timeline::Timeline;
 
@@ -22,12 +23,12 @@ pub fn open_file(path: &Path) -> Result<Arc<Session>, String> {
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
     let first_frame = crate::file::spawn_checks(&session);
     let mut t = Timeline::new(session, ctx);
-    t.first_frame = first_frame;
-    t.max_entries = options.max_entries;
-    t.capacity = options.gpu.map(|g| g.1);
+    t.doc.first_frame = first_frame;
+    t.doc.max_entries = options.max_entries;
+    t.doc.capacity = options.gpu.map(|g| g.1);
     t.fit();
-    t.colour_by_category = options.by_category;
-    t.colour_by_site = !options.by_allocation;
+    t.doc.colour_by_category = options.by_category;
+    t.doc.colour_by_site = !options.by_allocation;
     t
 }
 
@@ -35,7 +36,7 @@ pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: 
 /// the pinned element; what does not exist is said the way the commands say it.
 pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), String> {
     if let Some(want) = o.device {
-        let ordinals: Vec<_> = t.session.device_indices().map(|d| t.session.ordinal(d)).collect();
+        let ordinals: Vec<_> = t.doc.session.device_indices().map(|d| t.doc.session.ordinal(d)).collect();
         let d = crate::model::pick_devices(&ordinals, Some(want))?;
         t.select_device(crate::model::DeviceIdx(d[0]));
     }
@@ -47,10 +48,10 @@ pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), Stri
         if !(a < b && b > 0.0 && a < n) {
             return Err(format!("--x {a}..{b} is not a range of the actions (0..{n})"));
         }
-        t.time_axis = false;
-        t.view.x0 = a;
-        t.view.x1 = b;
-        t.view.clamp_x(n);
+        t.doc.time_axis = false;
+        t.doc.view.x0 = a;
+        t.doc.view.x1 = b;
+        t.doc.view.clamp_x(n);
     }
     match o.pin {
         None => {}
@@ -59,32 +60,32 @@ pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), Stri
             if id as usize >= count {
                 return Err(format!("element {id} is out of range (0..{count})"));
             }
-            let view = t.view;
+            let view = t.doc.view;
             t.go_to_element(crate::model::ElementId(id));
             if o.x_range.is_some() || o.at.is_some() {
-                t.view = view;
+                t.doc.view = view;
             }
         }
         Some(super::tabs::Pin::Addr(addr)) => {
-            let session = Arc::clone(&t.session);
-            let data = crate::archive::DeviceData::new(&session, t.device);
+            let session = Arc::clone(&t.doc.session);
+            let data = crate::archive::DeviceData::new(&session, t.doc.device);
             let hits = crate::analysis::find::matching(
                 &data.timeline(),
                 session.root(),
                 &crate::analysis::find::Query::Addr(addr),
             );
             let l = t.stacked().layout;
-            let centre = ((t.view.x0 + t.view.x1) / 2.0).floor() as i64;
+            let centre = ((t.doc.view.x0 + t.doc.view.x1) / 2.0).floor() as i64;
             let live = |id: &crate::model::ElementId| {
                 let e = l.element(*id);
                 e.start_opt().is_none_or(|s| s.signed() <= centre) && e.end_opt().is_none_or(|x| x.signed() > centre)
             };
             let pick = hits.iter().copied().find(live).or_else(|| hits.last().copied());
             let id = pick.ok_or_else(|| format!("no allocation ever covered address {addr:#x}"))?;
-            let view = t.view;
+            let view = t.doc.view;
             t.go_to_element(id);
             if o.x_range.is_some() || o.at.is_some() {
-                t.view = view;
+                t.doc.view = view;
             }
         }
     }
@@ -92,7 +93,7 @@ pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), Stri
 }
 
 /// The command line that reopens what `t` shows (file, device, view, x range, pinned element).
-pub fn link(path: &Path, t: &Timeline, tab: Tab) -> String {
+pub fn link(path: &Path, doc: &Document, tab: Tab) -> String {
     let quote = |s: &str| {
         if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c)) {
             s.to_owned()
@@ -103,18 +104,18 @@ pub fn link(path: &Path, t: &Timeline, tab: Tab) -> String {
     let mut cmd = format!(
         "memviz open {} --device {} --view {}",
         quote(&path.display().to_string()),
-        t.session.ordinal(t.device),
+        doc.session.ordinal(doc.device),
         tab.arg()
     );
-    if !t.time_axis {
-        cmd.push_str(&format!(" --x {:.1}..{:.1}", t.view.x0, t.view.x1));
+    if !doc.time_axis {
+        cmd.push_str(&format!(" --x {:.1}..{:.1}", doc.view.x0, doc.view.x1));
     }
-    if let Some(p) = t.selection.pinned {
+    if let Some(p) = doc.selection.pinned {
         cmd.push_str(&format!(" --element {}", p.element.0));
     }
-    if t.colour_by_category {
+    if doc.colour_by_category {
         cmd.push_str(" --colour category");
-    } else if !t.colour_by_site {
+    } else if !doc.colour_by_site {
         cmd.push_str(" --colour allocation");
     }
     cmd
@@ -123,16 +124,16 @@ pub fn link(path: &Path, t: &Timeline, tab: Tab) -> String {
 /// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,
 /// and the view centred on its action; what does not exist is said the way the commands say it.
 pub(super) fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
-    let device = t.session.ordinal(t.device);
-    let events = t.session.trace(t.device).len() as i64;
-    let actions = t.session.elements(t.device).layout.actions.len() as i64;
+    let device = t.doc.session.ordinal(t.doc.device);
+    let events = t.doc.session.trace(t.doc.device).len() as i64;
+    let actions = t.doc.session.elements(t.doc.device).layout.actions.len() as i64;
     let event = match at {
         OpenAt::Event(e) if (-1..events).contains(&e) => e,
         OpenAt::Event(e) => return Err(format!("event {e} is out of range on device {device} (-1..{events})")),
-        OpenAt::Action(k) if (0..actions).contains(&k) => super::memory_map::action_event(t, k as usize),
+        OpenAt::Action(k) if (0..actions).contains(&k) => super::memory_map::action_event(&t.doc, k as usize),
         OpenAt::Action(k) => return Err(format!("action {k} is out of range on device {device} (0..{actions})")),
         OpenAt::Time(us) => {
-            let data = crate::archive::DeviceData::new(&t.session, t.device);
+            let data = crate::archive::DeviceData::new(&t.doc.session, t.doc.device);
             let tl = data.timeline();
             let base = tl.time_base_us.ok_or_else(|| format!("device {device} recorded no times; use --action"))?;
             let k = i64::from(tl.actions_until(base + us)) - 1;
@@ -142,10 +143,10 @@ pub(super) fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
                     crate::analysis::units::duration_us(us)
                 ));
             }
-            super::memory_map::action_event(t, k as usize)
+            super::memory_map::action_event(&t.doc, k as usize)
         }
         OpenAt::Oom(n) => {
-            let marks = super::ooms::marks(&t.session, t.device);
+            let marks = super::ooms::marks(&t.doc.session, t.doc.device);
             let pick = if n == 0 { marks.last() } else { marks.get(n - 1) };
             match pick {
                 Some(m) => m.event - 1,
@@ -157,8 +158,8 @@ pub(super) fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
             }
         }
     };
-    t.selection.event = Some(event);
-    let k = super::memory_map::action_before(t, event);
+    t.doc.selection.event = Some(event);
+    let k = super::memory_map::action_before(&t.doc, event);
     t.centre_on(k.max(0) as f64 + 0.5);
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::analysis::annotations::AnnotationFilter;
 impl Timeline {
     /// Grid lines, painted before the GPU quads so the data covers them.
     pub fn grid(&self, painter: &egui::Painter) {
-        let (rect, v) = (self.plot_rect, &self.view);
+        let (rect, v) = (self.plot_rect, &self.doc.view);
         for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
             painter.hline(rect.x_range(), v.screen_from_bytes(rect, t), Stroke::new(1.0, theme::GRID));
         }
@@ -25,7 +25,7 @@ impl Timeline {
     /// GPU quads.
     pub fn overlays(&self, painter: &egui::Painter, full: Rect, capacity: Option<(&str, u64)>) {
         let rect = self.plot_rect;
-        let v = &self.view;
+        let v = &self.doc.view;
         let font = egui::FontId::monospace(11.0);
         for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
             let y = v.screen_from_bytes(rect, t);
@@ -38,14 +38,14 @@ impl Timeline {
             );
         }
         // Wall-time labels count from the snapshot's start, as every printed time does.
-        let t0 = self.session.time_base_us().map_or(self.x_extent().0, |t| t as f64);
-        let axis_name = if self.time_axis { "wall time" } else { "action" };
+        let t0 = self.doc.session.time_base_us().map_or(self.x_extent().0, |t| t as f64);
+        let axis_name = if self.doc.time_axis { "wall time" } else { "action" };
         let name = painter.layout_no_wrap(axis_name.to_owned(), font.clone(), theme::AXIS_TEXT);
         let name_rect = egui::Align2::RIGHT_TOP.anchor_size(pos2(full.right() - 4.0, rect.bottom() + 3.0), name.size());
         painter.galley(name_rect.min, name, theme::AXIS_TEXT);
         for t in axis::ticks(v.x0, v.x1, (rect.width() / 110.0).max(2.0) as usize, false) {
             let x = v.screen_from_action(rect, t);
-            let label = if self.time_axis { axis::time_label(t - t0) } else { axis::action_label(t) };
+            let label = if self.doc.time_axis { axis::time_label(t - t0) } else { axis::action_label(t) };
             let galley = painter.layout_no_wrap(label, font.clone(), theme::AXIS_TEXT);
             let at = egui::Align2::CENTER_TOP.anchor_size(pos2(x, rect.bottom() + 3.0), galley.size());
             // A tick label that would run into the axis name is left out rather than overprinted.
@@ -87,7 +87,7 @@ impl Timeline {
                 painter.hline(sx0.min(end.x)..=sx0.max(end.x), end.y, Stroke::new(1.5, theme::RULER));
                 painter.vline(sx0, rect.y_range(), Stroke::new(1.0, theme::RULER));
                 painter.vline(end.x, rect.y_range(), Stroke::new(1.0, theme::RULER));
-                let text = if self.time_axis {
+                let text = if self.doc.time_axis {
                     format!("Δ {}", axis::time_label((x1 - x0).abs()))
                 } else {
                     format!("Δ {} actions", axis::action_label((x1 - x0).abs()))
@@ -102,7 +102,7 @@ impl Timeline {
     /// is never covered; the rest show on hover. The spans come placed from a worker
     /// ([`super::span_marks`]): a frame visits those in view, one a pixel column per depth.
     pub fn annotations_ui(&mut self, ui: &mut egui::Ui, lane: Rect, filter: &AnnotationFilter) {
-        if self.plane == Plane::Segments {
+        if self.doc.plane == Plane::Segments {
             return;
         }
         let Some(placed) = self.span_marks(filter) else {
@@ -110,9 +110,9 @@ impl Timeline {
             return;
         };
         let painter = ui.painter_at(lane);
-        let v = &self.view;
+        let v = &self.doc.view;
         let rect = self.plot_rect;
-        let axis = if self.time_axis { Axis::Micros } else { Axis::Actions };
+        let axis = if self.doc.time_axis { Axis::Micros } else { Axis::Actions };
         let per_pixel = (v.x1 - v.x0) / f64::from(rect.width().max(1.0));
         let font = egui::FontId::proportional(11.0);
         let mut labels = Vec::new();
@@ -141,7 +141,7 @@ impl Timeline {
                 labels.push((
                     sx0 + 2.0,
                     (sx1 - sx0) as u32 / depth.depth.saturating_add(1),
-                    self.session.str(span.name),
+                    self.doc.session.str(span.name),
                 ));
             }
         }

@@ -4,6 +4,7 @@
 use eframe::egui::{self, Color32, Rect, Sense, Stroke, pos2};
 
 use super::data::Plane;
+use super::document::Document;
 use super::tabs::Tab;
 use super::theme;
 use super::timeline::Timeline;
@@ -25,7 +26,7 @@ pub fn top_bar_ui(
     // The controls wrap onto a second row in a narrow window rather than being clipped; the
     // texts elide (`…`, the whole on hover) rather than wrapping.
     ui.horizontal_wrapped(|ui| {
-        let root = t.session.root();
+        let root = t.doc.session.root();
         let name = root.source.name.as_str();
         ui.add(egui::Label::new(egui::RichText::new(name).strong()).truncate()).on_hover_text(name);
         ui.separator();
@@ -36,32 +37,32 @@ pub fn top_bar_ui(
         });
         ui.separator();
         let devices: Vec<DeviceId> = root.devices.iter().map(|d| DeviceId(d.device.to_native())).collect();
-        let mut chosen = t.device;
+        let mut chosen = t.doc.device;
         egui::ComboBox::from_id_salt("device")
-            .selected_text(devices.get(t.device.index()).map_or_else(String::new, |&d| device_label(d)))
+            .selected_text(devices.get(t.doc.device.index()).map_or_else(String::new, |&d| device_label(d)))
             .show_ui(ui, |ui| {
                 for (i, &d) in devices.iter().enumerate() {
                     ui.selectable_value(&mut chosen, DeviceIdx(i), device_label(d));
                 }
             });
-        if chosen != t.device {
+        if chosen != t.doc.device {
             t.select_device(chosen);
         }
         ui.separator();
-        let mut time_axis = t.time_axis;
+        let mut time_axis = t.doc.time_axis;
         ui.selectable_value(&mut time_axis, false, "actions");
         let times_ready = t.action_times().is_some();
         ui.add_enabled_ui(times_ready, |ui| ui.selectable_value(&mut time_axis, true, "wall time"));
         t.set_time_axis(time_axis);
         ui.separator();
-        let by = if t.plane == Plane::Segments { "colour by stream / pool" } else { "colour by site" };
-        let mut colour = if t.colour_by_category { 2 } else { u8::from(!t.colour_by_site) };
+        let by = if t.doc.plane == Plane::Segments { "colour by stream / pool" } else { "colour by site" };
+        let mut colour = if t.doc.colour_by_category { 2 } else { u8::from(!t.doc.colour_by_site) };
         ui.selectable_value(&mut colour, 0, by);
         ui.selectable_value(&mut colour, 1, "by allocation");
-        if t.plane == Plane::Elements {
+        if t.doc.plane == Plane::Elements {
             ui.selectable_value(&mut colour, 2, "by category");
         }
-        (t.colour_by_site, t.colour_by_category) = (colour != 1, colour == 2);
+        (t.doc.colour_by_site, t.doc.colour_by_category) = (colour != 1, colour == 2);
         ui.separator();
         if ui.button("fit").clicked() {
             t.fit();
@@ -74,14 +75,14 @@ pub fn top_bar_ui(
         // The detail slider: everything individually, or only the N largest (the rest form one
         // summarized band at the bottom, as in PyTorch's viewer).
         let n = t.stacked().layout.elements.len().max(1);
-        let mut summarize = t.max_entries.is_some();
+        let mut summarize = t.doc.max_entries.is_some();
         ui.checkbox(&mut summarize, "summarize");
         if summarize {
-            let mut k = t.max_entries.unwrap_or(n.min(1000)).clamp(1, n);
+            let mut k = t.doc.max_entries.unwrap_or(n.min(1000)).clamp(1, n);
             ui.add(egui::Slider::new(&mut k, 1..=n).logarithmic(true).text("largest"));
-            t.max_entries = Some(k);
+            t.doc.max_entries = Some(k);
         } else {
-            t.max_entries = None;
+            t.doc.max_entries = None;
         }
         let l = t.stacked().layout;
         let peak = format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64));
@@ -119,7 +120,7 @@ pub fn bottom_bar_ui(
     filter: &mut String,
     full_paths: &mut bool,
 ) {
-    let Some(pin) = t.selection.pinned else {
+    let Some(pin) = t.doc.selection.pinned else {
         ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
         return;
     };
@@ -130,7 +131,7 @@ pub fn bottom_bar_ui(
     if let Some(c) = t.category_of(pin.element) {
         info.attributes.insert(0, ("category", c.name().to_owned()));
     }
-    let start = t.session.time_base_us();
+    let start = t.doc.session.time_base_us();
     ui.horizontal_top(|ui| {
         ui.vertical(|ui| {
             ui.set_width(360.0);
@@ -144,10 +145,10 @@ pub fn bottom_bar_ui(
                 ui.add(egui::TextEdit::singleline(filter).hint_text("filter frames").desired_width(200.0));
                 ui.checkbox(full_paths, "full paths");
                 if ui.button("copy").clicked() {
-                    ui.ctx().copy_text(super::details::stack_text(&t.session, info.stack));
+                    ui.ctx().copy_text(super::details::stack_text(&t.doc.session, info.stack));
                 }
             });
-            let root = t.session.root();
+            let root = t.doc.session.root();
             let lines = frames::shown_lines(root, info.stack, !*full_paths);
             let forward = frames::shown_lines(root, info.forward_stack, !*full_paths);
             let fx = fx_nodes(root, info.stack);
@@ -203,8 +204,8 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let painter = ui.painter_at(rect);
     t.minimap_rect = rect;
-    let session = std::sync::Arc::clone(&t.session);
-    let l = super::timeline::stacked_in(&session, t.device, t.plane).layout;
+    let session = std::sync::Arc::clone(&t.doc.session);
+    let l = super::timeline::stacked_in(&session, t.doc.device, t.doc.plane).layout;
     let n = l.actions.len();
     if n == 0 {
         return;
@@ -213,25 +214,25 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     let per = n as f64 / width as f64;
     if t.by_category() {
         category_overview(&painter, rect, t, per);
-        brush_ui(&painter, &response, rect, t, n);
+        brush_ui(&painter, &response, rect, &mut t.doc, n);
         return;
     }
     // The archive stores the element timeline's levels; the segment timeline's are built once on
     // a named thread (until then the minimap shows only the brush).
-    let segments = if t.plane == Plane::Segments { t.segment_minimap() } else { None };
+    let segments = if t.doc.plane == Plane::Segments { t.segment_minimap() } else { None };
     let levels = match &segments {
         Some(s) => s.iter().map(|m| (m.actions_per_bucket, m.min.as_slice(), m.max.as_slice())).collect(),
-        None if t.plane == Plane::Elements => session.minimap(t.device),
+        None if t.doc.plane == Plane::Elements => session.minimap(t.doc.device),
         None => {
             ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
-            brush_ui(&painter, &response, rect, t, n);
+            brush_ui(&painter, &response, rect, &mut t.doc, n);
             return;
         }
     };
     let rects = minimap_rects(rect, l.totals, l.peak_bytes, &levels);
     let ppp = ui.ctx().pixels_per_point();
     t.minimap_strip.draw(&painter, "memviz minimap", rect, ppp, &rects);
-    brush_ui(&painter, &response, rect, t, n);
+    brush_ui(&painter, &response, rect, &mut t.doc, n);
 }
 
 /// The minimap's abutting one-pixel columns over `rect`: the envelope down to its floor, then
@@ -291,9 +292,9 @@ impl Timeline {
     /// The segment timeline's minimap levels (asked for on a named thread on first call; `None`
     /// meanwhile).
     pub fn segment_minimap(&mut self) -> Option<std::sync::Arc<Vec<crate::lod::minimap::MinMax>>> {
-        if self.segment_minimap.as_ref().is_none_or(|p| p.device != self.device) {
+        if self.segment_minimap.as_ref().is_none_or(|p| p.device != self.doc.device) {
             self.segment_minimap =
-                Some(super::background::Pending::start("minimap", &self.session, self.device, |s, d| {
+                Some(super::background::Pending::start("minimap", &self.doc.session, self.doc.device, |s, d| {
                     std::sync::Arc::new(segment_levels(s, d))
                 }));
         }
@@ -302,14 +303,14 @@ impl Timeline {
 
     /// True while the segment timeline's minimap levels asked for are being built.
     pub fn segment_minimap_pending(&self) -> bool {
-        self.plane == Plane::Segments && self.segment_minimap.as_ref().is_some_and(|p| p.get().is_none())
+        self.doc.plane == Plane::Segments && self.segment_minimap.as_ref().is_some_and(|p| p.get().is_none())
     }
 }
 
 /// The view's brush over the minimap, and clicks or drags on it that move the view.
-fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, t: &mut Timeline, n: usize) {
-    if !t.time_axis {
-        let (v0, v1) = (t.view.x0 / n as f64, t.view.x1 / n as f64);
+fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, doc: &mut Document, n: usize) {
+    if !doc.time_axis {
+        let (v0, v1) = (doc.view.x0 / n as f64, doc.view.x1 / n as f64);
         let brush = Rect::from_x_y_ranges(
             rect.left() + (v0 as f32 * rect.width())
                 ..=rect.left() + (v1 as f32 * rect.width()).max(v0 as f32 * rect.width() + 2.0),
@@ -321,10 +322,10 @@ fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, t: &
             && (response.clicked() || response.dragged())
         {
             let centre = f64::from((p.x - rect.left()) / rect.width()) * n as f64;
-            let span = t.view.x1 - t.view.x0;
-            t.view.x0 = centre - span / 2.0;
-            t.view.x1 = centre + span / 2.0;
-            t.view.clamp_x(n as f64);
+            let span = doc.view.x1 - doc.view.x0;
+            doc.view.x0 = centre - span / 2.0;
+            doc.view.x1 = centre + span / 2.0;
+            doc.view.clamp_x(n as f64);
         }
     }
 }
@@ -349,7 +350,7 @@ fn category_overview(painter: &egui::Painter, rect: Rect, t: &Timeline, per: f64
                 continue;
             }
             let h = bytes as f32 / peak * rect.height();
-            let colour = if t.hidden_categories & (1 << k) != 0 {
+            let colour = if t.doc.hidden_categories & (1 << k) != 0 {
                 super::categories::HIDDEN
             } else {
                 super::categories::colour(Category::ALL[k])
@@ -379,7 +380,7 @@ pub fn legend_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     ui.horizontal_wrapped(|ui| {
         ui.label("categories (share of the peak; click to hide):");
         for k in present {
-            let hidden = t.hidden_categories & (1 << k) != 0;
+            let hidden = t.doc.hidden_categories & (1 << k) != 0;
             let colour = if hidden { super::categories::HIDDEN } else { super::categories::colour(Category::ALL[k]) };
             let text = format!("{} {:.0}%", Category::ALL[k].name(), at_peak[k] as f64 * 100.0 / total as f64);
             let label = egui::RichText::new(text).color(colour);
@@ -389,7 +390,7 @@ pub fn legend_ui(ui: &mut egui::Ui, t: &mut Timeline) {
         }
     });
     if let Some(k) = toggle {
-        t.hidden_categories ^= 1 << k;
+        t.doc.hidden_categories ^= 1 << k;
     }
 }
 

@@ -117,7 +117,7 @@ impl super::timeline::Timeline {
     /// band bytes.
     pub fn pools_overlay(&mut self, ui: &eframe::egui::Ui) {
         use eframe::egui;
-        if !self.pools_view || self.time_axis {
+        if !self.doc.pools_view || self.doc.time_axis {
             return;
         }
         let Some(pools) = self.pools().map(Arc::clone) else { return };
@@ -127,7 +127,7 @@ impl super::timeline::Timeline {
             ui.painter_at(rect).add(super::strip::joined_mesh(&columns, self.pixels_per_point));
         }
         let Some(p) = ui.input(|i| i.pointer.hover_pos()).filter(|p| rect.contains(*p)) else { return };
-        let (x, byte) = self.view.data_from_screen(rect, p);
+        let (x, byte) = self.doc.view.data_from_screen(rect, p);
         let Some(k) = self.action_at(x) else { return };
         let Some((i, live, band)) = pools.at(k, byte) else { return };
         let b = crate::analysis::units::bytes;
@@ -160,12 +160,12 @@ impl super::timeline::Timeline {
                 let Some(h) = sample.and_then(|k| band.get(k as usize).copied()) else { continue };
                 let bottom = bottoms[c];
                 let (y0, y1) = (
-                    self.view.screen_from_bytes(rect, bottom as f64),
-                    self.view.screen_from_bytes(rect, (bottom + h) as f64),
+                    self.doc.view.screen_from_bytes(rect, bottom as f64),
+                    self.doc.view.screen_from_bytes(rect, (bottom + h) as f64),
                 );
                 let (x0, x1) = (
-                    self.view.screen_from_action(rect, spec.x0 + w * c as f64),
-                    self.view.screen_from_action(rect, spec.x0 + w * (c + 1) as f64),
+                    self.doc.view.screen_from_action(rect, spec.x0 + w * c as f64),
+                    self.doc.view.screen_from_action(rect, spec.x0 + w * (c + 1) as f64),
                 );
                 out.push((Rect::from_min_max(pos2(x0, y1), pos2(x1, y0)), colour));
                 bottoms[c] = bottom + h;

@@ -37,7 +37,7 @@ impl ReservedCache {
     /// The highest reserved bytes after any action of `[a, b)`; `None` without the series, or
     /// while a chunk it needs is being decoded.
     fn max(&mut self, t: &Timeline, a: usize, b: usize) -> Option<u64> {
-        let series = &t.session.device(t.device).allocator.reserved;
+        let series = &t.doc.session.device(t.doc.device).allocator.reserved;
         if series.chunks.is_empty() || a >= b {
             return None;
         }
@@ -53,7 +53,7 @@ impl ReservedCache {
             return l.max.get(i..j.max(i + 1).min(l.max.len()))?.iter().map(|v| v.to_native()).max();
         }
         let loader = self.chunks.get_or_insert_with(|| {
-            let session = Arc::clone(&t.session);
+            let session = Arc::clone(&t.doc.session);
             Latest::start("reserved", t.ctx().clone(), move |&(d, c): &(DeviceIdx, usize)| {
                 let series = &session.device(d).allocator.reserved;
                 series.chunks.get(c).and_then(|ch| session.noting(chunks::decode_deltas(ch))).unwrap_or_default()
@@ -61,7 +61,7 @@ impl ReservedCache {
         });
         let mut best = None;
         for c in a / CHUNK_ROWS..=(b - 1) / CHUNK_ROWS {
-            let values = loader.get(&(t.device, c))?;
+            let values = loader.get(&(t.doc.device, c))?;
             let (lo, hi) = (a.max(c * CHUNK_ROWS) - c * CHUNK_ROWS, (b.min((c + 1) * CHUNK_ROWS)) - c * CHUNK_ROWS);
             let m = values.get(lo..hi.min(values.len())).and_then(|v| v.iter().max().copied());
             best = best.max(m.map(|v| v as u64));
@@ -87,20 +87,20 @@ impl Timeline {
     }
 
     fn draw_reserved(&self, painter: &egui::Painter, cache: &mut ReservedCache) {
-        if self.plane != Plane::Elements {
+        if self.doc.plane != Plane::Elements {
             return;
         }
         let rect = self.plot_rect;
         let columns = (rect.width() / 2.0).max(1.0) as u32;
         let l = self.stacked().layout;
-        let ranges: Vec<(usize, usize)> = if self.time_axis {
+        let ranges: Vec<(usize, usize)> = if self.doc.time_axis {
             let Some(times) = self.action_times() else { return };
-            time_columns(&times, self.view.x0, self.view.x1, columns).collect()
+            time_columns(&times, self.doc.view.x0, self.doc.view.x1, columns).collect()
         } else {
-            action_columns(self.view.x0, self.view.x1, columns).collect()
+            action_columns(self.doc.view.x0, self.doc.view.x1, columns).collect()
         };
         let col_w = rect.width() / columns as f32;
-        let levels = self.session.minimap(self.device);
+        let levels = self.doc.session.minimap(self.doc.device);
         let maxs: Vec<(u64, &[u64])> = levels.iter().map(|&(apb, _, max)| (apb, max)).collect();
         let mut line = Vec::with_capacity(ranges.len() * 2);
         // The unallocated band as abutting rectangles, side by side ones at the same rows joined
@@ -122,8 +122,8 @@ impl Timeline {
             let allocated = crate::lod::minimap::range_max_outward(l.totals, &maxs, a, b).unwrap_or(0);
             let (x0, x1) = (rect.left() + c as f32 * col_w, rect.left() + (c + 1) as f32 * col_w);
             let (y_r, y_a) = (
-                self.view.screen_from_bytes(rect, reserved as f64),
-                self.view.screen_from_bytes(rect, allocated as f64),
+                self.doc.view.screen_from_bytes(rect, reserved as f64),
+                self.doc.view.screen_from_bytes(rect, allocated as f64),
             );
             if y_r < y_a {
                 band.push((Rect::from_min_max(pos2(x0, y_r), pos2(x1, y_a)), UNALLOCATED));
@@ -142,7 +142,7 @@ impl Timeline {
     /// click returns the OOM's event (the memory map opens there). The marks' places were sorted
     /// on their thread: a frame reads only those in view.
     pub fn oom_markers(&mut self, ui: &egui::Ui) -> Option<i64> {
-        if self.plane != Plane::Elements {
+        if self.doc.plane != Plane::Elements {
             return None;
         }
         let rect = self.plot_rect;
@@ -150,10 +150,10 @@ impl Timeline {
         let painter = ui.painter_at(rect);
         let pointer = ui.input(|i| i.pointer.hover_pos());
         let clicked = ui.input(|i| i.pointer.primary_clicked());
-        let data = |sx: f32| self.view.action_from_screen(rect, sx);
+        let data = |sx: f32| self.doc.view.action_from_screen(rect, sx);
         let pixel = (data(rect.left() + 1.0 / self.pixels_per_point.max(1e-3)) - data(rect.left())).abs();
-        for (x, _) in marks.visible(self.time_axis, data(rect.left()), data(rect.right()), pixel) {
-            let sx = self.view.screen_from_action(rect, x);
+        for (x, _) in marks.visible(self.doc.time_axis, data(rect.left()), data(rect.right()), pixel) {
+            let sx = self.doc.view.screen_from_action(rect, x);
             if sx < rect.left() || sx > rect.right() {
                 continue;
             }
@@ -168,7 +168,7 @@ impl Timeline {
         // The last mark within 5 points of the pointer, of those drawn (inside the plot).
         let hit = pointer.filter(|p| rect.contains(*p)).and_then(|p| {
             let (lo, hi) = ((p.x - 5.0).max(rect.left()), (p.x + 5.0).min(rect.right()));
-            marks.under(self.time_axis, data(lo), data(hi)).cloned()
+            marks.under(self.doc.time_axis, data(lo), data(hi)).cloned()
         });
         let m = hit?;
         let tip = ui.scope_id().with("memviz-oom-tip");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use eframe::egui::{self, Rect, Sense, pos2};
 use eframe::egui_wgpu;
 
+use super::document::Document;
 use super::gpu::{Globals, TimelinePaint};
 use super::open_view::link;
 
@@ -36,14 +37,14 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
     egui::Panel::top("share").show(ui, |ui| {
         ui.horizontal(|ui| {
-            let path = s.source.map_or_else(|| t.session.archive.path.clone(), Path::to_path_buf);
+            let path = s.source.map_or_else(|| t.doc.session.archive.path.clone(), Path::to_path_buf);
             if ui.button("copy link").on_hover_text("copy the command line that reopens this view").clicked() {
-                let cmd = link(&path, t, *s.tab);
+                let cmd = link(&path, &t.doc, *s.tab);
                 ui.ctx().copy_text(cmd.clone());
                 *s.status = Some(format!("copied: {cmd}"));
             }
             if ui.button("save PNG").on_hover_text("write this view to a PNG in the current folder").clicked() {
-                let out = save_png(ui.ctx(), t, s.source);
+                let out = save_png(ui.ctx(), &t.doc, s.source);
                 *s.status = Some(format!("saved {}", out.display()));
             }
             if let Some(text) = s.status.as_deref() {
@@ -52,21 +53,21 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
         });
     });
     if ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F)) {
-        t.search.open = true;
+        t.doc.search.open = true;
         ui.ctx().memory_mut(|m| m.request_focus(egui::Id::unique("memviz search")));
     }
-    if t.search.open {
+    if t.doc.search.open {
         egui::Panel::top("search").show(ui, |ui| search_ui(ui, t));
     }
     let plane = if *s.tab == Tab::Segments { Plane::Segments } else { Plane::Elements };
     let has_plane = t.set_plane(plane);
-    if t.pools_view != (*s.tab == Tab::Pools) {
-        t.pools_view = *s.tab == Tab::Pools;
+    if t.doc.pools_view != (*s.tab == Tab::Pools) {
+        t.doc.pools_view = *s.tab == Tab::Pools;
         t.invalidate_raster();
     }
     if *s.tab == Tab::Settings {
         egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
-            super::settings::ui(ui, t.session.allocator_settings().as_ref());
+            super::settings::ui(ui, t.doc.session.allocator_settings().as_ref());
         });
         return;
     }
@@ -83,7 +84,7 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
     egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, t));
-    if t.colour_by_category && t.plane == Plane::Elements {
+    if t.doc.colour_by_category && t.doc.plane == Plane::Elements {
         egui::Panel::bottom("legend").show(ui, |ui| panels::legend_ui(ui, t));
     }
     if *s.tab == Tab::State {
@@ -105,12 +106,12 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     // A click on an OOM marker: the memory map just before it.
     if let Some(e) = oom {
         *s.tab = Tab::State;
-        t.selection.event = Some(e - 1);
+        t.doc.selection.event = Some(e - 1);
     }
     let copy = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::C));
-    if copy && let Some(hit) = t.selection.focus() {
+    if copy && let Some(hit) = t.doc.selection.focus() {
         let stack = t.stacked().sites.get(hit.element.index()).copied().unwrap_or(NONE);
-        ui.ctx().copy_text(stack_text(&t.session, stack));
+        ui.ctx().copy_text(stack_text(&t.doc.session, stack));
     }
 }
 
@@ -126,12 +127,12 @@ pub fn unused_png_name(name: &str) -> PathBuf {
 
 /// "save PNG": asks the window for this frame, written (by the integration, once it has the
 /// pixels) to the working folder, named after the file and the actions shown.
-pub(super) fn save_png(ctx: &egui::Context, t: &Timeline, source: Option<&Path>) -> PathBuf {
+pub(super) fn save_png(ctx: &egui::Context, doc: &Document, source: Option<&Path>) -> PathBuf {
     let stem = source
-        .unwrap_or(&t.session.archive.path)
+        .unwrap_or(&doc.session.archive.path)
         .file_stem()
         .map_or("memviz".into(), |s| s.to_string_lossy().into_owned());
-    let out = unused_png_name(&format!("{stem}-{:.0}-{:.0}", t.view.x0.max(0.0), t.view.x1));
+    let out = unused_png_name(&format!("{stem}-{:.0}-{:.0}", doc.view.x0.max(0.0), doc.view.x1));
     let target = out.clone();
     ctx.request_screenshot(move |image| {
         let [w, h] = image.size;
@@ -152,15 +153,15 @@ pub(super) fn save_png(ctx: &egui::Context, t: &Timeline, source: Option<&Path>)
 
 /// The search bar: the field, the count, and the next / previous match (Enter / Shift+Enter).
 pub(super) fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
-    let session = Arc::clone(&t.session);
+    let session = Arc::clone(&t.doc.session);
     ui.horizontal(|ui| {
         ui.label("find");
-        let field = egui::TextEdit::singleline(&mut t.search.text)
+        let field = egui::TextEdit::singleline(&mut t.doc.search.text)
             .id(egui::Id::unique("memviz search"))
             .hint_text("address (0x…) or frame text (/regex/)")
             .desired_width(360.0);
         let response = ui.add(field);
-        t.search.update(&session, t.device, ui.ctx());
+        t.doc.search.update(&session, t.doc.device, ui.ctx());
         let entered = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         let back = ui.input(|i| i.modifiers.shift);
         let mut go = entered.then_some(!back);
@@ -171,32 +172,32 @@ pub(super) fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
             go = Some(true);
         }
         if let Some(forward) = go
-            && let Some(id) = t.search.step(forward)
+            && let Some(id) = t.doc.search.step(forward)
         {
             t.go_to_element(id);
             response.request_focus();
         }
-        match (&t.search.error, t.search.matches.len(), t.search.current) {
+        match (&t.doc.search.error, t.doc.search.matches.len(), t.doc.search.current) {
             (Some(e), _, _) => ui.colored_label(theme::CAPACITY, e.as_str()),
-            (None, 0, _) if t.search.pending() => ui.weak("searching…"),
-            (None, 0, _) if !t.search.text.trim().is_empty() => ui.label("no match"),
+            (None, 0, _) if t.doc.search.pending() => ui.weak("searching…"),
+            (None, 0, _) if !t.doc.search.text.trim().is_empty() => ui.label("no match"),
             (None, 0, _) => ui.weak("every allocation that ever covered an address, or a frame's text"),
             (None, n, Some(i)) => ui.label(format!("match {} of {n}", i + 1)),
             (None, n, None) => ui.label(format!("{n} match{}", if n == 1 { "" } else { "es" })),
         };
         if ui.button("✕").on_hover_text("close (Esc)").clicked() || ui.input(|i| i.key_pressed(egui::Key::Escape)) {
-            t.search.open = false;
+            t.doc.search.open = false;
         }
     });
 }
 
 /// A tick at the top of the plot where each match of the search was allocated, so a match too
 /// small to be drawn at this zoom is still found (the current one taller).
-pub(super) fn search_ticks(painter: &egui::Painter, t: &Timeline, rect: Rect) {
-    if !t.search.active() || t.time_axis || t.plane != Plane::Elements {
+pub(super) fn search_ticks(painter: &egui::Painter, doc: &Document, rect: Rect) {
+    if !doc.search.active() || doc.time_axis || doc.plane != Plane::Elements {
         return;
     }
-    t.search.ticks(painter, &t.view, rect);
+    doc.search.ticks(painter, &doc.view, rect);
 }
 
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
@@ -220,31 +221,31 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     t.input(ui, &response);
     let quads = t.draw_list(rect, ppp);
     let frame_uploads = t.textures.begin_frame();
-    if t.colour_by_category && t.categories().is_none() {
+    if t.doc.colour_by_category && t.categories().is_none() {
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
     }
     let sites = t.site_table();
     let colours = t.colours();
     let mode = t.shader_mode();
     let globals = Globals {
-        hovered: t.selection.hovered.map(|h| h.element).or(t.selection.map_hover).map_or(NONE, |e| e.0),
-        pinned: t.selection.pinned.map_or(NONE, |h| h.element.0),
-        outlines: u32::from(t.selection.hovered.is_some() || t.selection.pinned.is_some()),
+        hovered: t.doc.selection.hovered.map(|h| h.element).or(t.doc.selection.map_hover).map_or(NONE, |e| e.0),
+        pinned: t.doc.selection.pinned.map_or(NONE, |h| h.element.0),
+        outlines: u32::from(t.doc.selection.hovered.is_some() || t.doc.selection.pinned.is_some()),
         mode,
         n_sites: sites.as_ref().as_ref().len() as u32,
         n_colours: colours.len() as u32,
-        search: u32::from(t.search.active()),
+        search: u32::from(t.doc.search.active()),
         pad: 0,
     };
     let paint = TimelinePaint {
         slot: t.slot,
         evict: frame_uploads.evict,
-        colours_for: (t.device.0 as u32 * 2 + t.plane as u32, t.colour_key()),
+        colours_for: (t.doc.device.0 as u32 * 2 + t.doc.plane as u32, t.colour_key()),
         sites,
         by_site: t.keys_by_site(),
         colours,
-        marks: if t.search.active() {
-            (t.search.generation, Arc::clone(&t.search.marks))
+        marks: if t.doc.search.active() {
+            (t.doc.search.generation, Arc::clone(&t.doc.search.marks))
         } else {
             (0, Arc::new(Vec::new()))
         },
@@ -260,13 +261,13 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     t.floor_overlay(ui.painter());
     t.overlays(ui.painter(), full, options.gpu);
     t.annotations_ui(ui, lane, &options.annotations);
-    search_ticks(ui.painter(), t, rect);
+    search_ticks(ui.painter(), &t.doc, rect);
     let oom = t.oom_markers(ui);
     t.load_wanted_times();
     if t.worker.busy() || t.textures.pending() > 0 {
         ui.ctx().request_repaint();
     }
-    if let Some(hit) = t.selection.hovered
+    if let Some(hit) = t.doc.selection.hovered
         && !t.tooltip_hidden
         && let Some(gathered) = t.element_info(hit.element, options)
         && let Some(mut info) = Option::clone(&gathered)
@@ -274,7 +275,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
         if let Some(c) = t.category_of(hit.element) {
             info.attributes.insert(0, ("category", c.name().to_owned()));
         }
-        let start = t.session.time_base_us();
+        let start = t.doc.session.time_base_us();
         response.on_hover_ui_at_pointer(|ui| panels::info_grid_ui(ui, &info.lines(start), "tooltip"));
     }
     oom

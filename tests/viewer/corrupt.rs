@@ -16,7 +16,7 @@ fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
     app.open_archive(&bad, &egui::Context::default());
     // Opening is O(1): the ids are checked in the background, and what the check finds replaces
     // the timeline with its one line.
-    let session = std::sync::Arc::clone(&app.timeline().unwrap().session);
+    let session = std::sync::Arc::clone(&app.timeline().unwrap().doc.session);
     assert!(session.ids.wait().is_err());
     app.refresh_status();
     assert!(app.timeline().is_none());
@@ -44,7 +44,7 @@ fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
         }
     }
     if let Some(t) = app.timeline() {
-        assert!(t.session.ids.wait().is_err());
+        assert!(t.doc.session.ids.wait().is_err());
     }
     gpu.frame(&mut app, Vec::new());
     let failure = app.failure().unwrap();

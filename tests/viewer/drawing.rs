@@ -24,7 +24,7 @@ fn oom_markers_are_drawn_at_their_actions() {
     assert_eq!(marks.len(), 2);
     assert!(marks[1].verdict.contains("fragmentation"), "{}", marks[1].verdict);
     let rect = t.plot_rect;
-    let x = t.view.screen_from_action(rect, marks[0].action as f64 + 1.0).round() as usize;
+    let x = t.doc.view.screen_from_action(rect, marks[0].action as f64 + 1.0).round() as usize;
     let y = rect.center().y as usize;
     let i = (y * gpu.width as usize + x) * 4;
     let red = memviz::viewer::reserved::OOM;
@@ -49,7 +49,7 @@ fn colour_frame_shows_the_data_and_the_pinned_outline() {
     // Pin the element under the plot's centre bottom: a red outline appears.
     let p = egui::pos2(rect.center().x, rect.bottom() - 4.0);
     let hit = app.timeline().unwrap().pick(p).expect("an element at the bottom");
-    app.timeline_mut().unwrap().selection.pinned = Some(hit);
+    app.timeline_mut().unwrap().doc.selection.pinned = Some(hit);
     gpu.frame(&mut app, Vec::new());
     let rgba = gpu.read_rgba();
     let red = rgba.chunks_exact(4).filter(|c| c[0] > 220 && c[1] < 60 && c[2] < 60).count();
@@ -66,13 +66,13 @@ fn wall_time_axis_draws_the_trace() {
     gpu.settle(&mut app, 3000);
     // Action times are decompressed on a background thread after the first frame.
     for _ in 0..2000 {
-        if app.timeline().unwrap().session.time_axis(DeviceIdx(0)).is_some() {
+        if app.timeline().unwrap().doc.session.time_axis(DeviceIdx(0)).is_some() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     app.timeline_mut().unwrap().set_time_axis(true);
-    assert!(app.timeline().unwrap().time_axis);
+    assert!(app.timeline().unwrap().doc.time_axis);
     gpu.settle(&mut app, 3000);
     let (rect, ids) = gpu.read_ids(&app).unwrap();
     let row = rect.bottom() as usize - 2;
@@ -186,7 +186,7 @@ fn colour_by_category_paints_each_element_in_its_category_colour() {
     let archive = dir.path().join("categories.memviz");
     memviz_ok(["index".as_ref(), data("categories/categories.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
     let (mut gpu, mut app) = open(&archive, 1000, 600);
-    app.timeline_mut().unwrap().colour_by_category = true;
+    app.timeline_mut().unwrap().doc.colour_by_category = true;
     gpu.settle(&mut app, 3000);
     let check = |gpu: &mut Offscreen, app: &ViewerApp, hidden: Option<memviz::model::Category>| {
         let t = app.timeline().unwrap();
@@ -223,7 +223,7 @@ fn colour_by_category_paints_each_element_in_its_category_colour() {
     check(&mut gpu, &app, None);
     let activation = memviz::model::Category::Activation;
     let k = memviz::model::Category::ALL.iter().position(|&c| c == activation).unwrap();
-    app.timeline_mut().unwrap().hidden_categories = 1 << k;
+    app.timeline_mut().unwrap().doc.hidden_categories = 1 << k;
     gpu.settle(&mut app, 100);
     gpu.frame(&mut app, Vec::new());
     check(&mut gpu, &app, Some(activation));
@@ -244,7 +244,7 @@ fn the_minimap_draws_each_columns_peak_and_floor() {
     let rgba = gpu.read_rgba();
     let t = app.timeline().unwrap();
     let rect = t.minimap_rect;
-    let brush_left = rect.left() + (t.view.x0 / t.stacked().layout.actions.len() as f64) as f32 * rect.width();
+    let brush_left = rect.left() + (t.doc.view.x0 / t.stacked().layout.actions.len() as f64) as f32 * rect.width();
     let golden = json_file(&data("gpt2_small.layout.json"));
     let totals: Vec<u64> =
         golden["devices"][0]["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
@@ -286,7 +286,7 @@ fn coarse_columns_show_their_floor() {
     gpu.frame(&mut app, Vec::new());
     let rgba = gpu.read_rgba();
     let t = app.timeline().unwrap();
-    let (rect, view) = (t.plot_rect, t.view);
+    let (rect, view) = (t.plot_rect, t.doc.view);
     let golden = json_file(&data("gpt2_small.layout.json"));
     let totals: Vec<u64> =
         golden["devices"][0]["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
@@ -326,12 +326,12 @@ fn lines_stay_on_the_plot_and_saves_never_overwrite() {
     let peak = session.layout(DeviceIdx(0)).peak_bytes;
     assert!(reserved > peak, "gpt2_small reserves more than it allocates: {reserved} vs {peak}");
     let (_, app) = open(&archive, 800, 500);
-    let v = app.timeline().unwrap().view;
+    let v = app.timeline().unwrap().doc.view;
     assert!(v.y1 >= reserved as f64, "the reserved line's top {reserved} is inside 0..{}", v.y1);
     let h100 = 80u64 << 30;
     let options = ViewerOptions { gpu: Some(("H100", h100)), ..ViewerOptions::default() };
     let (_, app) = open_with(&archive, options, 800, 500);
-    assert!(app.timeline().unwrap().view.y1 >= h100 as f64, "the capacity line is on the plot");
+    assert!(app.timeline().unwrap().doc.view.y1 >= h100 as f64, "the capacity line is on the plot");
 
     let dir = tempdir();
     let first = memviz::viewer::screen::unused_png_name(&dir.path().join("view-0-10").to_string_lossy());

@@ -17,7 +17,7 @@ fn the_segment_timeline_ids_equal_the_oracle() {
     let dir = tempdir();
     let options = ViewerOptions { tab: Tab::Segments, ..ViewerOptions::default() };
     let (mut gpu, app) = open_with(&frag_oom_archive(dir.path()), options, 1200, 700);
-    assert_eq!(app.timeline().unwrap().plane, Plane::Segments);
+    assert_eq!(app.timeline().unwrap().doc.plane, Plane::Segments);
     let golden = json_file(&data("allocator/frag_oom.segments.json"));
     let non_empty = assert_ids_equal_golden(&mut gpu, &app, &golden["devices"][0]);
     assert!(non_empty >= 8, "sampled points hit segments ({non_empty}/20)");
@@ -46,7 +46,7 @@ fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
     };
     let g = app.map.geometry.clone().expect("drawn");
     let t = app.timeline().unwrap();
-    let sites = t.session.elements(t.device).sites;
+    let sites = t.doc.session.elements(t.doc.device).sites;
     let mut checked = 0;
     for (i, (m, want)) in ours.iter().zip(segments).enumerate().step_by(13) {
         assert_eq!(m.segment.addr, want["addr"].as_u64().unwrap());
@@ -72,7 +72,7 @@ fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
     assert!(checked >= 20, "checked {checked} blocks and holes");
 
     let key = |k: egui::Key| memviz::viewer::bench::key(k, false);
-    let event = |app: &ViewerApp| app.timeline().unwrap().selection.event;
+    let event = |app: &ViewerApp| app.timeline().unwrap().doc.selection.event;
     gpu.frame(&mut app, vec![key(egui::Key::ArrowLeft)]);
     assert_eq!(event(&app), Some(2352));
     gpu.frame(&mut app, vec![key(egui::Key::ArrowRight), key(egui::Key::ArrowRight)]);
@@ -110,12 +110,12 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     // The first settled frame, once the background check has summed up the action times (the
     // annotation lane and the time axis appear then).
     for _ in 0..3000 {
-        if app.timeline().unwrap().session.time_axis(d).is_some() {
+        if app.timeline().unwrap().doc.session.time_axis(d).is_some() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(app.timeline().unwrap().session.time_axis(d).is_some(), "the background check ended");
+    assert!(app.timeline().unwrap().doc.session.time_axis(d).is_some(), "the background check ended");
     gpu.settle(&mut app, 500);
     let on_ui_thread = decompressed_on_this_thread();
     let key = |k: egui::Key| memviz::viewer::bench::key(k, false);
@@ -127,7 +127,7 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
         gpu.settle(&mut app, 2000);
         let after = app.map.work().unwrap();
         let shown = app.map.shown.as_ref().unwrap();
-        assert_eq!(Some(shown.event), app.timeline().unwrap().selection.event, "step {step}: the map follows");
+        assert_eq!(Some(shown.event), app.timeline().unwrap().doc.selection.event, "step {step}: the map follows");
         let (decoded, undone) =
             (after.saved_states_decoded - before.saved_states_decoded, after.events_undone - before.events_undone);
         assert_eq!(after.states - before.states, 1, "step {step}: one state made");
@@ -176,8 +176,8 @@ fn the_pools_view_draws_each_private_pool_as_one_band() {
     let k = n - 1;
     assert!(pools.bands[0][k] > 0 && pools.bands[1][k] > 0);
     let rect = t.plot_rect;
-    let x = t.view.screen_from_action(rect, k as f64 + 0.5).round().min(rect.right() - 2.0);
-    let y = t.view.screen_from_bytes(rect, pools.bands[0][k] as f64 / 2.0).round();
+    let x = t.doc.view.screen_from_action(rect, k as f64 + 0.5).round().min(rect.right() - 2.0);
+    let y = t.doc.view.screen_from_bytes(rect, pools.bands[0][k] as f64 / 2.0).round();
     let rgba = gpu.read_rgba();
     let i = (y as usize * gpu.width as usize + x as usize) * 4;
     let want = memviz::viewer::pools::pool_colour(0);
@@ -217,7 +217,7 @@ fn stored_tile_keys_draw_what_keys_from_the_sites_draw() {
     let frame = |archive: &Path| {
         let (gpu, app) = open(archive, 1000, 600);
         let t = app.timeline().unwrap();
-        let coarsest = t.session.elements(DeviceIdx(0)).tiles.len() - 1;
+        let coarsest = t.doc.session.elements(DeviceIdx(0)).tiles.len() - 1;
         let tile = t.textures.texels(&tile_key(DeviceIdx(0), Plane::Elements, coarsest, 0)).expect("the coarsest tile");
         let stored = tile.site_keys.is_some();
         let rect = t.plot_rect;

@@ -18,7 +18,7 @@ fn go_to_peak_pins_the_largest_live_allocation() {
     if let Some(out) = std::env::var_os("MEMVIZ_TEST_SHOT") {
         gpu.save_png(std::path::Path::new(&out)).unwrap();
     }
-    let pinned = app.timeline().unwrap().selection.pinned.expect("pinned at the peak");
+    let pinned = app.timeline().unwrap().doc.selection.pinned.expect("pinned at the peak");
     let golden = json_file(&data("gpt2_small.layout.json"));
     let g = &golden["devices"][0];
     let peak = g["totals"].as_array().unwrap().iter().position(|t| *t == g["peak_bytes"]).unwrap() as i64;
@@ -42,7 +42,7 @@ fn input_drives_the_view_and_the_selection() {
     use egui::{Event, Modifiers, PointerButton, pos2, vec2};
     let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
     let rect = app.timeline().unwrap().plot_rect;
-    let view = |app: &ViewerApp| app.timeline().unwrap().view;
+    let view = |app: &ViewerApp| app.timeline().unwrap().doc.view;
     let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
     let wheel = |p: egui::Pos2, dy: f32, m: Modifiers| memviz::viewer::bench::wheel(p, dy, m.shift);
     let button = |p: egui::Pos2, pressed: bool, modifiers: Modifiers| Event::PointerButton {
@@ -108,7 +108,7 @@ fn input_drives_the_view_and_the_selection() {
     settle(&mut gpu, &mut app);
     let ranged = view(&app);
     assert!((ranged.x0 - x0).abs() < 2.0 && (ranged.x1 - x1).abs() < 2.0, "{ranged:?} vs {x0}..{x1}");
-    let (first, last) = app.timeline().unwrap().selection.range.expect("the selected range");
+    let (first, last) = app.timeline().unwrap().doc.selection.range.expect("the selected range");
     assert!(first as f64 <= x0 + 1.0 && last as f64 >= x1 - 1.0, "{first}..{last} vs {x0}..{x1}");
 
     // Click an element low in the plot: pinned; click above the data: unpinned.
@@ -116,7 +116,7 @@ fn input_drives_the_view_and_the_selection() {
     gpu.frame(&mut app, vec![Event::PointerMoved(low)]);
     gpu.frame(&mut app, vec![button(low, true, Modifiers::NONE)]);
     gpu.frame(&mut app, vec![button(low, false, Modifiers::NONE)]);
-    let picked = app.timeline().unwrap().selection;
+    let picked = app.timeline().unwrap().doc.selection;
     assert!(picked.pinned.is_some() && picked.pinned == picked.hovered, "{picked:?}");
     let high = pos2(rect.center().x, rect.top() + 2.0);
     app.timeline_mut().unwrap().fit();
@@ -124,7 +124,7 @@ fn input_drives_the_view_and_the_selection() {
     gpu.frame(&mut app, vec![Event::PointerMoved(high)]);
     gpu.frame(&mut app, vec![button(high, true, Modifiers::NONE)]);
     gpu.frame(&mut app, vec![button(high, false, Modifiers::NONE)]);
-    assert_eq!(app.timeline().unwrap().selection.pinned, None, "a click on nothing unpins");
+    assert_eq!(app.timeline().unwrap().doc.selection.pinned, None, "a click on nothing unpins");
 }
 
 /// Ctrl+F, frame text, Enter: the matches are the allocations `find` lists (a scan of the
@@ -144,7 +144,7 @@ fn search_highlights_the_matches_and_enter_pins_them() {
     gpu.frame(&mut app, vec![Event::Text("_init_group".into())]);
     gpu.settle(&mut app, 200);
     let t = app.timeline().unwrap();
-    assert!(t.search.open && t.search.active(), "the field took the text: {:?}", t.search.text);
+    assert!(t.doc.search.open && t.doc.search.active(), "the field took the text: {:?}", t.doc.search.text);
     // The same allocations as `memviz find`.
     let golden = golden_archive();
     let v: serde_json::Value = serde_json::from_slice(&memviz_ok([
@@ -157,7 +157,7 @@ fn search_highlights_the_matches_and_enter_pins_them() {
     .unwrap();
     let mut want: Vec<u32> =
         v["devices"][0]["hits"].as_array().unwrap().iter().map(|h| h["element"].as_u64().unwrap() as u32).collect();
-    let mut got: Vec<u32> = t.search.matches.iter().map(|e| e.0).collect();
+    let mut got: Vec<u32> = t.doc.search.matches.iter().map(|e| e.0).collect();
     want.sort_unstable();
     got.sort_unstable();
     assert_eq!(got, want);
@@ -168,7 +168,7 @@ fn search_highlights_the_matches_and_enter_pins_them() {
     let (rect, ids) = gpu.read_ids_of(app.timeline().unwrap());
     let rgba = gpu.read_rgba();
     let t = app.timeline().unwrap();
-    let sites = t.session.elements(t.device).sites;
+    let sites = t.doc.session.elements(t.doc.device).sites;
     let (mut bright, mut dim, mut off) = (0, 0, Vec::new());
     let w = gpu.width as usize;
     for y in (rect.top() as usize + 3..rect.bottom() as usize - 3).step_by(5) {
@@ -182,7 +182,7 @@ fn search_highlights_the_matches_and_enter_pins_them() {
             let p = memviz::viewer::theme::palette(site);
             let base = [p & 0xff, (p >> 8) & 0xff, (p >> 16) & 0xff].map(|c| c as f32);
             let got = &rgba[(y * w + x) * 4..][..3];
-            let matched = t.search.marks[id as usize / 32] >> (id % 32) & 1 == 1;
+            let matched = t.doc.search.marks[id as usize / 32] >> (id % 32) & 1 == 1;
             let want: [f32; 3] = if matched {
                 [0, 1, 2].map(|i| base[i] + ([255.0, 234.6, 63.75][i] - base[i]) * 0.35)
             } else {
@@ -202,16 +202,16 @@ fn search_highlights_the_matches_and_enter_pins_them() {
     gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::NONE)]);
     gpu.settle(&mut app, 200);
     let t = app.timeline().unwrap();
-    let first = t.search.matches[0];
-    assert_eq!(t.selection.pinned.map(|h| h.element), Some(first));
-    assert_eq!(t.search.current, Some(0));
-    let start = f64::from(t.session.elements(t.device).layout.element(first).start_opt().unwrap().0);
-    assert!(t.view.x0 <= start && start < t.view.x1, "{:?} shows action {start}", t.view);
+    let first = t.doc.search.matches[0];
+    assert_eq!(t.doc.selection.pinned.map(|h| h.element), Some(first));
+    assert_eq!(t.doc.search.current, Some(0));
+    let start = f64::from(t.doc.session.elements(t.doc.device).layout.element(first).start_opt().unwrap().0);
+    assert!(t.doc.view.x0 <= start && start < t.doc.view.x1, "{:?} shows action {start}", t.doc.view);
     gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::SHIFT)]);
     let t = app.timeline().unwrap();
-    assert_eq!(t.search.current, Some(t.search.matches.len() - 1), "Shift+Enter goes back, wrapping");
+    assert_eq!(t.doc.search.current, Some(t.doc.search.matches.len() - 1), "Shift+Enter goes back, wrapping");
     gpu.frame(&mut app, vec![key(Key::Enter, Modifiers::NONE)]);
-    assert_eq!(app.timeline().unwrap().search.current, Some(0), "and Enter on");
+    assert_eq!(app.timeline().unwrap().doc.search.current, Some(0), "and Enter on");
 }
 
 /// "copy link" writes the command line that reopens the view; opened again it draws the same id
@@ -223,16 +223,16 @@ fn a_copied_link_reopens_the_same_view() {
     let rect = app.timeline().unwrap().plot_rect;
     {
         let t = app.timeline_mut().unwrap();
-        t.view.x0 = 812.5;
-        t.view.x1 = 1290.0;
+        t.doc.view.x0 = 812.5;
+        t.doc.view.x1 = 1290.0;
         t.invalidate_raster();
     }
     gpu.settle(&mut app, 3000);
     let hit = app.timeline().unwrap().pick(egui::pos2(rect.center().x, rect.bottom() - 30.0)).expect("an element");
-    app.timeline_mut().unwrap().selection.pinned = Some(hit);
+    app.timeline_mut().unwrap().doc.selection.pinned = Some(hit);
     gpu.settle(&mut app, 100);
     let (_, before) = gpu.read_ids(&app).unwrap();
-    let link = memviz::viewer::open_view::link(&golden, app.timeline().unwrap(), Tab::Timeline);
+    let link = memviz::viewer::open_view::link(&golden, &app.timeline().unwrap().doc, Tab::Timeline);
     assert!(link.contains("--x 812.5..1290.0") && link.contains(&format!("--element {}", hit.element.0)), "{link}");
 
     let args = memviz::cli::with_open_default(link.split_whitespace().map(std::ffi::OsString::from));
@@ -241,14 +241,14 @@ fn a_copied_link_reopens_the_same_view() {
     let options = memviz::commands::viewer_options(&open_args).unwrap();
     let (mut gpu2, app2) = open_with(&golden, options, 1000, 600);
     let (_, after) = gpu2.read_ids(&app2).unwrap();
-    assert_eq!(app2.timeline().unwrap().view.x0, 812.5);
-    assert_eq!(app2.timeline().unwrap().selection.pinned.map(|h| h.element), Some(hit.element));
+    assert_eq!(app2.timeline().unwrap().doc.view.x0, 812.5);
+    assert_eq!(app2.timeline().unwrap().doc.selection.pinned.map(|h| h.element), Some(hit.element));
     assert!(before == after, "the reopened view draws other ids");
     let _ = &mut gpu2;
 
     // --action K --pin ADDR: the allocation covering the address right after action K.
     let t = app.timeline().unwrap();
-    let el = t.session.elements(t.device).layout.element(hit.element);
+    let el = t.doc.session.elements(t.doc.device).layout.element(hit.element);
     let k = el.start_opt().unwrap().0 as i64;
     let options = ViewerOptions {
         at: Some(memviz::viewer::tabs::OpenAt::Action(k)),
@@ -256,5 +256,5 @@ fn a_copied_link_reopens_the_same_view() {
         ..ViewerOptions::default()
     };
     let (_, app3) = open_with(&golden, options, 800, 500);
-    assert_eq!(app3.timeline().unwrap().selection.pinned.map(|h| h.element), Some(hit.element));
+    assert_eq!(app3.timeline().unwrap().doc.selection.pinned.map(|h| h.element), Some(hit.element));
 }

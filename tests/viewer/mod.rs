@@ -49,7 +49,7 @@ pub fn assert_ids_equal_golden(gpu: &mut Offscreen, app: &ViewerApp, g: &serde_j
     let t = app.timeline().unwrap();
     let elements = g["elements"].as_array().unwrap();
     let totals: Vec<u64> = g["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-    let (x0, x1, y0, y1) = (t.view.x0, t.view.x1, t.view.y0, t.view.y1);
+    let (x0, x1, y0, y1) = (t.doc.view.x0, t.doc.view.x1, t.doc.view.y0, t.doc.view.y1);
     let (cols, rows) = (rect.width().round() as usize, rect.height().round() as usize);
 
     let mut non_empty = 0;
@@ -100,8 +100,8 @@ pub fn open_with(archive: &Path, options: ViewerOptions, w: u32, h: u32) -> (Off
 /// how many points hit an element.
 pub fn assert_ids_are_its_own(gpu: &mut Offscreen, t: &memviz::viewer::timeline::Timeline) -> usize {
     let (rect, ids) = gpu.read_ids_of(t);
-    let s = t.session.elements(t.device);
-    let (l, view) = (s.layout, t.view);
+    let s = t.doc.session.elements(t.doc.device);
+    let (l, view) = (s.layout, t.doc.view);
     let (cols, rows) = (rect.width().round() as usize, rect.height().round() as usize);
     let mut hits = 0;
     for i in 0..12 {
@@ -120,7 +120,12 @@ pub fn assert_ids_are_its_own(gpu: &mut Offscreen, t: &memviz::viewer::timeline:
             .with_offsets()
             .find(|&(id, off)| off <= byte && byte < off + l.elements.size[id.index()])
             .map_or(u32::MAX, |(id, _)| id.0);
-        assert_eq!(got, expect, "{}: pixel ({px}, {py}) = action {k}, byte {byte}", t.session.archive.path.display());
+        assert_eq!(
+            got,
+            expect,
+            "{}: pixel ({px}, {py}) = action {k}, byte {byte}",
+            t.doc.session.archive.path.display()
+        );
         hits += usize::from(got != u32::MAX);
     }
     hits

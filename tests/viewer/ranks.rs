@@ -63,7 +63,7 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     let c1 = cell(&app, 1).center();
     click(&mut gpu, &mut app, c1, Modifiers::NONE);
     let t = app.timeline().expect("rank 1 opened");
-    assert!(t.session.archive.path.ends_with("rank1.memviz"), "{}", t.session.archive.path.display());
+    assert!(t.doc.session.archive.path.ends_with("rank1.memviz"), "{}", t.doc.session.archive.path.display());
     assert!(assert_ids_are_its_own(&mut gpu, app.timeline().unwrap()) >= 6);
 
     // Back to the strip; Shift+click rank 0, then rank 3: the two, compared.
@@ -75,7 +75,8 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     click(&mut gpu, &mut app, c3, Modifiers::SHIFT);
     let cmp = app.compare().expect("two ranks compared");
     assert!(
-        cmp.a.session.archive.path.ends_with("rank0.memviz") && cmp.b.session.archive.path.ends_with("rank3.memviz")
+        cmp.a.doc.session.archive.path.ends_with("rank0.memviz")
+            && cmp.b.doc.session.archive.path.ends_with("rank3.memviz")
     );
     assert!(cmp.a.plot_rect.bottom() <= cmp.b.plot_rect.top(), "rank 0 above rank 3");
     // Each half draws its own archive's elements (two views in one frame, each its own GPU state).
@@ -87,12 +88,16 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     // Zoom the top one to its third step: the bottom one shows its own third step.
     let memviz::viewer::app::Content::Compare(cmp) = &mut app.content else { unreachable!() };
     let (s0, s1) = (cmp.axes[0].starts[2], cmp.axes[0].starts[3]);
-    cmp.a.view.x0 = f64::from(s0);
-    cmp.a.view.x1 = f64::from(s1);
+    cmp.a.doc.view.x0 = f64::from(s0);
+    cmp.a.doc.view.x1 = f64::from(s1);
     gpu.settle(&mut app, 3000);
     let cmp = app.compare().unwrap();
     let (b0, b1) = (f64::from(cmp.axes[1].starts[2]), f64::from(cmp.axes[1].starts[3]));
-    assert!((cmp.b.view.x0 - b0).abs() < 0.5 && (cmp.b.view.x1 - b1).abs() < 0.5, "{:?} vs {b0}..{b1}", cmp.b.view);
+    assert!(
+        (cmp.b.doc.view.x0 - b0).abs() < 0.5 && (cmp.b.doc.view.x1 - b1).abs() < 0.5,
+        "{:?} vs {b0}..{b1}",
+        cmp.b.doc.view
+    );
     assert!(assert_ids_are_its_own(&mut gpu, &app.compare().unwrap().b) >= 4);
 }
 

@@ -23,23 +23,24 @@ impl Timeline {
         }
         self.note_arrivals();
         let mut quads = Vec::new();
-        if self.session.is_bad() {
+        if self.doc.session.is_bad() {
             // Nothing more is asked of a bad archive: its one line replaces the timeline.
             return quads;
         }
-        let session = std::sync::Arc::clone(&self.session);
-        let stacked = super::stacked_in(&session, self.device, self.plane);
+        let session = std::sync::Arc::clone(&self.doc.session);
+        let stacked = super::stacked_in(&session, self.doc.device, self.doc.plane);
         let tiles = stacked.tiles;
         let levels = tiles.len();
         let peak = stacked.layout.peak_bytes.max(1) as f64;
         let width_px = (rect.width() * pixels_per_point).max(1.0);
-        let y_zoomed = self.view.y0 > peak * TILES_FLOOR || (self.view.y1 - self.view.y0) < peak * TILES_MIN_SPAN;
+        let y_zoomed =
+            self.doc.view.y0 > peak * TILES_FLOOR || (self.doc.view.y1 - self.doc.view.y0) < peak * TILES_MIN_SPAN;
         // Tiles hold every element; with --max-entries or the pools' bands only exact rasters
         // draw the band.
-        let banded = self.max_entries.is_some() || (self.pools_view && self.pools().is_some());
-        let mut need_raster = self.time_axis || y_zoomed || levels == 0 || banded;
-        if !self.time_axis && levels > 0 && !banded {
-            let apx = self.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
+        let banded = self.doc.max_entries.is_some() || (self.doc.pools_view && self.pools().is_some());
+        let mut need_raster = self.doc.time_axis || y_zoomed || levels == 0 || banded;
+        if !self.doc.time_axis && levels > 0 && !banded {
+            let apx = self.doc.view.actions_per_point(rect.width()) / f64::from(pixels_per_point);
             // Finest level whose columns are at least a pixel wide; coarser ones stand in.
             let finest = tiles[0].level.to_native();
             if apx < f64::from(1u32 << finest) {
@@ -49,7 +50,7 @@ impl Timeline {
                 (0..levels).find(|&li| f64::from(1u32 << tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
             // Finest resident tile wins; a coarser tile is drawn only where no finer one covers
             // the view, so each pixel is shaded about once.
-            let (vx0, vx1) = (self.view.x0.max(0.0), self.view.x1);
+            let (vx0, vx1) = (self.doc.view.x0.max(0.0), self.doc.view.x1);
             let mut covered: Vec<(f64, f64)> = Vec::new();
             let mut chosen = Vec::new();
             for li in wanted..levels {
@@ -58,7 +59,7 @@ impl Timeline {
                 let first = (vx0 / span).floor() as usize;
                 let last = ((vx1 / span).ceil() as usize).min(level.texel_chunks().len());
                 for tile in first..last {
-                    let key = tile_key(self.device, self.plane, li, tile);
+                    let key = tile_key(self.doc.device, self.doc.plane, li, tile);
                     let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
                     if self.textures.is_resident(&key) {
                         if !is_covered(&covered, x0.max(vx0), x1.min(vx1)) {
@@ -67,7 +68,7 @@ impl Timeline {
                             covered.push((x0, x1));
                         }
                     } else if (li == wanted || li == levels - 1) && !self.textures.is_known(&key) {
-                        self.worker.request_tile(key, self.device, self.plane, li, tile);
+                        self.worker.request_tile(key, self.doc.device, self.doc.plane, li, tile);
                     }
                 }
             }
@@ -83,9 +84,9 @@ impl Timeline {
         self.raster_pending = need_raster
             && !self.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point));
         if let Some((spec, key)) = self.raster
-            && spec.device == self.device
-            && spec.plane == self.plane
-            && spec.time_axis == self.time_axis
+            && spec.device == self.doc.device
+            && spec.plane == self.doc.plane
+            && spec.time_axis == self.doc.time_axis
             && self.textures.is_resident(&key)
             && (need_raster || self.wanted.is_none())
         {
@@ -105,9 +106,9 @@ impl Timeline {
     /// drawn column by column over it (the pools' bands): read, never searched again.
     pub fn drawn_raster_samples(&self) -> Option<(ViewSpec, crate::viewer::worker::Samples)> {
         let (spec, key) = self.raster?;
-        let drawn = spec.device == self.device
-            && spec.plane == self.plane
-            && spec.time_axis == self.time_axis
+        let drawn = spec.device == self.doc.device
+            && spec.plane == self.doc.plane
+            && spec.time_axis == self.doc.time_axis
             && self.textures.is_resident(&key);
         if !drawn {
             return None;
@@ -116,10 +117,10 @@ impl Timeline {
     }
 
     fn raster_matches_view(&self, r: &ViewSpec, key: &TexKey, rect: Rect, ppp: f32) -> bool {
-        let v = &self.view;
-        r.device == self.device
-            && r.plane == self.plane
-            && r.time_axis == self.time_axis
+        let v = &self.doc.view;
+        r.device == self.doc.device
+            && r.plane == self.doc.plane
+            && r.time_axis == self.doc.time_axis
             && (r.x0, r.x1, r.y0, r.y1) == (v.x0, v.x1, v.y0, v.y1)
             && r.columns == (rect.width() * ppp).round() as u32
             && self.textures.is_resident(key)
@@ -128,19 +129,19 @@ impl Timeline {
     /// Asks for a raster of exactly this view, unless one is on its way or already here.
     fn want_raster(&mut self, rect: Rect, ppp: f32, width_px: f32) {
         let spec = ViewSpec {
-            device: self.device,
-            plane: self.plane,
-            x0: self.view.x0,
-            x1: self.view.x1,
-            y0: self.view.y0,
-            y1: self.view.y1,
+            device: self.doc.device,
+            plane: self.doc.plane,
+            x0: self.doc.view.x0,
+            x1: self.doc.view.x1,
+            y0: self.doc.view.y0,
+            y1: self.doc.view.y1,
             columns: width_px.round().clamp(1.0, 8192.0) as u32,
             rows: (rect.height() * ppp).round().clamp(1.0, 8192.0) as u32,
-            time_axis: self.time_axis,
-            max_entries: self.max_entries.map(|n| n as u32),
-            pools: self.pools_view && self.pools().is_some(),
+            time_axis: self.doc.time_axis,
+            max_entries: self.doc.max_entries.map(|n| n as u32),
+            pools: self.doc.pools_view && self.pools().is_some(),
         };
-        if self.time_axis && self.action_times().is_none() {
+        if self.doc.time_axis && self.action_times().is_none() {
             return;
         }
         let in_flight = self.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));
@@ -167,7 +168,7 @@ impl Timeline {
     }
 
     fn quad(&self, key: TexKey, rect: Rect, x0: f64, x1: f64, y0: f64, y1: f64) -> QuadDraw {
-        let v = &self.view;
+        let v = &self.doc.view;
         QuadDraw {
             key,
             screen: [

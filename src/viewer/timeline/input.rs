@@ -27,12 +27,12 @@ impl Timeline {
             )
         });
         if let Some(p) = pointer.filter(|p| rect.contains(*p)) {
-            let (x, b) = self.view.data_from_screen(rect, p);
+            let (x, b) = self.doc.view.data_from_screen(rect, p);
             let dy = if scroll.y != 0.0 { scroll.y } else { scroll.x };
             if dy != 0.0 {
                 let factor = (f64::from(dy) * ZOOM_PER_POINT).exp();
                 if shift {
-                    self.view.zoom_y(b, factor, self.stacked().layout.peak_bytes as f64 * 4.0);
+                    self.doc.view.zoom_y(b, factor, self.stacked().layout.peak_bytes as f64 * 4.0);
                 } else {
                     self.zoom_x_at(x, factor, max_x0, extent);
                 }
@@ -41,7 +41,7 @@ impl Timeline {
         if response.drag_started() {
             // Where the button went down: egui starts a drag a few points later.
             let origin = ui.input(|i| i.pointer.press_origin()).or(response.interact_pointer_pos()).unwrap_or_default();
-            let (x, b) = self.view.data_from_screen(rect, origin);
+            let (x, b) = self.doc.view.data_from_screen(rect, origin);
             self.drag = if r_down {
                 Drag::ByteRuler(x, b)
             } else if t_down {
@@ -61,15 +61,15 @@ impl Timeline {
         }
         if response.drag_stopped() {
             if let (Drag::Range(start), Some(end)) = (self.drag, self.drag_end) {
-                let end = self.view.action_from_screen(rect, end.x);
+                let end = self.doc.view.action_from_screen(rect, end.x);
                 let (a, b) = (start.min(end), start.max(end));
                 if b - a > 1e-6 {
-                    self.view.x0 = a;
-                    self.view.x1 = b;
+                    self.doc.view.x0 = a;
+                    self.doc.view.x1 = b;
                     let n = self.stacked().layout.actions.len() as u32;
                     let first = self.action_at(a).map_or(0, |k| k as u32);
                     let last = self.action_at(b).map_or(n, |k| k as u32 + 1);
-                    self.selection.range = Some((first.min(n), last.clamp(first.min(n), n)));
+                    self.doc.selection.range = Some((first.min(n), last.clamp(first.min(n), n)));
                 }
             }
             if matches!(self.drag, Drag::Pan | Drag::Range(_)) {
@@ -83,18 +83,19 @@ impl Timeline {
             self.fit_y();
         }
         let hovered = pointer.and_then(|p| self.pick(p));
-        if hovered.map(|h| h.element) != self.selection.hovered.map(|h| h.element) {
+        if hovered.map(|h| h.element) != self.doc.selection.hovered.map(|h| h.element) {
             // A right-click dismisses the tooltip of one element; the next one shows again.
             self.tooltip_hidden = false;
         }
-        self.selection.hovered = hovered;
+        self.doc.selection.hovered = hovered;
         if response.clicked() {
-            self.selection.pinned = self.selection.hovered;
+            self.doc.selection.pinned = self.doc.selection.hovered;
             // The memory map then stays at the clicked action's event.
-            if self.plane == super::Plane::Elements
-                && let Some(k) = pointer.and_then(|p| self.action_at(self.view.data_from_screen(self.plot_rect, p).0))
+            if self.doc.plane == super::Plane::Elements
+                && let Some(k) =
+                    pointer.and_then(|p| self.action_at(self.doc.view.data_from_screen(self.plot_rect, p).0))
             {
-                self.selection.event = Some(crate::viewer::memory_map::action_event(self, k));
+                self.doc.selection.event = Some(crate::viewer::memory_map::action_event(&self.doc, k));
             }
         }
         if response.secondary_clicked() {
@@ -103,22 +104,22 @@ impl Timeline {
     }
 
     pub fn zoom_x_at(&mut self, x: f64, factor: f64, min: f64, extent: f64) {
-        let mut v = self.view;
+        let mut v = self.doc.view;
         v.x0 -= min;
         v.x1 -= min;
         v.zoom_x(x - min, factor, extent);
         v.x0 += min;
         v.x1 += min;
-        self.view = v;
+        self.doc.view = v;
     }
 
     pub fn pan(&mut self, dx: f32, dy: f32, min: f64, extent: f64) {
-        let mut v = self.view;
+        let mut v = self.doc.view;
         v.x0 -= min;
         v.x1 -= min;
         v.pan(self.plot_rect, dx, dy, extent);
         v.x0 += min;
         v.x1 += min;
-        self.view = v;
+        self.doc.view = v;
     }
 }

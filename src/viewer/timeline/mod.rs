@@ -18,6 +18,7 @@ use eframe::egui::{self, Pos2, Rect};
 
 use super::background::Pending;
 use super::data::{Plane, Session, StackedRef};
+use super::document::Document;
 use super::gpu::TexKey;
 use super::textures::Textures;
 use super::theme;
@@ -39,24 +40,12 @@ pub enum Drag {
     TimeRuler(f64, f64),
 }
 
+/// The plot of a [`Document`]: what drawing it takes — tile and raster workers, textures, the
+/// caches of colours, floors and overlays worked out in the background, the drag in progress.
 pub struct Timeline {
-    pub session: Arc<Session>,
-    /// Told when the first frame is drawn: the session's background checks start then
-    /// (`crate::file::spawn_checks`; a timeline whose checks nobody started tells nobody).
-    pub first_frame: Arc<crate::file::FirstFrame>,
-    pub device: DeviceIdx,
-    /// The elements' timeline or the segments' (the Active Cached Segment Timeline).
-    pub plane: Plane,
-    pub view: View,
-    pub time_axis: bool,
-    pub colour_by_site: bool,
-    /// Colour by category (over `colour_by_site` once the categories are in), with the legend's
-    /// hidden categories (bit i: `Category::ALL[i]`).
-    pub colour_by_category: bool,
-    pub hidden_categories: u16,
+    /// What is shown: the archive, device, view, colours, selection and search.
+    pub doc: Document,
     categories: Option<Pending<super::categories::DeviceCategories>>,
-    /// Hovered and pinned elements, the selected range: shared with every panel.
-    pub selection: Selection,
     pub tooltip_hidden: bool,
     pub drag: Drag,
     pub drag_end: Option<Pos2>,
@@ -64,10 +53,6 @@ pub struct Timeline {
     pub textures: Textures,
     /// Shape candidates of the device (`h=… i=… v=…`), inferred once in the background.
     candidates: Option<Pending<TopFacts>>,
-    /// `--max-entries` / the detail slider: draw only the N largest individually.
-    pub max_entries: Option<usize>,
-    /// The card's capacity drawn as a line (`--gpu`): the y fit reaches it.
-    pub capacity: Option<u64>,
     /// The palette for (device, plane, by-site?), computed once per choice.
     colours: Option<Cached<(DeviceIdx, Plane, bool), Vec<u32>>>,
     /// Per segment of the segment timeline, its colour key (by stream, or by private pool).
@@ -84,8 +69,6 @@ pub struct Timeline {
     details: Option<super::background::Latest<DetailsKey, Option<super::details::ElementInfo>>>,
     /// The annotation lane's spans, placed on a worker (`viewer::span_marks`).
     span_marks: Option<Pending<Arc<super::span_marks::SpanMarks>>>,
-    /// *Allocated Memory (incl. Private Pools)*: each private pool drawn as one band.
-    pub pools_view: bool,
     pools: Option<Pending<Option<Arc<super::pools::Pools>>>>,
     /// Decoded chunks of the reserved series, for the reserved line.
     pub reserved_cache: super::reserved::ReservedCache,
@@ -105,8 +88,6 @@ pub struct Timeline {
     pub minimap_rect: Rect,
     /// The segment timeline's min/max levels for its minimap (`viewer::panels`).
     pub segment_minimap: Option<Pending<Arc<Vec<crate::lod::minimap::MinMax>>>>,
-    /// The search (Ctrl/Cmd+F): its matches and their marks for the shader.
-    pub search: super::search::Search,
     /// Its GPU resources' key, unique per timeline made: two on screen draw from their own, and
     /// a file opened after another never draws the other's textures.
     pub slot: u32,
@@ -121,24 +102,13 @@ impl Timeline {
     pub fn new(session: Arc<Session>, ctx: &egui::Context) -> Timeline {
         let worker = Worker::start(Arc::clone(&session), ctx.clone());
         let mut t = Timeline {
-            session,
-            first_frame: Arc::default(),
-            device: DeviceIdx(0),
-            plane: Plane::Elements,
-            view: View::fit(1, 1),
-            time_axis: false,
-            colour_by_site: true,
-            colour_by_category: false,
-            hidden_categories: 0,
+            doc: Document::new(session),
             categories: None,
-            selection: Selection::default(),
             tooltip_hidden: false,
             drag: Drag::None,
             drag_end: None,
             worker,
             textures: Textures::default(),
-            max_entries: None,
-            capacity: None,
             candidates: None,
             colours: None,
             segment_keys: None,
@@ -148,7 +118,6 @@ impl Timeline {
             ctx: ctx.clone(),
             time_loader: None,
             time_requests: 0,
-            pools_view: false,
             pools: None,
             reserved_cache: Default::default(),
             raster: None,
@@ -161,7 +130,6 @@ impl Timeline {
             minimap_strip: Default::default(),
             minimap_rect: Rect::NOTHING,
             segment_minimap: None,
-            search: Default::default(),
             slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         t.select_device(DeviceIdx(0));
@@ -169,25 +137,25 @@ impl Timeline {
     }
 
     pub fn select_device(&mut self, d: DeviceIdx) {
-        self.device = DeviceIdx(d.index().min(self.session.devices().saturating_sub(1)));
-        if self.session.stacked(self.device, self.plane).is_none() {
-            self.plane = Plane::Elements;
+        self.doc.device = DeviceIdx(d.index().min(self.doc.session.devices().saturating_sub(1)));
+        if self.doc.session.stacked(self.doc.device, self.doc.plane).is_none() {
+            self.doc.plane = Plane::Elements;
         }
         self.reset();
     }
 
     /// Draws `plane` instead; false (and nothing changes) when the archive lacks it.
     pub fn set_plane(&mut self, plane: Plane) -> bool {
-        if plane == self.plane {
+        if plane == self.doc.plane {
             return true;
         }
-        if self.session.stacked(self.device, plane).is_none() {
+        if self.doc.session.stacked(self.doc.device, plane).is_none() {
             return false;
         }
-        self.plane = plane;
+        self.doc.plane = plane;
         // Segment actions have no stored times: that view is drawn over actions.
         if plane == Plane::Segments {
-            self.time_axis = false;
+            self.doc.time_axis = false;
         }
         self.reset();
         true
@@ -195,7 +163,7 @@ impl Timeline {
 
     /// The timeline drawn: the device's elements, or its segments.
     pub fn stacked(&self) -> StackedRef<'_> {
-        stacked_in(&self.session, self.device, self.plane)
+        stacked_in(&self.doc.session, self.doc.device, self.doc.plane)
     }
 
     /// The time of each action of the timeline drawn, once the session has read them once
@@ -205,16 +173,16 @@ impl Timeline {
     /// none as wanted while the view spans so many actions that the samples are finer than
     /// its pixels.
     pub fn action_times(&self) -> Option<crate::archive::TimeAxis<'_>> {
-        let times = match self.plane {
-            Plane::Elements => self.session.time_axis_sampled(self.device)?,
+        let times = match self.doc.plane {
+            Plane::Elements => self.doc.session.time_axis_sampled(self.doc.device)?,
             Plane::Segments => return None,
         };
-        if !self.time_axis {
+        if !self.doc.time_axis {
             return Some(times);
         }
         let quiet = times.wanting_nothing();
-        let a = quiet.partition_point(|t| (t as f64) < self.view.x0);
-        let b = quiet.partition_point(|t| (t as f64) <= self.view.x1);
+        let a = quiet.partition_point(|t| (t as f64) < self.doc.view.x0);
+        let b = quiet.partition_point(|t| (t as f64) <= self.doc.view.x1);
         let wide =
             b.saturating_sub(a) > crate::archive::session::TIME_SAMPLE * self.plot_rect.width().max(1.0) as usize;
         Some(if wide { quiet } else { times })
@@ -222,12 +190,12 @@ impl Timeline {
 
     /// Decodes, on a worker, the chunks of action times this frame's lookups wanted.
     pub fn load_wanted_times(&mut self) {
-        let wanted = self.session.take_wanted_times();
+        let wanted = self.doc.session.take_wanted_times();
         if wanted.is_empty() {
             return;
         }
         let loader = self.time_loader.get_or_insert_with(|| {
-            let session = Arc::clone(&self.session);
+            let session = Arc::clone(&self.doc.session);
             super::background::Latest::start("times", self.ctx.clone(), move |&(d, c, _): &(DeviceIdx, usize, u64)| {
                 session.load_time_chunk(d, c)
             })
@@ -252,7 +220,7 @@ impl Timeline {
     fn reset(&mut self) {
         self.load_coarsest();
         self.fit();
-        self.selection.clear();
+        self.doc.selection.clear();
         self.raster = None;
         self.wanted = None;
     }
@@ -260,14 +228,14 @@ impl Timeline {
     /// Decompresses the coarsest level right here (one tile of 512 KiB: under a millisecond), so
     /// the very first frame shows the whole trace; finer tiles stream in from the workers.
     fn load_coarsest(&mut self) {
-        let session = Arc::clone(&self.session);
-        let tiles = stacked_in(&session, self.device, self.plane).tiles;
+        let session = Arc::clone(&self.doc.session);
+        let tiles = stacked_in(&session, self.doc.device, self.doc.plane).tiles;
         let Some(li) = tiles.len().checked_sub(1) else { return };
-        let stacked = stacked_in(&session, self.device, self.plane);
+        let stacked = stacked_in(&session, self.doc.device, self.doc.plane);
         for i in 0..tiles[li].texel_chunks().len() {
             match stacked.tile(li, i) {
                 Ok((texels, keys)) => self.textures.arrived(super::gpu::TexData {
-                    key: tile_key(self.device, self.plane, li, i),
+                    key: tile_key(self.doc.device, self.doc.plane, li, i),
                     width: TILE_W,
                     height: TILE_H,
                     texels: Arc::new(texels),
@@ -285,18 +253,21 @@ impl Timeline {
     /// the archive.
     pub fn colours(&mut self) -> Arc<Vec<u32>> {
         if self.by_category() {
-            return Arc::new(super::categories::palette(self.hidden_categories));
+            return Arc::new(super::categories::palette(self.doc.hidden_categories));
         }
-        let want = (self.device, self.plane, self.colour_by_site);
+        let want = (self.doc.device, self.doc.plane, self.doc.colour_by_site);
         if let Some((k, c)) = &self.colours
             && *k == want
         {
             return Arc::clone(c);
         }
-        let by_stack = self.colour_by_site && self.plane == Plane::Elements;
-        let n =
-            if by_stack { self.session.root().stacks.offsets.len().saturating_sub(1) } else { SEGMENT_KEYS as usize };
-        let salt = if self.colour_by_site { 0 } else { 0x5bd1_e995 };
+        let by_stack = self.doc.colour_by_site && self.doc.plane == Plane::Elements;
+        let n = if by_stack {
+            self.doc.session.root().stacks.offsets.len().saturating_sub(1)
+        } else {
+            SEGMENT_KEYS as usize
+        };
+        let salt = if self.doc.colour_by_site { 0 } else { 0x5bd1_e995 };
         let table = Arc::new((0..n as u32).map(|k| theme::palette(k ^ salt)).collect::<Vec<u32>>());
         self.colours = Some((want, Arc::clone(&table)));
         table
@@ -305,7 +276,7 @@ impl Timeline {
     /// Whether [`Self::site_table`] is each element's stack id (so a tile's stored keys are its
     /// texels' keys).
     pub fn keys_by_site(&self) -> bool {
-        self.plane == Plane::Elements && !self.by_category()
+        self.doc.plane == Plane::Elements && !self.by_category()
     }
 
     /// What the shader colours an element by (with [`Self::colours`]): its allocation site, read
@@ -316,26 +287,26 @@ impl Timeline {
         {
             return Arc::clone(&c.of) as Arc<dyn AsRef<[u32]> + Send + Sync>;
         }
-        if self.plane == Plane::Elements {
-            return Arc::new(SitesRef { session: Arc::clone(&self.session), device: self.device });
+        if self.doc.plane == Plane::Elements {
+            return Arc::new(SitesRef { session: Arc::clone(&self.doc.session), device: self.doc.device });
         }
         if let Some((d, keys)) = &self.segment_keys
-            && *d == self.device
+            && *d == self.doc.device
         {
             return Arc::clone(keys) as Arc<dyn AsRef<[u32]> + Send + Sync>;
         }
-        let keys = Arc::new(segment_keys(&self.session, self.device));
-        self.segment_keys = Some((self.device, Arc::clone(&keys)));
+        let keys = Arc::new(segment_keys(&self.doc.session, self.doc.device));
+        self.segment_keys = Some((self.doc.device, Arc::clone(&keys)));
         keys
     }
 
     /// The device's categories once worked out (asked for in the background on first call).
     pub fn categories(&mut self) -> Option<&super::categories::DeviceCategories> {
-        if self.categories.as_ref().is_none_or(|p| p.device != self.device) {
+        if self.categories.as_ref().is_none_or(|p| p.device != self.doc.device) {
             self.categories = Some(Pending::start(
                 "categories",
-                &self.session,
-                self.device,
+                &self.doc.session,
+                self.doc.device,
                 super::categories::DeviceCategories::compute,
             ));
         }
@@ -344,37 +315,39 @@ impl Timeline {
 
     /// The categories if already in (never starts the work).
     pub fn categories_ready(&self) -> Option<&super::categories::DeviceCategories> {
-        self.categories.as_ref().filter(|p| p.device == self.device).and_then(Pending::get)
+        self.categories.as_ref().filter(|p| p.device == self.doc.device).and_then(Pending::get)
     }
 
     /// The categories if already in, shared (for a worker to read).
     pub fn categories_shared(&self) -> Option<Arc<std::sync::OnceLock<super::categories::DeviceCategories>>> {
         self.categories
             .as_ref()
-            .filter(|p| p.device == self.device && p.ready.get().is_some())
+            .filter(|p| p.device == self.doc.device && p.ready.get().is_some())
             .map(|p| Arc::clone(&p.ready))
     }
 
     /// Colouring by category now: asked for, on the element timeline, and the categories are in
     /// (until then the colours stay by site).
     pub fn by_category(&self) -> bool {
-        self.colour_by_category && self.plane == Plane::Elements && self.categories_ready().is_some()
+        self.doc.colour_by_category && self.doc.plane == Plane::Elements && self.categories_ready().is_some()
     }
 
     /// The category of element `id`, once known.
     pub fn category_of(&self, id: crate::model::ElementId) -> Option<crate::model::Category> {
-        (self.plane == Plane::Elements).then(|| self.categories_ready()?.categories.get(id.index()).copied()).flatten()
+        (self.doc.plane == Plane::Elements)
+            .then(|| self.categories_ready()?.categories.get(id.index()).copied())
+            .flatten()
     }
 
     /// The shader's mode: 0 colours through the table (sites, segment keys, categories), 1 by
     /// a hash of the element id.
     pub fn shader_mode(&self) -> u32 {
-        u32::from(!self.colour_by_site && !self.by_category())
+        u32::from(!self.doc.colour_by_site && !self.by_category())
     }
 
     /// What the bound colour tables are: changes whenever the site table or palette does.
     pub fn colour_key(&self) -> u32 {
-        if self.by_category() { 2 | u32::from(self.hidden_categories) << 2 } else { self.shader_mode() }
+        if self.by_category() { 2 | u32::from(self.doc.hidden_categories) << 2 } else { self.shader_mode() }
     }
 
     /// The device's OOM markers once worked out (asked for in the background on first call).
@@ -387,13 +360,13 @@ impl Timeline {
         options: &super::ViewerOptions,
     ) -> Option<Arc<Option<super::details::ElementInfo>>> {
         let details = self.details.get_or_insert_with(|| {
-            let session = Arc::clone(&self.session);
+            let session = Arc::clone(&self.doc.session);
             let (model, filter) = (options.model.clone(), options.annotations.clone());
             super::background::Latest::start("details", self.ctx.clone(), move |&(d, plane, id): &DetailsKey| {
                 super::details::ElementInfo::gather(&session, d, plane, id, model.as_ref(), &filter)
             })
         });
-        details.get(&(self.device, self.plane, id))
+        details.get(&(self.doc.device, self.doc.plane, id))
     }
 
     /// The context the viewer runs in (its workers ask it for a repaint when their work is in).
@@ -411,9 +384,9 @@ impl Timeline {
         &mut self,
         filter: &crate::analysis::annotations::AnnotationFilter,
     ) -> Option<Arc<super::span_marks::SpanMarks>> {
-        if self.span_marks.as_ref().is_none_or(|p| p.device != self.device) {
+        if self.span_marks.as_ref().is_none_or(|p| p.device != self.doc.device) {
             let filter = filter.clone();
-            self.span_marks = Some(Pending::start("annotations", &self.session, self.device, move |s, d| {
+            self.span_marks = Some(Pending::start("annotations", &self.doc.session, self.doc.device, move |s, d| {
                 Arc::new(super::span_marks::SpanMarks::compute(s, d, &filter))
             }));
         }
@@ -426,8 +399,8 @@ impl Timeline {
 
     /// The OOM markers with their places on both axes (see [`Self::ooms`]).
     pub fn oom_marks(&mut self) -> Option<&Arc<super::ooms::OomMarks>> {
-        if self.ooms.as_ref().is_none_or(|p| p.device != self.device) {
-            self.ooms = Some(Pending::start("ooms", &self.session, self.device, |s, d| {
+        if self.ooms.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.ooms = Some(Pending::start("ooms", &self.doc.session, self.doc.device, |s, d| {
                 Arc::new(super::ooms::OomMarks::compute(s, d))
             }));
         }
@@ -437,8 +410,8 @@ impl Timeline {
     /// The device's private pools for the pools view, once worked out (asked for in the
     /// background on first call; `None` meanwhile, and for a device without private pools).
     pub fn pools(&mut self) -> Option<&Arc<super::pools::Pools>> {
-        if self.pools.as_ref().is_none_or(|p| p.device != self.device) {
-            self.pools = Some(Pending::start("pools", &self.session, self.device, |s, d| {
+        if self.pools.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.pools = Some(Pending::start("pools", &self.doc.session, self.doc.device, |s, d| {
                 super::pools::compute(s, d).map(Arc::new)
             }));
         }
@@ -448,7 +421,7 @@ impl Timeline {
     /// X range of the whole trace in the current axis' units.
     pub fn x_extent(&self) -> (f64, f64) {
         let actions = self.stacked().layout.actions.len();
-        if self.time_axis
+        if self.doc.time_axis
             && let Some(times) = self.action_times()
             && let (Some(first), Some(last)) = (times.first_timed(), times.last())
         {
@@ -462,11 +435,11 @@ impl Timeline {
     pub fn fit(&mut self) {
         let l = self.stacked().layout;
         let (a, b) = self.x_extent();
-        let reserved = (self.plane == Plane::Elements).then(|| self.session.reserved_peak(self.device));
+        let reserved = (self.doc.plane == Plane::Elements).then(|| self.doc.session.reserved_peak(self.doc.device));
         let top = self.ceiling(l.peak_bytes, reserved);
-        self.view = View::fit(l.actions.len(), top);
-        self.view.x0 = a;
-        self.view.x1 = b;
+        self.doc.view = View::fit(l.actions.len(), top);
+        self.doc.view.x0 = a;
+        self.doc.view.x1 = b;
     }
 
     /// Double-click: fit Y to the highest total visible (and the reserved and capacity lines).
@@ -474,32 +447,32 @@ impl Timeline {
         let l = self.stacked().layout;
         let (a, b) = self.visible_actions();
         let max = l.totals.get(a..b.min(l.totals.len())).and_then(|t| t.iter().max().copied()).unwrap_or(l.peak_bytes);
-        let reserved = (self.plane == Plane::Elements).then(|| self.visible_reserved(a, b)).flatten();
-        self.view.y0 = 0.0;
-        self.view.y1 = (self.ceiling(max, reserved).max(1) as f64) * super::view::HEADROOM;
+        let reserved = (self.doc.plane == Plane::Elements).then(|| self.visible_reserved(a, b)).flatten();
+        self.doc.view.y0 = 0.0;
+        self.doc.view.y1 = (self.ceiling(max, reserved).max(1) as f64) * super::view::HEADROOM;
     }
 
     /// The highest of `allocated`, `reserved` and the capacity line while it is drawn.
     fn ceiling(&self, allocated: u64, reserved: Option<u64>) -> u64 {
-        allocated.max(reserved.unwrap_or(0)).max(self.capacity.unwrap_or(0))
+        allocated.max(reserved.unwrap_or(0)).max(self.doc.capacity.unwrap_or(0))
     }
 
     /// Action index range `[a, b)` currently visible.
     pub fn visible_actions(&self) -> (usize, usize) {
         let n = self.stacked().layout.actions.len();
-        if self.time_axis {
+        if self.doc.time_axis {
             let Some(times) = self.action_times() else { return (0, n) };
-            let a = times.partition_point(|t| (t as f64) < self.view.x0).saturating_sub(1);
-            let b = times.partition_point(|t| (t as f64) <= self.view.x1);
+            let a = times.partition_point(|t| (t as f64) < self.doc.view.x0).saturating_sub(1);
+            let b = times.partition_point(|t| (t as f64) <= self.doc.view.x1);
             return (a.min(n), b.min(n));
         }
-        ((self.view.x0.floor().max(0.0) as usize).min(n), (self.view.x1.ceil().max(0.0) as usize).min(n))
+        ((self.doc.view.x0.floor().max(0.0) as usize).min(n), (self.doc.view.x1.ceil().max(0.0) as usize).min(n))
     }
 
     /// The action index at data x (either axis).
     pub fn action_at(&self, x: f64) -> Option<usize> {
         let n = self.stacked().layout.actions.len();
-        let k = if self.time_axis {
+        let k = if self.doc.time_axis {
             let times = self.action_times()?;
             times.partition_point(|t| (t as f64) <= x).checked_sub(1)?
         } else {
@@ -510,38 +483,40 @@ impl Timeline {
 
     /// Toggles the x axis, keeping the visible actions.
     pub fn set_time_axis(&mut self, on: bool) {
-        if on == self.time_axis {
+        if on == self.doc.time_axis {
             return;
         }
-        let session = Arc::clone(&self.session);
-        let Some(times) = session.time_axis(self.device).filter(|_| self.plane == Plane::Elements) else { return };
+        let session = Arc::clone(&self.doc.session);
+        let Some(times) = session.time_axis(self.doc.device).filter(|_| self.doc.plane == Plane::Elements) else {
+            return;
+        };
         if times.is_empty() || times.first_timed().is_none() {
             return;
         }
         let (a, b) = self.visible_actions();
         let clamp = |k: usize| times.get(k.min(times.len() - 1)).unwrap_or(0) as f64;
-        self.time_axis = on;
+        self.doc.time_axis = on;
         if on {
-            self.view.x0 = clamp(a);
-            self.view.x1 = clamp(b.saturating_sub(1)).max(self.view.x0 + 1.0);
+            self.doc.view.x0 = clamp(a);
+            self.doc.view.x1 = clamp(b.saturating_sub(1)).max(self.doc.view.x0 + 1.0);
         } else {
-            self.view.x0 = a as f64;
-            self.view.x1 = (b as f64).max(self.view.x0 + 1.0);
+            self.doc.view.x0 = a as f64;
+            self.doc.view.x1 = (b as f64).max(self.doc.view.x0 + 1.0);
         }
         self.raster = None;
-        self.selection.hovered = None;
+        self.doc.selection.hovered = None;
     }
 
     /// Centres the view on action x (the action axis), keeping the zoom.
     pub fn centre_on(&mut self, x: f64) {
-        if self.time_axis {
+        if self.doc.time_axis {
             return;
         }
-        let span = self.view.x1 - self.view.x0;
+        let span = self.doc.view.x1 - self.doc.view.x0;
         let n = self.stacked().layout.actions.len() as f64;
-        self.view.x0 = x - span / 2.0;
-        self.view.x1 = x + span / 2.0;
-        self.view.clamp_x(n);
+        self.doc.view.x0 = x - span / 2.0;
+        self.doc.view.x1 = x + span / 2.0;
+        self.doc.view.clamp_x(n);
     }
 
     /// Centres the view on the device's peak and pins the largest allocation live there, so the
@@ -549,52 +524,52 @@ impl Timeline {
     /// Shows element `id` of the element timeline — its whole lifetime, with some room either
     /// side — and pins it.
     pub fn go_to_element(&mut self, id: crate::model::ElementId) {
-        let session = Arc::clone(&self.session);
-        let stacked = stacked_in(&session, self.device, Plane::Elements);
+        let session = Arc::clone(&self.doc.session);
+        let stacked = stacked_in(&session, self.doc.device, Plane::Elements);
         let l = stacked.layout;
         let n = l.actions.len() as f64;
         let el = l.element(id);
         let start = el.start_opt().map_or(0.0, |k| f64::from(k.0));
         let end = el.end_opt().map_or(n, |k| f64::from(k.0) + 1.0);
         let pad = ((end - start) * 0.25).max(8.0);
-        if !self.time_axis {
-            self.view.x0 = start - pad;
-            self.view.x1 = end + pad;
-            self.view.clamp_x(n);
+        if !self.doc.time_axis {
+            self.doc.view.x0 = start - pad;
+            self.doc.view.x1 = end + pad;
+            self.doc.view.clamp_x(n);
         }
         let k = el.start_opt().map_or(-1, |k| k.signed());
         let stack = stacked.checkpoints.stack_after(l, k);
         let offset = stack.with_offsets().find(|&(e, _)| e == id).map_or(0, |(_, off)| off);
-        let x = if self.time_axis {
+        let x = if self.doc.time_axis {
             self.action_times().and_then(|t| t.get(k.max(0) as usize).map(|t| t as f64)).unwrap_or(start)
         } else {
             start + 0.5
         };
-        self.selection.pinned = Some(Hit { element: id, x, byte: offset as f64 + el.size as f64 / 2.0 });
+        self.doc.selection.pinned = Some(Hit { element: id, x, byte: offset as f64 + el.size as f64 / 2.0 });
         self.invalidate_raster();
     }
 
     pub fn go_to_peak(&mut self) {
-        let session = Arc::clone(&self.session);
-        let stacked = stacked_in(&session, self.device, self.plane);
+        let session = Arc::clone(&self.doc.session);
+        let stacked = stacked_in(&session, self.doc.device, self.doc.plane);
         let l = stacked.layout;
         let Some(k) = l.peak_action else { return };
-        let span = (self.view.x1 - self.view.x0).min(l.actions.len() as f64 / 8.0).max(16.0);
-        let x = if self.time_axis {
+        let span = (self.doc.view.x1 - self.doc.view.x0).min(l.actions.len() as f64 / 8.0).max(16.0);
+        let x = if self.doc.time_axis {
             self.action_times().map_or(f64::from(k.0), |t| t.get(k.index()).map_or(0.0, |t| t as f64))
         } else {
             f64::from(k.0) + 0.5
         };
-        self.view.x0 = x - span / 2.0;
-        self.view.x1 = x + span / 2.0;
-        if !self.time_axis {
-            self.view.clamp_x(l.actions.len() as f64);
+        self.doc.view.x0 = x - span / 2.0;
+        self.doc.view.x1 = x + span / 2.0;
+        if !self.doc.time_axis {
+            self.doc.view.clamp_x(l.actions.len() as f64);
         }
-        self.view.y0 = 0.0;
-        self.view.y1 = l.peak_bytes as f64 * super::view::HEADROOM;
+        self.doc.view.y0 = 0.0;
+        self.doc.view.y1 = l.peak_bytes as f64 * super::view::HEADROOM;
         let stack = stacked.checkpoints.stack_after(l, k.signed());
         let largest = stack.with_offsets().max_by_key(|&(id, _)| (l.elements.size[id.index()], std::cmp::Reverse(id)));
-        self.selection.pinned = largest.map(|(id, off)| Hit {
+        self.doc.selection.pinned = largest.map(|(id, off)| Hit {
             element: id,
             x,
             byte: off as f64 + l.elements.size[id.index()] as f64 / 2.0,
@@ -615,8 +590,8 @@ impl Timeline {
     }
 
     fn top_facts(&mut self) -> Option<&TopFacts> {
-        if self.candidates.as_ref().is_none_or(|p| p.device != self.device) {
-            self.candidates = Some(Pending::start("shapes", &self.session, self.device, top_facts));
+        if self.candidates.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.candidates = Some(Pending::start("shapes", &self.doc.session, self.doc.device, top_facts));
         }
         self.candidates.as_ref().and_then(Pending::get)
     }
@@ -632,10 +607,10 @@ impl Timeline {
     /// sorted once there), so dragging the detail slider passes over no element here.
     fn keep_mask(&mut self) -> super::worker::Keep {
         use super::worker::Keep;
-        if self.pools_view {
+        if self.doc.pools_view {
             return self.pools().map_or(Keep::All, |p| Keep::Mask(Arc::clone(&p.mask)));
         }
-        self.max_entries.map_or(Keep::All, Keep::Largest)
+        self.doc.max_entries.map_or(Keep::All, Keep::Largest)
     }
 }
 

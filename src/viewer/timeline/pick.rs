@@ -15,16 +15,16 @@ impl Timeline {
         if !rect.contains(p) {
             return None;
         }
-        let (x, byte) = self.view.data_from_screen(rect, p);
+        let (x, byte) = self.doc.view.data_from_screen(rect, p);
         let id = self.texel_at(x, byte)?;
         (id != EMPTY && id < AGGREGATED).then_some(Hit { element: ElementId(id), x, byte })
     }
 
     fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
         if let Some((spec, key)) = self.raster
-            && spec.device == self.device
-            && spec.plane == self.plane
-            && spec.time_axis == self.time_axis
+            && spec.device == self.doc.device
+            && spec.plane == self.doc.plane
+            && spec.time_axis == self.doc.time_axis
             && x >= spec.x0
             && x < spec.x1
             && byte >= spec.y0
@@ -38,7 +38,7 @@ impl Timeline {
                 .get(r.min(t.height as usize - 1) * t.width as usize + c.min(t.width as usize - 1))
                 .copied();
         }
-        if self.time_axis {
+        if self.doc.time_axis {
             return None;
         }
         let stacked = self.stacked();
@@ -51,7 +51,7 @@ impl Timeline {
             if column >= u64::from(level.columns.to_native()) {
                 return None;
             }
-            let key = tile_key(self.device, self.plane, li, (column / u64::from(TILE_W)) as usize);
+            let key = tile_key(self.doc.device, self.doc.plane, li, (column / u64::from(TILE_W)) as usize);
             if let Some(t) = self.textures.texels(&key) {
                 let c = (column % u64::from(TILE_W)) as usize;
                 let r = ((byte / peak) * f64::from(TILE_H)) as usize;
