@@ -53,6 +53,24 @@ pub enum Command {
     /// A Model Context Protocol server over stdio: memviz's answers as tools for an agent
     /// (stats, at, range, steps, diff, find, segments, oom, ranks), returning their --json.
     Mcp,
+    /// An HTTP server for a browser (over `ssh -L` from a laptop): lists the snapshots and
+    /// archives under the paths given and serves their archives (a snapshot is indexed into the
+    /// cache when first asked for), with Range requests. Loopback by default.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Files or folders to serve (nothing outside them is served).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// The port (0: any free one; the URL printed says which).
+    #[arg(long, default_value_t = 8090)]
+    pub port: u16,
+    /// The address to listen on. Anything but loopback puts a random token in the URL, and every
+    /// request must carry it.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
 }
 
 #[derive(Debug, Args)]

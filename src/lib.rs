@@ -16,6 +16,7 @@ pub mod hub;
 pub mod index;
 pub mod ingest;
 pub mod output;
+pub mod serve;
 pub mod spill;
 pub mod temp_files;
 pub mod timings;

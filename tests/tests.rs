@@ -24,6 +24,7 @@ mod mcp;
 mod model;
 mod ranks;
 mod real_use;
+mod serve;
 mod stats;
 mod step_rules;
 mod tolerance;

@@ -44,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         // The viewer checks what it opens itself; the MCP server guards each call.
         Command::Open(args) => open(&args, opening.cache),
         Command::Mcp => mcp::serve(),
+        Command::Serve(args) => crate::serve::serve(&args.paths, args.bind, args.port),
         Command::Index(args) if args.input.is_dir() => guarded(o, |_| index::index_folder(&args)),
         Command::Index(args) => guarded(o, |_| index(&args.input, args.output.as_deref()).map(drop)),
         Command::Stats(args) => guarded(o, |o| stats(&args, o))?.print(Format::of(args.json, false)),

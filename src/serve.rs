@@ -1,0 +1,423 @@
+//! `memviz serve`: a small HTTP server next to the data, for a browser over `ssh -L`. It lists
+//! the snapshots and archives under the paths it was given, serves archives with Range requests,
+//! and indexes a snapshot into the cache the first time it is asked for (the page polls its
+//! progress).
+//!
+//! What it serves is only what it was given: a request names one of the given paths and a
+//! relative path under it, which must not climb (`..`), be absolute, or lead — once every link is
+//! followed — out of that path; anything else is 403 with nothing read. It listens on loopback
+//! by default; bound elsewhere, every request needs the random token printed in its URL (as
+//! Jupyter does).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Context as _;
+use axum::extract::{Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use tower::ServiceExt as _;
+
+use crate::ingest::Sniffed;
+
+/// Folders are listed this deep, and no further.
+const MAX_DEPTH: usize = 4;
+/// At most this many files are listed (a folder of a million files stays answerable).
+const MAX_LISTED: usize = 10_000;
+
+/// One path given on the command line: a file, or a folder whose files are served.
+#[derive(Debug)]
+struct Root {
+    /// As given (what the page shows).
+    shown: String,
+    /// Canonical: every link followed.
+    path: PathBuf,
+    dir: bool,
+}
+
+/// A snapshot being indexed for a request: bytes read so far, of how many, and the outcome.
+#[derive(Default)]
+struct Indexing {
+    read: AtomicU64,
+    total: u64,
+    done: Mutex<Option<Result<PathBuf, String>>>,
+}
+
+/// What the server holds: the roots, the token (bound beyond loopback) and the indexing runs.
+pub struct Served {
+    roots: Vec<Root>,
+    token: Option<String>,
+    indexing: Mutex<HashMap<PathBuf, Arc<Indexing>>>,
+}
+
+/// One file the listing shows.
+#[derive(Debug, Serialize)]
+struct Entry {
+    /// The root it is under (its place in the command line), and its path under it.
+    root: usize,
+    path: String,
+    kind: &'static str,
+    bytes: u64,
+    /// The number in its name, as `memviz ranks` reads a job's folder.
+    rank: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Listing {
+    roots: Vec<String>,
+    entries: Vec<Entry>,
+    /// True when the listing stopped at [`MAX_LISTED`] files.
+    truncated: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+impl Served {
+    /// The server for `paths` (each must exist); a token when `token` is set.
+    pub fn new(paths: &[PathBuf], token: Option<String>) -> anyhow::Result<Served> {
+        let mut roots = Vec::new();
+        for p in paths {
+            let path = p.canonicalize().with_context(|| format!("{}: cannot serve it", p.display()))?;
+            let dir = path.is_dir();
+            roots.push(Root { shown: p.display().to_string(), path, dir });
+        }
+        Ok(Served { roots, token, indexing: Mutex::new(HashMap::new()) })
+    }
+
+    /// The file `rel` names under root `id`: a relative path that does not climb, inside the
+    /// root once every link is followed, a regular file. 403 for what would leave the root, 404
+    /// for what is not there.
+    pub fn resolve(&self, id: usize, rel: &str) -> Result<PathBuf, StatusCode> {
+        let root = self.roots.get(id).ok_or(StatusCode::NOT_FOUND)?;
+        let rel = Path::new(rel);
+        if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(StatusCode::FORBIDDEN);
+        }
+        let joined = match (root.dir, rel.as_os_str().is_empty()) {
+            (true, _) => root.path.join(rel),
+            (false, true) => root.path.clone(),
+            (false, false) => return Err(StatusCode::NOT_FOUND),
+        };
+        let real = joined.canonicalize().map_err(|_| StatusCode::NOT_FOUND)?;
+        let inside = if root.dir { real.starts_with(&root.path) } else { real == root.path };
+        if !inside {
+            return Err(StatusCode::FORBIDDEN);
+        }
+        if !real.is_file() {
+            return Err(StatusCode::NOT_FOUND);
+        }
+        Ok(real)
+    }
+
+    /// Every snapshot and archive under the roots (folders to [`MAX_DEPTH`], links that lead out
+    /// of their root left out), told from other files by their first bytes.
+    fn listing(&self) -> Listing {
+        let mut entries = Vec::new();
+        let mut truncated = false;
+        for (id, root) in self.roots.iter().enumerate() {
+            let mut files = Vec::new();
+            if root.dir {
+                walk(&root.path, &root.path, 0, &mut files);
+            } else {
+                files.push(root.path.clone());
+            }
+            files.sort();
+            for f in files {
+                if entries.len() == MAX_LISTED {
+                    truncated = true;
+                    break;
+                }
+                let kind = match crate::ingest::sniff(&f) {
+                    Ok(Sniffed::Archive) => "archive",
+                    Ok(Sniffed::Snapshot) => "snapshot",
+                    _ => continue,
+                };
+                let rel = f.strip_prefix(&root.path).unwrap_or(Path::new("")).to_string_lossy().into_owned();
+                let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let bytes = std::fs::metadata(&f).map_or(0, |m| m.len());
+                entries.push(Entry { root: id, path: rel, kind, bytes, rank: rank_of(&name) });
+            }
+        }
+        Listing { roots: self.roots.iter().map(|r| r.shown.clone()).collect(), entries, truncated }
+    }
+
+    /// The archive to send for `file`: itself, or a snapshot's cached archive once it is built
+    /// (`Err`: still indexing, with the bytes read and the total; or the error it ended with).
+    fn archive_of(self: &Arc<Self>, file: &Path) -> Result<PathBuf, IndexState> {
+        match crate::ingest::sniff(file) {
+            Ok(Sniffed::Archive) => return Ok(file.to_owned()),
+            Ok(Sniffed::Snapshot) => {}
+            _ => return Err(IndexState::NotServed),
+        }
+        let run = {
+            let mut runs = self.indexing.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(run) = runs.get(file) {
+                Arc::clone(run)
+            } else {
+                let total = std::fs::metadata(file).map_or(0, |m| m.len());
+                let run = Arc::new(Indexing { total, ..Indexing::default() });
+                runs.insert(file.to_owned(), Arc::clone(&run));
+                let (job, path) = (Arc::clone(&run), file.to_owned());
+                // The index runs beside the server; the page asks again until it is done.
+                tokio::task::spawn_blocking(move || {
+                    let built = crate::index::cache::archive_for(&path, &|n| job.read.store(n, Ordering::Relaxed))
+                        .map_err(|e| format!("{e:#}"));
+                    *job.done.lock().unwrap_or_else(PoisonError::into_inner) = Some(built);
+                });
+                run
+            }
+        };
+        let done = run.done.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        match done {
+            Some(Ok(archive)) => Ok(archive),
+            Some(Err(e)) => Err(IndexState::Failed(e)),
+            None => Err(IndexState::Running { read: run.read.load(Ordering::Relaxed), total: run.total }),
+        }
+    }
+}
+
+/// Why [`Served::archive_of`] has no archive to send yet.
+enum IndexState {
+    NotServed,
+    Running { read: u64, total: u64 },
+    Failed(String),
+}
+
+/// The files under `dir` (to [`MAX_DEPTH`]), each inside `root` once its links are followed.
+fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if out.len() > MAX_LISTED {
+            return;
+        }
+        let Ok(real) = entry.path().canonicalize() else { continue };
+        if !real.starts_with(root) {
+            continue;
+        }
+        if real.is_dir() && depth + 1 < MAX_DEPTH && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(root, &entry.path(), depth + 1, out);
+        } else if real.is_file() {
+            out.push(entry.path());
+        }
+    }
+}
+
+/// The last number in a file's name (`rank3.pickle` → 3), as `memviz ranks` reads it.
+fn rank_of(name: &str) -> Option<u64> {
+    let stem = name.split('.').next().unwrap_or(name);
+    let digits: String =
+        stem.chars().rev().take_while(char::is_ascii_digit).collect::<Vec<_>>().into_iter().rev().collect();
+    digits.parse().ok()
+}
+
+/// The router: the page, the listing, and the archives.
+pub fn router(served: Arc<Served>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/list", get(list))
+        .route("/archive/{id}", get(archive_root))
+        .route("/archive/{id}/{*rel}", get(archive))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&served), check_token))
+        .with_state(served)
+}
+
+/// Bound beyond loopback, every request carries the token (`?token=` or `Authorization: Bearer`).
+async fn check_token(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
+    if let Some(token) = &served.token {
+        let query = request.uri().query().unwrap_or("");
+        let in_query = query.split('&').any(|kv| kv.strip_prefix("token=") == Some(token.as_str()));
+        let bearer = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| t == token);
+        if !in_query && !bearer {
+            return (StatusCode::FORBIDDEN, "a token is required: use the URL memviz serve printed\n").into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn list(State(served): State<Arc<Served>>) -> Json<Listing> {
+    let s = Arc::clone(&served);
+    Json(tokio::task::spawn_blocking(move || s.listing()).await.unwrap_or(Listing {
+        roots: vec![],
+        entries: vec![],
+        truncated: false,
+    }))
+}
+
+async fn archive_root(
+    State(served): State<Arc<Served>>,
+    axum::extract::Path(id): axum::extract::Path<usize>,
+    request: Request,
+) -> Response {
+    send(served, id, String::new(), request).await
+}
+
+async fn archive(
+    State(served): State<Arc<Served>>,
+    axum::extract::Path((id, rel)): axum::extract::Path<(usize, String)>,
+    request: Request,
+) -> Response {
+    send(served, id, rel, request).await
+}
+
+/// Sends the archive `rel` under root `id` names (a snapshot's once it is indexed: 202 with the
+/// progress until then), with Range requests and conditional GETs.
+async fn send(served: Arc<Served>, id: usize, rel: String, request: Request) -> Response {
+    let file = match served.resolve(id, &rel) {
+        Ok(f) => f,
+        Err(status) => {
+            return (status, format!("{}\n", status.canonical_reason().unwrap_or("refused"))).into_response();
+        }
+    };
+    match served.archive_of(&file) {
+        Ok(archive) => match tower_http::services::ServeFile::new(archive).oneshot(request).await {
+            Ok(r) => r.into_response(),
+            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+        },
+        Err(IndexState::NotServed) => (StatusCode::NOT_FOUND, "not a snapshot or a .memviz archive\n").into_response(),
+        Err(IndexState::Running { read, total }) => (
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({ "indexing": true, "read_bytes": read, "total_bytes": total })),
+        )
+            .into_response(),
+        Err(IndexState::Failed(e)) => (StatusCode::UNPROCESSABLE_ENTITY, format!("{e}\n")).into_response(),
+    }
+}
+
+/// The page: what is served, each archive a link (a snapshot's is indexed when first asked for).
+async fn page(State(served): State<Arc<Served>>, Query(q): Query<TokenQuery>) -> Html<String> {
+    let s = Arc::clone(&served);
+    let listing = tokio::task::spawn_blocking(move || s.listing()).await.ok();
+    let token = q.token.map(|t| format!("?token={}", escape(&t))).unwrap_or_default();
+    let mut rows = String::new();
+    for e in listing.iter().flat_map(|l| &l.entries) {
+        let href = format!("/archive/{}/{}{token}", e.root, percent(&e.path));
+        let root = listing.as_ref().map_or("", |l| l.roots[e.root].as_str());
+        rows.push_str(&format!(
+            "<tr><td><a href=\"{href}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&Path::new(root).join(&e.path).display().to_string()),
+            e.kind,
+            crate::analysis::units::bytes(e.bytes),
+            e.rank.map_or(String::new(), |r| r.to_string()),
+        ));
+    }
+    Html(format!(
+        "<!doctype html><meta charset=utf-8><title>memviz</title>\n\
+         <style>body{{font:14px system-ui;margin:2em}}td{{padding:2px 12px}}</style>\n\
+         <h1>memviz</h1>\n\
+         <p>Each link downloads an archive (a snapshot is indexed on this machine the first time it is asked for; \
+         the link answers 202 with its progress until then). Open a downloaded archive with <code>memviz open FILE.memviz</code>. \
+         This build has no in-browser viewer yet.</p>\n\
+         <table><tr><th>file</th><th>kind</th><th>size</th><th>rank</th></tr>\n{rows}</table>\n"
+    ))
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A relative path for a URL: each byte outside the unreserved set and `/` percent-encoded.
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A random token (128 bits, hex) from the OS's random source.
+fn random_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no random source for the token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// This machine's name, for the `ssh -L` line.
+fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "HOST".into())
+}
+
+/// Serves `paths` on `bind:port` until interrupted, printing the URL and the `ssh -L` line.
+pub fn serve(paths: &[PathBuf], bind: IpAddr, port: u16) -> anyhow::Result<()> {
+    let token = if bind.is_loopback() { None } else { Some(random_token()?) };
+    let served = Arc::new(Served::new(paths, token.clone())?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port))
+            .await
+            .with_context(|| format!("cannot listen on {bind}:{port}"))?;
+        let at = listener.local_addr()?;
+        let query = token.as_ref().map(|t| format!("?token={t}")).unwrap_or_default();
+        let shown = if bind.is_unspecified() { host_name() } else { at.ip().to_string() };
+        println!("memviz serve: {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        println!("  open http://{shown}:{}/{query}", at.port());
+        if bind.is_loopback() {
+            println!(
+                "  from a laptop: ssh -L {port}:127.0.0.1:{port} {} and open http://127.0.0.1:{port}/",
+                host_name(),
+                port = at.port()
+            );
+        }
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        axum::serve(listener, router(served)).await.context("serving")?;
+        anyhow::Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_stay_inside_what_was_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("served");
+        std::fs::create_dir_all(root.join("job")).unwrap();
+        std::fs::write(root.join("job/rank0.pickle"), b"x").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), b"s").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("out")).unwrap();
+        let s = Served::new(std::slice::from_ref(&root), None).unwrap();
+        assert!(s.resolve(0, "job/rank0.pickle").is_ok());
+        assert_eq!(s.resolve(0, "../secret.txt"), Err(StatusCode::FORBIDDEN));
+        assert_eq!(s.resolve(0, "job/../../secret.txt"), Err(StatusCode::FORBIDDEN));
+        assert_eq!(s.resolve(0, "/etc/passwd"), Err(StatusCode::FORBIDDEN));
+        #[cfg(unix)]
+        assert_eq!(s.resolve(0, "out"), Err(StatusCode::FORBIDDEN), "a link out of the root");
+        assert_eq!(s.resolve(0, "job"), Err(StatusCode::NOT_FOUND), "a folder is no file");
+        assert_eq!(s.resolve(1, "job/rank0.pickle"), Err(StatusCode::NOT_FOUND));
+        // A file given alone serves only itself.
+        let one = Served::new(&[root.join("job/rank0.pickle")], None).unwrap();
+        assert!(one.resolve(0, "").is_ok());
+        assert_eq!(one.resolve(0, "x"), Err(StatusCode::NOT_FOUND));
+    }
+
+    #[test]
+    fn ranks_and_urls() {
+        assert_eq!(rank_of("rank12.pickle"), Some(12));
+        assert_eq!(rank_of("snapshot.pickle"), None);
+        assert_eq!(percent("a b/c#d.memviz"), "a%20b/c%23d.memviz");
+        assert_eq!(random_token().unwrap().len(), 32);
+    }
+}

@@ -1,0 +1,177 @@
+//! `memviz serve` over real sockets: the listing, an archive with a Range request, a snapshot
+//! indexed when first asked for, and the refusals — paths that climb, absolute ones, links out of
+//! the served folder, a missing token beyond loopback.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::support::*;
+
+/// A running `memviz serve`, killed when dropped.
+struct Server {
+    child: Child,
+    /// Its standard output, kept open (it prints the `ssh -L` line after the URL).
+    _out: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    /// `127.0.0.1:PORT`, and the token its URL carries (when it printed one).
+    addr: String,
+    token: Option<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str], cache: &Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .arg("serve")
+        .args(["--port", "0"])
+        .args(args)
+        .env("MEMVIZ_CACHE_DIR", cache)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("serve printed its URL").unwrap();
+        if let Some(url) = line.trim().strip_prefix("open http://") {
+            break url.to_owned();
+        }
+    };
+    // `HOST:PORT/` or `HOST:PORT/?token=…`: connect to loopback on that port.
+    let (host_port, rest) = url.split_once('/').unwrap();
+    let port = host_port.rsplit_once(':').unwrap().1;
+    let token = rest.strip_prefix("?token=").map(str::to_owned);
+    Server { child, _out: lines, addr: format!("127.0.0.1:{port}"), token }
+}
+
+/// One GET of `target` exactly as written (no client normalizes it): status, headers, body.
+fn get(server: &Server, target: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    let mut req = format!("GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", server.addr);
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut body = raw[split + 4..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        body = dechunk(&body);
+    }
+    (status, head, body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let end = b.windows(2).position(|w| w == b"\r\n").unwrap();
+        let n = usize::from_str_radix(std::str::from_utf8(&b[..end]).unwrap().trim(), 16).unwrap();
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[end + 2..end + 2 + n]);
+        b = &b[end + 2 + n + 2..];
+    }
+}
+
+/// A served folder: a snapshot, an archive, a file that is neither, and a link out of it.
+fn served_folder() -> tempfile::TempDir {
+    let dir = tempdir();
+    let served = dir.path().join("served");
+    std::fs::create_dir_all(served.join("job")).unwrap();
+    std::fs::copy(data("gpt2_small.pickle"), served.join("job/rank0.pickle")).unwrap();
+    let golden = format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+    std::fs::copy(data(&golden), served.join("gpt2_small.memviz")).unwrap();
+    std::fs::write(served.join("notes.txt"), "not a snapshot").unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "outside").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), served.join("out.memviz")).unwrap();
+    dir
+}
+
+#[test]
+fn serve_lists_and_sends_archives_with_ranges_and_indexes_snapshots_on_demand() {
+    let dir = served_folder();
+    let server = start(&[dir.path().join("served").to_str().unwrap()], &dir.path().join("cache"));
+    let (status, _, body) = get(&server, "/api/list", &[]);
+    assert_eq!(status, 200);
+    let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let kinds: Vec<(String, String)> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap().to_owned(), e["kind"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(kinds, [("gpt2_small.memviz".into(), "archive".into()), ("job/rank0.pickle".into(), "snapshot".into())]);
+    assert_eq!(list["entries"][1]["rank"], 0);
+
+    // An archive's first bytes by a Range request: the magic.
+    let (status, head, body) = get(&server, "/archive/0/gpt2_small.memviz", &["Range: bytes=0-7"]);
+    assert_eq!(status, 206, "{head}");
+    assert_eq!(body, memviz_format::MAGIC);
+
+    // A snapshot: indexed when first asked for (202 with the progress meanwhile), then its
+    // archive, the same bytes `memviz index` writes past the header.
+    let archive = loop {
+        let (status, head, body) = get(&server, "/archive/0/job/rank0.pickle", &[]);
+        match status {
+            202 => std::thread::sleep(std::time::Duration::from_millis(50)),
+            200 => break body,
+            other => panic!("{other}: {head}"),
+        }
+    };
+    assert!(archive.starts_with(&memviz_format::MAGIC));
+    let made = dir.path().join("made.memviz");
+    let snapshot = dir.path().join("served/job/rank0.pickle");
+    memviz_ok(["index".as_ref(), snapshot.as_os_str(), "-o".as_ref(), made.as_os_str(), "--no-cache".as_ref()]);
+    let header = memviz_format::HEADER_LEN;
+    assert!(archive[header..] == std::fs::read(&made).unwrap()[header..], "the served archive is the index's");
+
+    // The page links every archive and snapshot.
+    let (status, _, page) = get(&server, "/", &[]);
+    assert_eq!(status, 200);
+    let page = String::from_utf8(page).unwrap();
+    assert!(page.contains("/archive/0/gpt2_small.memviz") && page.contains("/archive/0/job/rank0.pickle"));
+    // A file that is neither is not served.
+    assert_eq!(get(&server, "/archive/0/notes.txt", &[]).0, 404);
+}
+
+#[test]
+fn serve_refuses_what_leaves_the_served_folder_and_requests_without_the_token() {
+    let dir = served_folder();
+    let served = dir.path().join("served");
+    let server = start(&[served.to_str().unwrap()], &dir.path().join("cache"));
+    assert!(server.token.is_none(), "loopback: no token");
+    for target in [
+        "/archive/0/../secret.txt",
+        "/archive/0/job/../../secret.txt",
+        "/archive/0/%2e%2e/secret.txt",
+        "/archive/0/%2Fetc%2Fpasswd",
+        "/archive/0/out.memviz",
+    ] {
+        let (status, head, _) = get(&server, target, &[]);
+        assert_eq!(status, 403, "{target}: {head}");
+    }
+    assert_eq!(get(&server, "/archive/7/gpt2_small.memviz", &[]).0, 404, "no such root");
+
+    // Beyond loopback, a token: every request without it is refused.
+    let open = start(&["--bind", "0.0.0.0", served.to_str().unwrap()], &dir.path().join("cache"));
+    let token = open.token.clone().expect("a token in the URL");
+    assert_eq!(token.len(), 32);
+    assert_eq!(get(&open, "/api/list", &[]).0, 403);
+    assert_eq!(get(&open, "/archive/0/gpt2_small.memviz", &[]).0, 403);
+    assert_eq!(get(&open, "/api/list?token=wrong", &[]).0, 403);
+    assert_eq!(get(&open, &format!("/api/list?token={token}"), &[]).0, 200);
+    let bearer = format!("Authorization: Bearer {token}");
+    assert_eq!(get(&open, "/archive/0/gpt2_small.memviz", &[&bearer, "Range: bytes=0-7"]).0, 206);
+}
