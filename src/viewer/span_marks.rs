@@ -74,7 +74,7 @@ impl Depth {
                 out.push(m);
             }
             let next = m.x0[a].max(x0) + step.max(0.0);
-            i = (i + 1).max(i + self.marks[i..].partition_point(|m| m.x0[a] < next));
+            i = (i + 1).max(gallop(&self.marks, i, |m| m.x0[a] < next));
         }
         out
     }
@@ -85,6 +85,20 @@ impl Depth {
         let after = self.marks.partition_point(|m| m.x0[a] <= x);
         self.marks[..after].iter().rev().take(64).find(|m| !m.point && x < m.x1[a])
     }
+}
+
+/// The first index at or after `from` whose mark `before` is false (`marks` sorted so that `before`
+/// holds for a prefix): steps of 1, 2, 4, … from `from`, then a binary search in the last one. The
+/// next mark a pixel column wants is usually a few marks on, so the probes stay near each other
+/// instead of halving the whole tail of a million marks from afar, a cache miss each.
+fn gallop(marks: &[Mark], from: usize, before: impl Fn(&Mark) -> bool) -> usize {
+    let (mut lo, mut step) = (from, 1);
+    while lo + step < marks.len() && before(&marks[lo + step]) {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step + 1).min(marks.len());
+    lo + marks[lo..hi].partition_point(before)
 }
 
 /// A device's annotation spans kept by the filter, by depth (outermost first).
