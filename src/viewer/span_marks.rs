@@ -185,6 +185,17 @@ mod tests {
     }
 
     #[test]
+    fn galloping_finds_what_a_binary_search_finds() {
+        let marks: Vec<Mark> = (0..300).map(|i| mark(f64::from(i / 3), f64::from(i / 3) + 1.0)).collect();
+        for from in [0, 1, 7, 150, 298, 299, 300] {
+            for x in [-1.0, 0.0, 0.5, 3.0, 50.0, 99.0, 99.5, 100.0, 1e9] {
+                let want = from.max(from.min(300) + marks[from.min(300)..].partition_point(|m| m.x0[0] < x));
+                assert_eq!(gallop(&marks, from.min(300), |m| m.x0[0] < x), want, "from {from}, x {x}");
+            }
+        }
+    }
+
+    #[test]
     fn a_long_span_before_the_view_is_visible_and_open() {
         let d = Depth::new(0, vec![mark(0.0, 500.0), mark(600.0, 700.0)]);
         let names: Vec<u32> = d.visible(Axis::Actions, 100.0, 200.0, 1.0).iter().map(|m| m.name).collect();
