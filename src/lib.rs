@@ -8,6 +8,8 @@
 //! `memviz-read` crate, re-exported here under the same names.
 
 pub use memviz_read::{allocator, analysis, archive, derive, layout, lod, model, schema};
+/// The viewer, crate `memviz-viewer`; [`native`] is what it runs on here.
+pub use memviz_viewer as viewer;
 
 pub mod cli;
 pub mod commands;
@@ -15,9 +17,9 @@ pub mod file;
 pub mod hub;
 pub mod index;
 pub mod ingest;
+pub mod native;
 pub mod output;
 pub mod serve;
 pub mod spill;
 pub mod temp_files;
 pub mod timings;
-pub mod viewer;

@@ -13,7 +13,7 @@ use memviz::viewer::{ViewerApp, ViewerOptions};
 
 fn bench_in(archive: &Path, tab: Tab, answers: bool, wall_time: bool) -> memviz::viewer::bench::BenchResult {
     let ctx = egui::Context::default();
-    let mut app = ViewerApp::new(ViewerOptions { tab, ..ViewerOptions::default() });
+    let mut app = ViewerApp::new(ViewerOptions { tab, ..native_options() });
     app.answers.open = answers;
     app.open_archive(archive, &ctx);
     let mut gpu =

@@ -165,3 +165,8 @@ where
 {
     Command::new(env!("CARGO_BIN_EXE_memviz")).arg("--no-cache").args(args).stdin(stdin).output().expect("run memviz")
 }
+
+/// The viewer's default options on this machine's platform (files mapped, snapshots indexed).
+pub fn native_options() -> memviz::viewer::ViewerOptions {
+    memviz::viewer::ViewerOptions { platform: memviz::native::platform(), ..Default::default() }
+}

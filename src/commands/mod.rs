@@ -154,6 +154,7 @@ pub fn viewer_options(args: &crate::cli::OpenArgs) -> anyhow::Result<crate::view
         (None, None) => None,
     };
     Ok(crate::viewer::ViewerOptions {
+        platform: crate::native::platform(),
         gpu,
         annotations,
         model,

@@ -1,6 +1,5 @@
 //! The `.memviz` file on disk: mapped and opened as a [`memviz_read::archive::Archive`] (whose
-//! validation, checks and reading are the read crate's), its background checks on a thread, and
-//! written atomically (`write`). `pages` tells which blocks of a mapping this process read.
+//! validation, checks and reading are the read crate's), and written atomically (`write`). `pages` tells which blocks of a mapping this process read.
 //!
 //! This file and the spill allocator hold the root crate's only `unsafe`: mapping a file.
 
@@ -11,9 +10,9 @@ pub mod write;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 
-use crate::archive::{Archive, ArchiveError, Session, Source, guard::Deferring};
+use crate::archive::{Archive, ArchiveError, Session, Source};
 use memmap2::Mmap;
 use memviz_format::{BLOCK_LEN, MAGIC};
 
@@ -132,45 +131,4 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Set once the viewer drew its first frame: the background checks ([`spawn_checks`]) start then.
-#[derive(Default)]
-pub struct FirstFrame {
-    drawn: Mutex<bool>,
-    ready: Condvar,
-}
-
-impl FirstFrame {
-    /// The viewer drew its first frame (or needs the checks now).
-    pub fn drawn(&self) {
-        let mut d = self.drawn.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*d {
-            *d = true;
-            self.ready.notify_all();
-        }
-    }
-
-    fn wait(&self, at_most: std::time::Duration) {
-        let d = self.drawn.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = self.ready.wait_timeout_while(d, at_most, |d| !*d);
-    }
-}
-
-/// [`Session::check_everything`] on a named background thread, once the first frame is drawn
-/// (or after a second): the returned gate is told when.
-pub fn spawn_checks(session: &Arc<Session>) -> Arc<FirstFrame> {
-    let first = Arc::new(FirstFrame::default());
-    let (s, gate) = (Arc::clone(session), Arc::clone(&first));
-    let deferring = Deferring::new();
-    let spawned = std::thread::Builder::new().name("memviz-verify".into()).spawn(move || {
-        // The first frame comes first: on two cores a check beside it would halve its share.
-        gate.wait(std::time::Duration::from_secs(1));
-        s.check_everything(deferring);
-    });
-    if let Err(e) = spawned {
-        eprintln!("warning: could not start the checking thread ({e}): checking the archive here");
-        session.check_ids_here();
-    }
-    first
 }

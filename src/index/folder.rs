@@ -10,36 +10,7 @@ use memviz_format::SourceStamp;
 use super::pipeline::{IndexSummary, build_archive};
 use crate::ingest::{self, Sniffed};
 
-/// One snapshot of the folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RankFile {
-    pub path: PathBuf,
-    /// Its path under the folder (archives under `-o OUTDIR` keep it).
-    pub relative: PathBuf,
-    /// The number in its name. `None` for a file listed apart: its name has no number, or an
-    /// earlier file's name has the same one. Such a file is shown under its path, so that no
-    /// rank is ever numbered by its place among the others.
-    pub rank: Option<u64>,
-}
-
-impl RankFile {
-    /// What tables and the strip call it: `rank 3`, or its path under the folder.
-    pub fn label(&self) -> String {
-        match self.rank {
-            Some(r) => format!("rank {r}"),
-            None => self.relative.display().to_string(),
-        }
-    }
-}
-
-/// The files of a job, and one line to say for each file listed apart (or skipped: not a
-/// snapshot). The command prints the lines; the library only collects them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Job {
-    /// Numbered files by rank, then those listed apart in the order given.
-    pub files: Vec<RankFile>,
-    pub warnings: Vec<String>,
-}
+pub use crate::model::{Job, RankFile};
 
 /// The last integer in a file name (`rank3.pickle` → 3, `oom_rank_3.pickle` → 3,
 /// `snapshot-0003.pickle.gz` → 3, `rank3.memviz` → 3); digits of a compression or format suffix

@@ -12,7 +12,7 @@ fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
         let n = root.devices[0].elements.addr.len() as u32;
         root.devices[0].checkpoints.ids[3] = n + 7;
     });
-    let mut app = ViewerApp::new(ViewerOptions::default());
+    let mut app = ViewerApp::new(native_options());
     app.open_archive(&bad, &egui::Context::default());
     // Opening is O(1): the ids are checked in the background, and what the check finds replaces
     // the timeline with its one line.
@@ -74,7 +74,7 @@ fn a_tile_that_does_not_decompress_is_one_line_and_the_view_settles() {
 /// settles: the element timeline's tiles, queued but never drawn there, kept it busy for 86 s.
 #[test]
 fn the_segment_view_of_an_archive_without_one_settles() {
-    let options = ViewerOptions { tab: Tab::Segments, ..ViewerOptions::default() };
+    let options = ViewerOptions { tab: Tab::Segments, ..native_options() };
     let ctx = egui::Context::default();
     let mut app = ViewerApp::new(options);
     app.open_archive(&data("golden/gpt2_small.v3.memviz"), &ctx);

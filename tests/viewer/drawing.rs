@@ -8,7 +8,7 @@ use super::*;
 #[test]
 fn oom_markers_are_drawn_at_their_actions() {
     let dir = tempdir();
-    let (mut gpu, mut app) = open_with(&frag_oom_archive(dir.path()), ViewerOptions::default(), 1200, 700);
+    let (mut gpu, mut app) = open_with(&frag_oom_archive(dir.path()), native_options(), 1200, 700);
     // The markers arrive from a background thread.
     for _ in 0..200 {
         if app.timeline_mut().unwrap().ooms().is_some() {
@@ -60,7 +60,7 @@ fn colour_frame_shows_the_data_and_the_pinned_outline() {
 #[test]
 fn wall_time_axis_draws_the_trace() {
     let ctx = egui::Context::default();
-    let mut app = ViewerApp::new(ViewerOptions::default());
+    let mut app = ViewerApp::new(native_options());
     app.open_archive(&golden_archive(), &ctx);
     let mut gpu = Offscreen::new(900, 600, ctx).unwrap();
     gpu.settle(&mut app, 3000);
@@ -159,7 +159,7 @@ fn viewer_time_base_and_narrow_top_bar() {
 /// The WGSL shader parses and validates with wgpu's own compiler (naga), whatever the GPU.
 #[test]
 fn the_shader_validates() {
-    let source = std::fs::read_to_string(repo().join("src/viewer/gpu/timeline.wgsl")).unwrap();
+    let source = std::fs::read_to_string(repo().join("viewer/src/gpu/timeline.wgsl")).unwrap();
     let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
     let mut validator =
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
@@ -329,7 +329,7 @@ fn lines_stay_on_the_plot_and_saves_never_overwrite() {
     let v = app.timeline().unwrap().doc.view;
     assert!(v.y1 >= reserved as f64, "the reserved line's top {reserved} is inside 0..{}", v.y1);
     let h100 = 80u64 << 30;
-    let options = ViewerOptions { gpu: Some(("H100", h100)), ..ViewerOptions::default() };
+    let options = ViewerOptions { gpu: Some(("H100", h100)), ..native_options() };
     let (_, app) = open_with(&archive, options, 800, 500);
     assert!(app.timeline().unwrap().doc.view.y1 >= h100 as f64, "the capacity line is on the plot");
 

@@ -15,7 +15,7 @@ fn screenshot_ids_equal_the_layout_and_hover_agrees() {
 #[test]
 fn the_segment_timeline_ids_equal_the_oracle() {
     let dir = tempdir();
-    let options = ViewerOptions { tab: Tab::Segments, ..ViewerOptions::default() };
+    let options = ViewerOptions { tab: Tab::Segments, ..native_options() };
     let (mut gpu, app) = open_with(&frag_oom_archive(dir.path()), options, 1200, 700);
     assert_eq!(app.timeline().unwrap().doc.plane, Plane::Segments);
     let golden = json_file(&data("allocator/frag_oom.segments.json"));
@@ -30,7 +30,7 @@ fn the_memory_map_at_the_oom_has_the_oracles_blocks() {
     use memviz::viewer::memory_map::FREE;
     use memviz::viewer::tabs::OpenAt;
     let dir = tempdir();
-    let options = ViewerOptions { tab: Tab::State, at: Some(OpenAt::Oom(0)), ..ViewerOptions::default() };
+    let options = ViewerOptions { tab: Tab::State, at: Some(OpenAt::Oom(0)), ..native_options() };
     let (mut gpu, mut app) = open_with(&frag_oom_archive(dir.path()), options, 1400, 900);
     let golden = json_file(&data("allocator/frag_oom.state.json"));
     let state = golden["devices"][0]["states"].as_array().unwrap().iter().find(|s| s["event"] == 2353).unwrap();
@@ -103,7 +103,7 @@ fn stepping_a_long_trace_makes_each_state_off_the_ui_thread_with_bounded_work() 
     assert!(n > 20 * every && n > 30 * 65_536, "{n} events, K = {every}");
     // Two events past a saved state, so that stepping back crosses it.
     let start = n - 1 - every * (n / every / 2) + 2;
-    let options = ViewerOptions { tab: Tab::State, at: Some(OpenAt::Event(start)), ..ViewerOptions::default() };
+    let options = ViewerOptions { tab: Tab::State, at: Some(OpenAt::Event(start)), ..native_options() };
     let (mut gpu, mut app) = open_with(&archive, options, 1000, 700);
     let shown_event = |app: &ViewerApp| app.map.shown.as_ref().map(|s| s.event);
     assert_eq!(shown_event(&app), Some(start));
@@ -155,7 +155,7 @@ fn the_pools_view_draws_each_private_pool_as_one_band() {
     let dir = tempdir();
     let archive = dir.path().join("cudagraph.memviz");
     memviz_ok(["index".as_ref(), data("cudagraph.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
-    let options = ViewerOptions { tab: Tab::Pools, ..ViewerOptions::default() };
+    let options = ViewerOptions { tab: Tab::Pools, ..native_options() };
     let (mut gpu, mut app) = open_with(&archive, options, 1200, 700);
     for _ in 0..400 {
         if app.timeline_mut().unwrap().pools().is_some() {
@@ -192,7 +192,7 @@ fn the_pools_view_draws_each_private_pool_as_one_band() {
 #[test]
 fn max_entries_draws_the_summarized_band() {
     let ctx = egui::Context::default();
-    let mut app = ViewerApp::new(ViewerOptions { max_entries: Some(20), ..ViewerOptions::default() });
+    let mut app = ViewerApp::new(ViewerOptions { max_entries: Some(20), ..native_options() });
     app.open_archive(&golden_archive(), &ctx);
     let mut gpu = Offscreen::new(900, 600, ctx).unwrap();
     gpu.settle(&mut app, 3000);

@@ -8,7 +8,7 @@ use super::*;
 #[test]
 fn go_to_peak_pins_the_largest_live_allocation() {
     let ctx = egui::Context::default();
-    let mut app = ViewerApp::new(ViewerOptions::default());
+    let mut app = ViewerApp::new(native_options());
     app.open_archive(&golden_archive(), &ctx);
     app.answers.open = true;
     let mut gpu = Offscreen::new(1200, 700, ctx).unwrap();
@@ -16,7 +16,7 @@ fn go_to_peak_pins_the_largest_live_allocation() {
     app.timeline_mut().unwrap().go_to_peak();
     gpu.settle(&mut app, 3000);
     if let Some(out) = std::env::var_os("MEMVIZ_TEST_SHOT") {
-        gpu.save_png(std::path::Path::new(&out)).unwrap();
+        std::fs::write(&out, gpu.png().unwrap()).unwrap();
     }
     let pinned = app.timeline().unwrap().doc.selection.pinned.expect("pinned at the peak");
     let golden = json_file(&data("gpt2_small.layout.json"));
@@ -253,7 +253,7 @@ fn a_copied_link_reopens_the_same_view() {
     let options = ViewerOptions {
         at: Some(memviz::viewer::tabs::OpenAt::Action(k)),
         pin: Some(memviz::viewer::tabs::Pin::Addr(el.addr + el.size / 2)),
-        ..ViewerOptions::default()
+        ..native_options()
     };
     let (_, app3) = open_with(&golden, options, 800, 500);
     assert_eq!(app3.timeline().unwrap().doc.selection.pinned.map(|h| h.element), Some(hit.element));

@@ -21,7 +21,7 @@ mod ranks;
 mod windows;
 
 pub fn open(archive: &Path, w: u32, h: u32) -> (Offscreen, ViewerApp) {
-    open_with(archive, ViewerOptions::default(), w, h)
+    open_with(archive, native_options(), w, h)
 }
 
 pub fn golden_archive() -> std::path::PathBuf {

@@ -17,7 +17,7 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
     }
     memviz_ok(["index".as_ref(), job.as_os_str()]);
     let ctx = egui::Context::default();
-    let mut app = ViewerApp::new(ViewerOptions::default());
+    let mut app = ViewerApp::new(native_options());
     app.open_paths(std::slice::from_ref(&job), &ctx);
     let mut gpu = Offscreen::new(1100, 700, ctx).expect("a wgpu adapter");
     gpu.settle(&mut app, 3000);

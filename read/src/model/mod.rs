@@ -22,6 +22,7 @@ mod intern;
 
 mod device;
 mod ids;
+mod job;
 mod tolerated;
 
 pub use category::Category;
@@ -29,6 +30,7 @@ pub use device::{DeviceId, pick_devices};
 pub use events::{Action, EventRow, Events, RestoredRows, RowValues, Runs, is_block_event};
 pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};
 pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};
+pub use job::{Job, RankFile};
 pub use tolerated::{Oddity, Tolerated};
 
 /// Index into [`Strings`].

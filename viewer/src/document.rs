@@ -13,8 +13,8 @@ use crate::model::DeviceIdx;
 pub struct Document {
     pub session: Arc<Session>,
     /// Told when the first frame is drawn: the session's background checks start then
-    /// (`crate::file::spawn_checks`; a document whose checks nobody started tells nobody).
-    pub first_frame: Arc<crate::file::FirstFrame>,
+    /// (`Platform::start_checks`; a document whose checks nobody started tells nobody).
+    pub first_frame: Arc<crate::platform::FirstFrame>,
     pub device: DeviceIdx,
     /// The elements' timeline or the segments' (the Active Cached Segment Timeline).
     pub plane: Plane,

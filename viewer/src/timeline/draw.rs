@@ -5,8 +5,8 @@ use eframe::egui::Rect;
 use memviz_format::TILE_W;
 
 use super::{Timeline, raster_key, tile_key};
-use crate::viewer::gpu::{QuadDraw, TexKey};
-use crate::viewer::worker::ViewSpec;
+use crate::gpu::{QuadDraw, TexKey};
+use crate::worker::ViewSpec;
 
 /// Tiles are drawn from 0 to the peak, so a view whose floor is above 1 % of the peak, or whose
 /// span is under two thirds of it, is zoomed in on bytes: a tile's texel would be several pixels
@@ -104,7 +104,7 @@ impl Timeline {
 
     /// The raster drawn (its spec) and the sample action of each of its columns, for overlays
     /// drawn column by column over it (the pools' bands): read, never searched again.
-    pub fn drawn_raster_samples(&self) -> Option<(ViewSpec, crate::viewer::worker::Samples)> {
+    pub fn drawn_raster_samples(&self) -> Option<(ViewSpec, crate::worker::Samples)> {
         let (spec, key) = self.raster?;
         let drawn = spec.device == self.doc.device
             && spec.plane == self.doc.plane

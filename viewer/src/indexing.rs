@@ -11,15 +11,13 @@ use eframe::egui;
 
 use super::app::Content;
 
-pub fn start(path: &Path, ctx: &egui::Context, cache: bool) -> Content {
+pub fn start(platform: &crate::platform::PlatformRef, path: &Path, ctx: &egui::Context, cache: bool) -> Content {
     let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let progress = Arc::new(AtomicU64::new(0));
     let (tx, done) = sync_channel(1);
-    let (p, c, owned) = (Arc::clone(&progress), ctx.clone(), path.to_owned());
+    let (p, c, owned, platform) = (Arc::clone(&progress), ctx.clone(), path.to_owned(), platform.clone());
     let spawned = std::thread::Builder::new().name("memviz-index".into()).spawn(move || {
-        let result = crate::index::cache::open_session(&owned, cache, &|n| p.store(n, Ordering::Relaxed))
-            .map(Arc::new)
-            .map_err(|e| format!("{e:#}"));
+        let result = platform.open_snapshot(&owned, cache, &|n| p.store(n, Ordering::Relaxed));
         let _ = tx.send(result);
         c.request_repaint();
     });

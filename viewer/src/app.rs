@@ -28,6 +28,8 @@ pub struct ViewerOptions {
     pub max_entries: Option<usize>,
     /// `--no-cache`: index snapshots into a temporary archive instead of the cache.
     pub no_cache: bool,
+    /// What opening files, the background checks and writing take on this machine.
+    pub platform: crate::platform::PlatformRef,
     /// `--view`: the view shown first.
     pub tab: Tab,
     /// `--event`, `--action`, `--oom`: the instant shown first.
@@ -95,8 +97,9 @@ impl ViewerApp {
     }
 
     /// Opens a job's ranks: the strip, loading them on a named thread.
-    pub fn open_job(&mut self, files: Vec<crate::index::folder::RankFile>, ctx: &egui::Context) {
-        self.ranks = Some(Box::new(super::ranks::RankStrip::new(files, !self.options.no_cache, ctx)));
+    pub fn open_job(&mut self, files: Vec<crate::model::RankFile>, ctx: &egui::Context) {
+        self.ranks =
+            Some(Box::new(super::ranks::RankStrip::new(&self.options.platform, files, !self.options.no_cache, ctx)));
         self.content = Content::Ranks;
     }
 
@@ -108,7 +111,7 @@ impl ViewerApp {
                 self.ranks = None;
                 self.open_any(one, ctx);
             }
-            _ => match crate::index::folder::job(paths) {
+            _ => match self.options.platform.job(paths) {
                 Ok(job) => self.open_job(job.files, ctx),
                 Err(e) => self.content = Content::Failed(e),
             },
@@ -152,7 +155,7 @@ impl ViewerApp {
     /// Opens an archive now (fast: mmap + validation).
     pub fn open_archive(&mut self, path: &Path, ctx: &egui::Context) {
         self.source.get_or_insert_with(|| path.to_owned());
-        self.show_opened(open_file(path), ctx);
+        self.show_opened(open_file(&self.options.platform, path), ctx);
     }
 
     /// Shows an opened archive. Its ids are checked in the background (under a second even at
@@ -189,10 +192,10 @@ impl ViewerApp {
     /// thread while the window stays responsive.
     pub fn open_any(&mut self, path: &Path, ctx: &egui::Context) {
         self.source = Some(path.to_owned());
-        if crate::file::is_archive(path) {
+        if self.options.platform.is_archive(path) {
             return self.open_archive(path, ctx);
         }
-        self.content = super::indexing::start(path, ctx, !self.options.no_cache);
+        self.content = super::indexing::start(&self.options.platform, path, ctx, !self.options.no_cache);
     }
 
     pub fn timeline(&self) -> Option<&Timeline> {

@@ -10,6 +10,9 @@
 //! The UI thread never waits on work that grows with the file: tiles and rasters come from
 //! named worker threads through bounded channels, and uploads are budgeted per frame.
 
+// The read crate's modules under their own names, as the root crate has them.
+pub use memviz_read::{allocator, analysis, archive, derive, layout, lod, model};
+
 pub mod answers_panel;
 pub mod app;
 pub mod axis;
@@ -32,6 +35,7 @@ pub mod ooms;
 pub mod open_view;
 pub mod overlays;
 pub mod panels;
+pub mod platform;
 pub mod pools;
 pub mod ranks;
 pub mod reserved;
@@ -75,7 +79,7 @@ fn ms_since_start() -> f64 {
 pub struct OpenArgs {
     pub path: PathBuf,
     /// A job's ranks (a folder, or several files): the rank strip instead of one file.
-    pub job: Option<Vec<crate::index::folder::RankFile>>,
+    pub job: Option<Vec<crate::model::RankFile>>,
     pub screenshot: Option<PathBuf>,
     pub size: (u32, u32),
     pub bench: bool,
@@ -98,19 +102,21 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     // archive is opened and the first frame's UI (layout, fonts, the palette, the coarsest tile)
     // is worked out.
     let (w, h) = args.size;
-    let gpu_ctx = ctx.clone();
+    let (gpu_ctx, gpu_platform) = (ctx.clone(), args.options.platform.clone());
     let gpu_init = std::thread::Builder::new()
         .name("memviz-gpu-init".into())
-        .spawn(move || Offscreen::new(w, h, gpu_ctx))
+        .spawn(move || Offscreen::new_timed(w, h, gpu_ctx, &|what| stage(&gpu_platform, what)))
         .context("starting the GPU thread")?;
     let opened = (|| {
         if let Some(files) = &args.job {
             app.open_job(files.clone(), &ctx);
-        } else if crate::file::is_archive(&args.path) {
+        } else if args.options.platform.is_archive(&args.path) {
             app.open_archive(&args.path, &ctx);
         } else {
-            let session = crate::index::cache::open_session(&args.path, !args.options.no_cache, &|_| {})?;
-            app.open_session(std::sync::Arc::new(session), &ctx);
+            let platform = &args.options.platform;
+            let session =
+                platform.open_snapshot(&args.path, !args.options.no_cache, &|_| {}).map_err(anyhow::Error::msg)?;
+            app.open_session(session, &ctx);
         }
         if let app::Content::Failed(e) = &app.content {
             anyhow::bail!("{e}");
@@ -125,18 +131,18 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         return Err(e);
     }
     let open_ms = ms_since_start();
-    stage("opened");
+    stage(&args.options.platform, "opened");
     let first_ui = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         offscreen::run_ui(&ctx, &mut app, (w, h), 1.0 / 60.0, Vec::new())
     }));
-    stage("first frame's ui");
+    stage(&args.options.platform, "first frame's ui");
     // Joined on every path: a panic that unwound past a loading driver could hang at exit.
     let gpu = gpu_init.join();
     let first_ui = first_ui.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let mut gpu = gpu.map_err(|_| anyhow::anyhow!("the GPU thread panicked"))??;
-    stage("gpu ready");
+    stage(&args.options.platform, "gpu ready");
     gpu.render(first_ui);
-    stage("frame");
+    stage(&args.options.platform, "frame");
     // Textures are uploaded with the frame that first draws them; the coarsest tile is decoded
     // on open, so normally the first frame already shows the whole trace.
     for _ in 0..500 {
@@ -145,7 +151,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
         gpu.frame(&mut app, Vec::new());
-        stage("frame");
+        stage(&args.options.platform, "frame");
     }
     let first_frame_ms = ms_since_start();
     // No window to say it in: every id and the checksum of every block, before anything is
@@ -174,7 +180,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         if let Some(e) = app.failure() {
             anyhow::bail!("{e}");
         }
-        gpu.save_png(out).with_context(|| out.display().to_string())?;
+        args.options.platform.write(out, &gpu.png()?).with_context(|| out.display().to_string())?;
         report["screenshot"] = out.display().to_string().into();
     }
     if args.bench {
@@ -190,13 +196,13 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
         }
     }
     // A closed or full standard output is the one error line, never a panic.
-    crate::output::write_to(None, |w| Ok(writeln!(w, "{}", serde_json::to_string_pretty(&report)?)?))?;
+    args.options.platform.print(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     Ok(())
 }
 
 /// With `MEMVIZ_TIMINGS` set, prints when each start-up stage ended.
-fn stage(what: &str) {
-    crate::timings::at(what, ms_since_start());
+fn stage(platform: &platform::PlatformRef, what: &str) {
+    platform.timing(what, ms_since_start());
 }
 
 fn round(ms: f64) -> f64 {
@@ -238,9 +244,9 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
     let (path, job, opts, exit_after) =
         (args.path.clone(), args.job.clone(), args.options.clone(), args.exit_after_frames);
     // The archive is opened while the window and the GPU device are made.
-    let prepared = (job.is_none() && crate::file::is_archive(&path)).then(|| {
-        let path = path.clone();
-        std::thread::Builder::new().name("memviz-open".into()).spawn(move || open_view::open_file(&path))
+    let prepared = (job.is_none() && opts.platform.is_archive(&path)).then(|| {
+        let (path, platform) = (path.clone(), opts.platform.clone());
+        std::thread::Builder::new().name("memviz-open".into()).spawn(move || open_view::open_file(&platform, &path))
     });
     eframe::run_native(
         &title,

@@ -400,7 +400,7 @@ mod tests {
     use crate::archive::{Archive, Session};
 
     fn golden() -> Session {
-        let name = format!("tests/data/golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+        let name = format!("../tests/data/golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
         let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
         Session::from_archive(Archive::from_memory(&bytes, std::path::Path::new("g.memviz")).unwrap())
     }

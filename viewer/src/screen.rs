@@ -44,7 +44,7 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
                 *s.status = Some(format!("copied: {cmd}"));
             }
             if ui.button("save PNG").on_hover_text("write this view to a PNG in the current folder").clicked() {
-                let out = save_png(ui.ctx(), &t.doc, s.source);
+                let out = save_png(ui.ctx(), &options.platform, &t.doc, s.source);
                 *s.status = Some(format!("saved {}", out.display()));
             }
             if let Some(text) = s.status.as_deref() {
@@ -127,23 +127,23 @@ pub fn unused_png_name(name: &str) -> PathBuf {
 
 /// "save PNG": asks the window for this frame, written (by the integration, once it has the
 /// pixels) to the working folder, named after the file and the actions shown.
-pub(super) fn save_png(ctx: &egui::Context, doc: &Document, source: Option<&Path>) -> PathBuf {
+pub(super) fn save_png(
+    ctx: &egui::Context,
+    platform: &crate::platform::PlatformRef,
+    doc: &Document,
+    source: Option<&Path>,
+) -> PathBuf {
     let stem = source
         .unwrap_or(&doc.session.archive.path)
         .file_stem()
         .map_or("memviz".into(), |s| s.to_string_lossy().into_owned());
     let out = unused_png_name(&format!("{stem}-{:.0}-{:.0}", doc.view.x0.max(0.0), doc.view.x1));
-    let target = out.clone();
+    let (target, platform) = (out.clone(), platform.clone());
     ctx.request_screenshot(move |image| {
         let [w, h] = image.size;
         let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
-        let written = crate::output::write_atomic(&target, |f| {
-            let mut enc = png::Encoder::new(f, w as u32, h as u32);
-            enc.set_color(png::ColorType::Rgba);
-            enc.set_depth(png::BitDepth::Eight);
-            enc.write_header()?.write_image_data(&rgba)?;
-            Ok(())
-        });
+        let written =
+            super::offscreen::png_bytes(&rgba, w as u32, h as u32).and_then(|png| platform.write(&target, &png));
         if let Err(e) = written {
             eprintln!("warning: could not save {}: {e:#}", target.display());
         }

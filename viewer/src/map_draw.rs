@@ -110,10 +110,10 @@ mod tests {
 
     use super::*;
     use crate::allocator::Summary;
+    use crate::memory_map::MapView;
     use crate::model::DeviceIdx;
-    use crate::viewer::memory_map::MapView;
 
-    use crate::viewer::memory_map::test_segment as seg;
+    use crate::memory_map::test_segment as seg;
 
     /// The shapes of one frame of the map of `segs` (each block in `colour` of it).
     fn drawn(segs: Vec<SegmentMap>, rect: Rect, view: MapView, colour: fn(&Block) -> Color32) -> Vec<egui::Shape> {

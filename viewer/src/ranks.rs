@@ -19,8 +19,9 @@ use super::theme;
 use crate::analysis::ranks::{self, RankFacts, RankRow};
 use crate::analysis::units;
 use crate::archive::DeviceData;
-use crate::index::folder::RankFile;
 use crate::model::DeviceIdx;
+use crate::model::RankFile;
+use crate::platform::PlatformRef;
 
 /// Buckets a curve keeps at most (a cell is a few hundred pixels wide).
 const CURVE_BUCKETS: usize = 1024;
@@ -110,11 +111,11 @@ pub struct RankCurve {
 }
 
 impl RankCurve {
-    fn load(f: &RankFile, cache: bool) -> Result<RankCurve, String> {
-        let session = if crate::file::is_archive(&f.path) {
-            crate::file::open_session(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?
+    fn load(platform: &PlatformRef, f: &RankFile, cache: bool) -> Result<RankCurve, String> {
+        let session = if platform.is_archive(&f.path) {
+            platform.open_archive(&f.path)?
         } else {
-            Arc::new(crate::index::cache::open_session(&f.path, cache, &|_| {}).map_err(|e| format!("{e:#}"))?)
+            platform.open_snapshot(&f.path, cache, &|_| {})?
         };
         session.archive.check_ids().map_err(|e| format!("{}: {e}", f.path.display()))?;
         let device = session.main_device();
@@ -173,13 +174,13 @@ pub struct RankStrip {
 
 impl RankStrip {
     /// Starts loading `files` on a named thread; `ctx` repaints as each arrives.
-    pub fn new(files: Vec<RankFile>, cache: bool, ctx: &egui::Context) -> RankStrip {
+    pub fn new(platform: &PlatformRef, files: Vec<RankFile>, cache: bool, ctx: &egui::Context) -> RankStrip {
         // Bounded: the loader waits while the window is not taking them (a rank shown instead).
         let (tx, rx) = sync_channel(64);
-        let (list, c) = (files.clone(), ctx.clone());
+        let (list, c, platform) = (files.clone(), ctx.clone(), platform.clone());
         let spawned = std::thread::Builder::new().name("memviz-ranks".into()).spawn(move || {
             for (i, f) in list.iter().enumerate() {
-                if tx.send((i, RankCurve::load(f, cache))).is_err() {
+                if tx.send((i, RankCurve::load(&platform, f, cache))).is_err() {
                     return;
                 }
                 c.request_repaint();

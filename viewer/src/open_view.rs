@@ -13,15 +13,16 @@ use super::tabs::{OpenAt, Tab};
 use super::timeline::Timeline;
 
 /// Opens the archive at `path` (any thread: `memviz open` starts it beside the window).
-pub fn open_file(path: &Path) -> Result<Arc<Session>, String> {
-    crate::file::open_session(path).map_err(|e| format!("{}: {e}", path.display()))
+pub fn open_file(platform: &crate::platform::PlatformRef, path: &Path) -> Result<Arc<Session>, String> {
+    platform.open_archive(path)
 }
 
 /// A timeline of an opened archive with the settings the options ask for (its ids and checksum
 /// are checked, and the action times read for the time axis, in the background:
-/// `crate::file::spawn_checks`).
+/// `Platform::start_checks`).
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
-    let first_frame = crate::file::spawn_checks(&session);
+    let first_frame = Arc::new(crate::platform::FirstFrame::default());
+    options.platform.start_checks(&session, &first_frame);
     let mut t = Timeline::new(session, ctx);
     t.doc.first_frame = first_frame;
     t.doc.max_entries = options.max_entries;

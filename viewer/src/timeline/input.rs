@@ -95,7 +95,7 @@ impl Timeline {
                 && let Some(k) =
                     pointer.and_then(|p| self.action_at(self.doc.view.data_from_screen(self.plot_rect, p).0))
             {
-                self.doc.selection.event = Some(crate::viewer::memory_map::action_event(&self.doc, k));
+                self.doc.selection.event = Some(crate::memory_map::action_event(&self.doc, k));
             }
         }
         if response.secondary_clicked() {

@@ -35,6 +35,11 @@ pub struct Offscreen {
 
 impl Offscreen {
     pub fn new(width: u32, height: u32, ctx: egui::Context) -> anyhow::Result<Offscreen> {
+        Offscreen::new_timed(width, height, ctx, &|_| {})
+    }
+
+    /// [`Self::new`], telling `stage` as each start-up stage ends (`MEMVIZ_TIMINGS`).
+    pub fn new_timed(width: u32, height: u32, ctx: egui::Context, stage: &dyn Fn(&str)) -> anyhow::Result<Offscreen> {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         if std::env::var_os("WGPU_BACKEND").is_none() {
             // Vulkan / Metal / DX12 only: probing GL as well costs tens of ms at start-up.
@@ -48,7 +53,7 @@ impl Offscreen {
             apply_limit_buckets: false,
         }))
         .map_err(|e| anyhow!("no GPU adapter (install Mesa's lavapipe: mesa-vulkan-drivers): {e}"))?;
-        super::stage("adapter");
+        stage("adapter");
         let info = adapter.get_info();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("memviz offscreen"),
@@ -59,13 +64,13 @@ impl Offscreen {
             trace: wgpu::Trace::Off,
         }))
         .context("creating the GPU device")?;
-        super::stage("device");
+        stage("device");
         let mut renderer = egui_wgpu::Renderer::new(&device, FORMAT, egui_wgpu::RendererOptions::default());
-        super::stage("egui renderer");
+        stage("egui renderer");
         renderer.callback_resources.insert(TimelineResources::new(&device, FORMAT, true));
-        super::stage("timeline pipelines");
+        stage("timeline pipelines");
         let target = color_target(&device, width, height, FORMAT);
-        super::stage("offscreen target");
+        stage("offscreen target");
         Ok(Offscreen {
             device,
             queue,
@@ -224,15 +229,9 @@ impl Offscreen {
         (rect, bytemuck::cast_slice(&bytes).to_vec())
     }
 
-    pub fn save_png(&self, path: &std::path::Path) -> anyhow::Result<()> {
-        let rgba = self.read_rgba();
-        crate::output::write_atomic(path, |w| {
-            let mut enc = png::Encoder::new(w, self.width, self.height);
-            enc.set_color(png::ColorType::Rgba);
-            enc.set_depth(png::BitDepth::Eight);
-            enc.write_header()?.write_image_data(&rgba)?;
-            Ok(())
-        })
+    /// The frame drawn last, as a PNG file's bytes.
+    pub fn png(&self) -> anyhow::Result<Vec<u8>> {
+        png_bytes(&self.read_rgba(), self.width, self.height)
     }
 }
 
@@ -327,4 +326,14 @@ fn read_texture(device: &wgpu::Device, queue: &wgpu::Queue, texture: &wgpu::Text
         }
     }
     out
+}
+
+/// RGBA pixels as a PNG file's bytes.
+pub fn png_bytes(rgba: &[u8], width: u32, height: u32) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, width, height);
+    enc.set_color(png::ColorType::Rgba);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.write_header()?.write_image_data(rgba)?;
+    Ok(out)
 }
