@@ -54,7 +54,7 @@ pub mod view;
 pub mod worker;
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -214,6 +214,7 @@ pub const NO_DISPLAY: &str = "no display found: use --screenshot, or open the .m
 
 /// On Linux and the BSDs a window needs an X11 or Wayland display; say so before winit does
 /// (its error quotes a path inside the cargo registry).
+#[cfg(not(target_arch = "wasm32"))]
 fn has_display() -> bool {
     if cfg!(any(target_os = "linux", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd")) {
         ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"]
@@ -224,6 +225,13 @@ fn has_display() -> bool {
     }
 }
 
+/// A browser build has no native window: its page runs the viewer (docs/design/11).
+#[cfg(target_arch = "wasm32")]
+fn window(args: &OpenArgs) -> anyhow::Result<()> {
+    anyhow::bail!("{}: no native window in a browser build", args.path.display())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
 fn window(args: &OpenArgs) -> anyhow::Result<()> {
     if !has_display() {
         anyhow::bail!("{}: {NO_DISPLAY}", args.path.display());
@@ -281,11 +289,12 @@ fn window(args: &OpenArgs) -> anyhow::Result<()> {
 }
 
 /// eframe's wgpu set-up with the limits the timeline needs ([`gpu::required_limits`]).
+#[cfg(not(target_arch = "wasm32"))]
 fn wgpu_options() -> eframe::egui_wgpu::WgpuConfiguration {
     use eframe::egui_wgpu::{WgpuConfiguration, WgpuSetup, WgpuSetupCreateNew, wgpu};
     let mut setup = WgpuSetupCreateNew::without_display_handle();
-    let egui_default = Arc::clone(&setup.device_descriptor);
-    setup.device_descriptor = Arc::new(move |adapter: &wgpu::Adapter| {
+    let egui_default = std::sync::Arc::clone(&setup.device_descriptor);
+    setup.device_descriptor = std::sync::Arc::new(move |adapter: &wgpu::Adapter| {
         let mut d = egui_default(adapter);
         d.required_limits = gpu::required_limits(adapter, d.required_limits.clone());
         d
@@ -293,11 +302,14 @@ fn wgpu_options() -> eframe::egui_wgpu::WgpuConfiguration {
     WgpuConfiguration { wgpu_setup: WgpuSetup::CreateNew(setup), ..Default::default() }
 }
 
+/// The native window's app: the viewer, closed after `exit_after` frames (tests under Xvfb).
+#[cfg(not(target_arch = "wasm32"))]
 struct WindowApp {
     app: ViewerApp,
     exit_after: Option<u64>,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl eframe::App for WindowApp {
     fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
         eframe::App::clear_color(&self.app, visuals)
