@@ -51,6 +51,8 @@ pub mod textures;
 pub mod theme;
 pub mod timeline;
 pub mod view;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -155,8 +155,8 @@ impl TimelineResources {
                     },
                     count: None,
                 },
-                storage_entry(2),
-                storage_entry(3),
+                table_entry(2),
+                table_entry(3),
             ],
         });
         let texture_entry = |binding| wgpu::BindGroupLayoutEntry {
@@ -261,7 +261,7 @@ impl TimelineResources {
     pub fn prepare_view(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, paint: &TimelinePaint) {
         let (globals_layout, texture_layout) = (self.globals_layout.clone(), self.texture_layout.clone());
         let v = self.view(device, paint.slot);
-        v.set_colours(device, &globals_layout, paint);
+        v.set_colours(device, queue, &globals_layout, paint);
         for k in &paint.evict {
             v.textures.remove(k);
         }
@@ -348,28 +348,29 @@ pub fn required_limits(adapter: &wgpu::Adapter, base: wgpu::Limits) -> wgpu::Lim
 impl ViewResources {
     /// Binds the paint's palette and search marks, when they changed (identified by device,
     /// mode and the marks' generation).
-    fn set_colours(&mut self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, paint: &TimelinePaint) {
+    fn set_colours(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        layout: &wgpu::BindGroupLayout,
+        paint: &TimelinePaint,
+    ) {
         let which = (paint.colours_for, paint.marks.0);
         let (colours, marks): (&[u32], &[u32]) = (&paint.colours, &paint.marks.1);
         if self.colours_for == Some(which) {
             return;
         }
-        let buffer = |label, data: &[u32]| {
-            let bytes: &[u8] = if data.is_empty() { &[0u8; 4] } else { bytemuck::cast_slice(data) };
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: bytes,
-                usage: wgpu::BufferUsages::STORAGE,
-            })
-        };
-        let (colours, marks) = (buffer("memviz colours", colours), buffer("memviz marks", marks));
+        let (colours, marks) = (
+            table_texture(device, queue, "memviz colours", colours),
+            table_texture(device, queue, "memviz marks", marks),
+        );
         self.globals_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("memviz globals"),
             layout,
             entries: &[
                 wgpu::BindGroupEntry { binding: 0, resource: self.globals.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: colours.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 3, resource: marks.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: wgpu::BindingResource::TextureView(&colours) },
+                wgpu::BindGroupEntry { binding: 3, resource: wgpu::BindingResource::TextureView(&marks) },
             ],
         }));
         self.colours_for = Some(which);
@@ -447,17 +448,35 @@ impl ViewResources {
     }
 }
 
-fn storage_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+/// A table of `u32` (the palette, the search's marks) as a texture the fragment shader reads:
+/// WebGL2 has no storage buffers in fragment shaders, and a `R32Uint` texture reads the same on
+/// every backend.
+fn table_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::FRAGMENT,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only: true },
-            has_dynamic_offset: false,
-            min_binding_size: None,
+        ty: wgpu::BindingType::Texture {
+            sample_type: wgpu::TextureSampleType::Uint,
+            view_dimension: wgpu::TextureViewDimension::D2,
+            multisampled: false,
         },
         count: None,
     }
+}
+
+/// A table's row length as a texture: entry `i` is texel `(i % TABLE_W, i / TABLE_W)`. WebGL2
+/// promises 2D textures of 2,048 texels a side at least.
+const TABLE_W: u32 = 2048;
+
+/// `data` as a texture of rows of [`TABLE_W`] (the last one padded with zeros; at least one
+/// texel).
+fn table_texture(device: &wgpu::Device, queue: &wgpu::Queue, label: &str, data: &[u32]) -> wgpu::TextureView {
+    let width = (data.len() as u32).clamp(1, TABLE_W);
+    let height = (data.len() as u32).div_ceil(width).max(1);
+    let mut texels = data.to_vec();
+    texels.resize((width * height) as usize, 0);
+    let size = wgpu::Extent3d { width, height, depth_or_array_layers: 1 };
+    u32_texture(device, queue, label, size, &texels)
 }
 
 /// One frame's timeline drawing, handed to egui as a paint callback.

@@ -24,10 +24,11 @@ struct Globals {
 };
 
 @group(0) @binding(0) var<uniform> g: Globals;
-// RGBA8 palette: one colour per key, or a fixed palette hashed by element id.
-@group(0) @binding(2) var<storage, read> colours: array<u32>;
+// RGBA8 palette: one colour per key, or a fixed palette hashed by element id. Tables are
+// textures of rows (entry i at (i % width, i / width)): WebGL2 has no storage buffers here.
+@group(0) @binding(2) var colours: texture_2d<u32>;
 // The search's matches: bit `id` set for a matching element (empty without a search).
-@group(0) @binding(3) var<storage, read> marks: array<u32>;
+@group(0) @binding(3) var marks: texture_2d<u32>;
 @group(1) @binding(0) var ids: texture_2d<u32>;
 // Each texel's colour key, made from the element → key table when the texture was uploaded.
 @group(1) @binding(1) var keys: texture_2d<u32>;
@@ -69,6 +70,25 @@ fn id_at(uv: vec2<f32>) -> u32 {
     return textureLoad(ids, texel(uv), 0).r;
 }
 
+fn colour_entry(i: u32) -> u32 {
+    let w = textureDimensions(colours).x;
+    return textureLoad(colours, vec2<i32>(i32(i % w), i32(i / w)), 0).r;
+}
+
+// Word `i` of the marks (0 past their end).
+fn marks_word(i: u32) -> u32 {
+    let d = textureDimensions(marks);
+    if (i >= d.x * d.y) {
+        return 0u;
+    }
+    return textureLoad(marks, vec2<i32>(i32(i % d.x), i32(i / d.x)), 0).r;
+}
+
+// An RGBA8 colour's RGB (what unpack4x8unorm gives; WebGL2's GLSL ES 3.00 lacks it).
+fn rgb(c: u32) -> vec3<f32> {
+    return vec3<f32>(f32(c & 0xffu), f32((c >> 8u) & 0xffu), f32((c >> 16u) & 0xffu)) / 255.0;
+}
+
 fn mix32(x: u32) -> u32 {
     var h = x * 0x9e3779b1u;
     h = h ^ (h >> 16u);
@@ -90,7 +110,7 @@ fn colour(id: u32, at: vec2<i32>) -> vec3<f32> {
     if (key >= g.n_colours) {
         return vec3<f32>(0.5, 0.5, 0.55);
     }
-    return unpack4x8unorm(colours[key]).rgb;
+    return rgb(colour_entry(key));
 }
 
 // True when `id` is `target` but a pixel within `r` screen pixels is not: the outline.
@@ -113,8 +133,7 @@ fn fs_colour(in: VsOut) -> @location(0) vec4<f32> {
     }
     var c = colour(id, at);
     if (g.search != 0u) {
-        let w = id >> 5u;
-        let hit = id < AGGREGATED && w < arrayLength(&marks) && ((marks[w] >> (id & 31u)) & 1u) == 1u;
+        let hit = id < AGGREGATED && ((marks_word(id >> 5u) >> (id & 31u)) & 1u) == 1u;
         if (hit) {
             c = mix(c, vec3<f32>(1.0, 0.92, 0.25), 0.35);
         } else {

@@ -1,0 +1,97 @@
+//! The viewer in a browser (wasm32): the page hands it a canvas and an archive's bytes; eframe's
+//! web runner draws with wgpu (WebGPU where the browser has it, else WebGL2). What it needs of
+//! the machine is [`WebPlatform`]: the archive is already in memory, so nothing is opened by path,
+//! and the id check runs before the first frame (there is no thread to run it beside).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasm_bindgen::prelude::*;
+
+use crate::app::{ViewerApp, ViewerOptions};
+use crate::archive::{Archive, Session};
+use crate::model::Job;
+use crate::platform::{FirstFrame, Platform, PlatformRef};
+
+/// What a page holds: the runner of one viewer.
+#[wasm_bindgen]
+pub struct WebHandle {
+    runner: eframe::WebRunner,
+}
+
+#[wasm_bindgen]
+impl WebHandle {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> WebHandle {
+        WebHandle { runner: eframe::WebRunner::new() }
+    }
+
+    /// Opens the archive `bytes` (called `name` in messages) in the viewer on `canvas`.
+    pub async fn start(&self, canvas: web_sys::HtmlCanvasElement, bytes: Vec<u8>, name: String) -> Result<(), JsValue> {
+        let archive =
+            Archive::from_memory(&bytes, Path::new(&name)).map_err(|e| JsValue::from_str(&format!("{name}: {e}")))?;
+        drop(bytes);
+        let session = Arc::new(Session::from_archive(archive));
+        let options = ViewerOptions { platform: PlatformRef(Arc::new(WebPlatform)), ..ViewerOptions::default() };
+        self.runner
+            .start(
+                canvas,
+                eframe::WebOptions::default(),
+                Box::new(move |cc| {
+                    let rs = cc.wgpu_render_state.as_ref().ok_or("the wgpu renderer is not available")?;
+                    rs.renderer.write().callback_resources.insert(crate::gpu::TimelineResources::new(
+                        &rs.device,
+                        rs.target_format,
+                        false,
+                    ));
+                    let mut app = ViewerApp::new(options);
+                    app.open_session(session, &cc.egui_ctx);
+                    Ok(Box::new(app))
+                }),
+            )
+            .await
+    }
+
+    /// Whether the viewer has drawn a frame yet (the page's tests wait for it).
+    pub fn frames(&self) -> u64 {
+        self.runner.app_mut::<ViewerApp>().map_or(0, |a| a.frames)
+    }
+}
+
+impl Default for WebHandle {
+    fn default() -> Self {
+        WebHandle::new()
+    }
+}
+
+/// The browser's platform: the archive came with the page.
+struct WebPlatform;
+
+const NOT_HERE: &str = "not in a browser: open the archive in the page";
+
+impl Platform for WebPlatform {
+    fn is_archive(&self, _: &Path) -> bool {
+        false
+    }
+    fn open_archive(&self, _: &Path) -> Result<Arc<Session>, String> {
+        Err(NOT_HERE.into())
+    }
+    fn open_snapshot(&self, _: &Path, _: bool, _: &dyn Fn(u64)) -> Result<Arc<Session>, String> {
+        Err(NOT_HERE.into())
+    }
+    fn start_checks(&self, session: &Arc<Session>, first_frame: &Arc<FirstFrame>) {
+        session.check_ids_here();
+        first_frame.drawn();
+    }
+    fn job(&self, _: &[PathBuf]) -> Result<Job, String> {
+        Err(NOT_HERE.into())
+    }
+    fn write(&self, _: &Path, _: &[u8]) -> anyhow::Result<()> {
+        anyhow::bail!(NOT_HERE)
+    }
+    fn print(&self, text: &str) -> anyhow::Result<()> {
+        web_sys::console::log_1(&JsValue::from_str(text));
+        Ok(())
+    }
+    fn timing(&self, _: &str, _: f64) {}
+}
