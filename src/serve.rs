@@ -55,6 +55,8 @@ pub struct Served {
     roots: Vec<Root>,
     token: Option<String>,
     indexing: Mutex<HashMap<PathBuf, Arc<Indexing>>>,
+    /// The browser viewer's page and its wasm (`web/build.sh`'s output), when found.
+    web: Option<PathBuf>,
 }
 
 /// One file the listing shows.
@@ -91,7 +93,7 @@ impl Served {
             let dir = path.is_dir();
             roots.push(Root { shown: p.display().to_string(), path, dir });
         }
-        Ok(Served { roots, token, indexing: Mutex::new(HashMap::new()) })
+        Ok(Served { roots, token, indexing: Mutex::new(HashMap::new()), web: web_dir() })
     }
 
     /// The file `rel` names under root `id`: a relative path that does not climb, inside the
@@ -220,10 +222,46 @@ fn rank_of(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The router: the page, the listing, and the archives.
+/// The browser viewer's files (`web/index.html` and `web/pkg/`, made by `web/build.sh`):
+/// `MEMVIZ_WEB_DIR`, else the `web/` of the checkout a development binary was built in.
+fn web_dir() -> Option<PathBuf> {
+    let has_page = |d: &Path| d.join("index.html").is_file() && d.join("pkg/memviz_web.js").is_file();
+    if let Some(dir) = std::env::var_os("MEMVIZ_WEB_DIR").map(PathBuf::from) {
+        return has_page(&dir).then_some(dir);
+    }
+    let exe = std::env::current_exe().ok()?;
+    let checkout = exe.parent()?.parent()?.parent()?;
+    Some(checkout.join("web")).filter(|d| has_page(d))
+}
+
+/// The viewer's page and its three files, by name (nothing else of the folder is served).
+const WEB_FILES: [(&str, &str); 3] = [
+    ("index.html", "text/html; charset=utf-8"),
+    ("pkg/memviz_web.js", "text/javascript"),
+    ("pkg/memviz_web_bg.wasm", "application/wasm"),
+];
+
+async fn web_file(
+    State(served): State<Arc<Served>>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Response {
+    let Some(dir) = &served.web else {
+        return (StatusCode::NOT_FOUND, "this build has no browser viewer: run web/build.sh\n").into_response();
+    };
+    let Some(&(file, kind)) = WEB_FILES.iter().find(|f| f.0 == name) else {
+        return (StatusCode::NOT_FOUND, "not found\n").into_response();
+    };
+    match tokio::fs::read(dir.join(file)).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, kind)], bytes).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// The router: the page, the listing, the archives, and the browser viewer's files.
 pub fn router(served: Arc<Served>) -> Router {
     Router::new()
         .route("/", get(page))
+        .route("/web/{*name}", get(web_file))
         .route("/api/list", get(list))
         .route("/archive/{id}", get(archive_root))
         .route("/archive/{id}/{*rel}", get(archive))
@@ -302,27 +340,43 @@ async fn send(served: Arc<Served>, id: usize, rel: String, request: Request) -> 
 async fn page(State(served): State<Arc<Served>>, Query(q): Query<TokenQuery>) -> Html<String> {
     let s = Arc::clone(&served);
     let listing = tokio::task::spawn_blocking(move || s.listing()).await.ok();
-    let token = q.token.map(|t| format!("?token={}", escape(&t))).unwrap_or_default();
+    let token = q.token.map(|t| format!("?token={}", percent(&t))).unwrap_or_default();
     let mut rows = String::new();
     for e in listing.iter().flat_map(|l| &l.entries) {
         let href = format!("/archive/{}/{}{token}", e.root, percent(&e.path));
         let root = listing.as_ref().map_or("", |l| l.roots[e.root].as_str());
+        // The viewer page fetches the archive itself (the token rides in its URL).
+        let view = match &served.web {
+            Some(_) => {
+                let page_token = token.replacen('?', "&", 1);
+                format!("<a href=\"/web/index.html?archive={}{page_token}\">view</a>", percent(&href))
+            }
+            None => String::new(),
+        };
         rows.push_str(&format!(
-            "<tr><td><a href=\"{href}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td><a href=\"{href}\">{}</a></td><td>{view}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             escape(&Path::new(root).join(&e.path).display().to_string()),
             e.kind,
             crate::analysis::units::bytes(e.bytes),
             e.rank.map_or(String::new(), |r| r.to_string()),
         ));
     }
+    let note = match &served.web {
+        Some(_) => {
+            "<b>view</b> opens it in the viewer in this page (WebGPU, else WebGL2); the coarsest level is drawn, finer tiles are not yet (the viewer's workers do not run in a browser yet)."
+        }
+        None => {
+            "This build has no in-browser viewer: run <code>web/build.sh</code> in a checkout (or set <code>MEMVIZ_WEB_DIR</code>)."
+        }
+    };
     Html(format!(
         "<!doctype html><meta charset=utf-8><title>memviz</title>\n\
          <style>body{{font:14px system-ui;margin:2em}}td{{padding:2px 12px}}</style>\n\
          <h1>memviz</h1>\n\
          <p>Each link downloads an archive (a snapshot is indexed on this machine the first time it is asked for; \
          the link answers 202 with its progress until then). Open a downloaded archive with <code>memviz open FILE.memviz</code>. \
-         This build has no in-browser viewer yet.</p>\n\
-         <table><tr><th>file</th><th>kind</th><th>size</th><th>rank</th></tr>\n{rows}</table>\n"
+         {note}</p>\n\
+         <table><tr><th>file</th><th></th><th>kind</th><th>size</th><th>rank</th></tr>\n{rows}</table>\n"
     ))
 }
 

@@ -10,13 +10,13 @@ use std::process::{Child, Command, Stdio};
 use crate::support::*;
 
 /// A running `memviz serve`, killed when dropped.
-struct Server {
+pub struct Server {
     child: Child,
     /// Its standard output, kept open (it prints the `ssh -L` line after the URL).
     _out: std::io::Lines<BufReader<std::process::ChildStdout>>,
     /// `127.0.0.1:PORT`, and the token its URL carries (when it printed one).
-    addr: String,
-    token: Option<String>,
+    pub addr: String,
+    pub token: Option<String>,
 }
 
 impl Drop for Server {
@@ -26,12 +26,18 @@ impl Drop for Server {
     }
 }
 
-fn start(args: &[&str], cache: &Path) -> Server {
+pub fn start(args: &[&str], cache: &Path) -> Server {
+    start_with(args, cache, &[])
+}
+
+/// [`start`] with more environment variables for the server.
+pub fn start_with(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memviz"))
         .arg("serve")
         .args(["--port", "0"])
         .args(args)
         .env("MEMVIZ_CACHE_DIR", cache)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

@@ -8,6 +8,7 @@ mod allocator;
 mod answers;
 mod archive;
 mod bad_input;
+mod browser;
 mod categories;
 mod cli;
 mod differential;

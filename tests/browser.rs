@@ -1,0 +1,66 @@
+//! The viewer in a real browser: `memviz serve` serves the page (web/index.html and its wasm) and a
+//! bundled archive, headless Chromium (software WebGL2, no GPU) opens it, and the screenshot
+//! shows the timeline drawn. Needs `web/build.sh` run
+//! and Debian's `chromium`; CI provides both, elsewhere the test says what is missing and passes.
+
+use std::path::Path;
+
+use crate::support::*;
+
+/// Whether an sRGB pixel is the viewer's background (or near it).
+fn background(p: &[u8]) -> bool {
+    p[0] < 60 && p[1] < 60 && p[2] < 70
+}
+
+#[test]
+fn the_viewer_draws_an_archive_in_headless_chromium() {
+    let glue = repo().join("web/pkg/memviz_web.js");
+    let chromium = Path::new("/usr/bin/chromium");
+    if !glue.exists() || !chromium.exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh and install chromium");
+        eprintln!("skipped: web/pkg (web/build.sh) or /usr/bin/chromium missing");
+        return;
+    }
+    let dir = tempdir();
+    let web = repo().join("web");
+    let golden = repo().join("tests/data/golden");
+    let server =
+        crate::serve::start_with(&[golden.to_str().unwrap()], &dir.path().join("cache"), &[("MEMVIZ_WEB_DIR", &web)]);
+    let shot = dir.path().join("page.png");
+    let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+    let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
+    let out = std::process::Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+        .args(["--window-size=1200,700", "--virtual-time-budget=20000"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&out.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut rgba = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut rgba).unwrap();
+    let channels = info.color_type.samples();
+    let (w, h) = (info.width as usize, info.height as usize);
+    assert_eq!((w, h), (1200, 700));
+    // The plot's lower band (the long-lived allocations of every step): drawn, not background.
+    let (mut drawn, mut all) = (0, 0);
+    let mut colours = std::collections::BTreeSet::new();
+    for y in (h * 62 / 100)..(h * 80 / 100) {
+        for x in (w / 10)..(w * 9 / 10) {
+            let i = (y * w + x) * channels;
+            all += 1;
+            if !background(&rgba[i..i + 3]) {
+                drawn += 1;
+                colours.insert([rgba[i], rgba[i + 1], rgba[i + 2]]);
+            }
+        }
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(drawn * 10 > all * 8, "{drawn} of {all} pixels drawn in the plot: {stderr}");
+    // Elements in their sites' colours, not one blank page colour.
+    assert!(colours.len() >= 4, "{} colours in the plot: {stderr}", colours.len());
+}

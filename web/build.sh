@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds the browser viewer into web/pkg: the wasm (release) and its JavaScript glue, made by
+# wasm-bindgen's CLI at the crate's exact version:
+#   cargo install wasm-bindgen-cli --version 0.2.130
+set -euo pipefail
+cd "$(dirname "$0")"
+cargo build --release --target wasm32-unknown-unknown
+wasm-bindgen --target web --out-dir pkg target/wasm32-unknown-unknown/release/memviz_web.wasm
+echo "web/pkg: $(du -sh pkg | cut -f1)"
