@@ -129,7 +129,21 @@ pub struct Worker {
     /// The newest raster's key and column samples: overlays drawn per column of the raster (the
     /// pools' bands) read them instead of searching the totals again each frame.
     samples: Option<(TexKey, Samples)>,
+    /// No thread could be started (a browser): the jobs run in [`Self::poll`], a few a frame.
+    inline: Option<Inline>,
 }
+
+/// What the jobs need when they run on the UI thread, [`INLINE_JOBS`] a frame.
+struct Inline {
+    rx: Arc<Mutex<Receiver<Job>>>,
+    tx: SyncSender<Done>,
+    session: Arc<Session>,
+    largest: Arc<Mutex<Largest>>,
+    ctx: egui::Context,
+}
+
+/// Jobs run a frame where there are no worker threads: a tile decodes in about a millisecond.
+const INLINE_JOBS: usize = 2;
 
 const THREADS: usize = 2;
 const QUEUE: usize = 64;
@@ -140,6 +154,7 @@ impl Worker {
         let (done_tx, done) = sync_channel::<Done>(QUEUE);
         let job_rx = Arc::new(Mutex::new(job_rx));
         let largest = Arc::new(Mutex::new(Largest::default()));
+        let mut started = 0;
         for i in 0..THREADS {
             let (rx, tx, session, ctx) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(&session), ctx.clone());
             let largest = Arc::clone(&largest);
@@ -164,12 +179,15 @@ impl Worker {
                     ctx.request_repaint();
                 }
             });
-            if let Err(e) = spawned {
-                // Fewer workers only make tiles arrive later; with none they never do.
-                eprintln!("warning: could not start tile worker {i}: {e}");
+            match spawned {
+                Ok(_) => started += 1,
+                // Fewer workers only make tiles arrive later; with none the jobs run inline.
+                Err(e) if !cfg!(target_arch = "wasm32") => eprintln!("warning: could not start tile worker {i}: {e}"),
+                Err(_) => {}
             }
         }
-        Worker { jobs, done, in_flight: HashSet::new(), samples: None }
+        let inline = (started == 0).then(|| Inline { rx: job_rx, tx: done_tx, session, largest, ctx });
+        Worker { jobs, done, in_flight: HashSet::new(), samples: None, inline }
     }
 
     /// Asks for a pyramid tile; false when the queue is full (ask again next frame).
@@ -194,8 +212,24 @@ impl Worker {
         }
     }
 
-    /// Results that arrived since the last poll.
+    /// Results that arrived since the last poll (without worker threads, a few jobs run first).
     pub fn poll(&mut self) -> Vec<TexData> {
+        if let Some(i) = &self.inline {
+            for _ in 0..INLINE_JOBS {
+                let job = match i.rx.lock() {
+                    Ok(rx) => rx.try_recv(),
+                    Err(_) => break,
+                };
+                let Ok(job) = job else { break };
+                let done = match i.session.is_bad() {
+                    true => Done { key: job.key(), tex: None, samples: None },
+                    false => run(&i.session, &i.largest, job),
+                };
+                let _ = i.tx.try_send(done);
+                // More may wait: the next frame runs them.
+                i.ctx.request_repaint();
+            }
+        }
         let mut out = Vec::new();
         loop {
             match self.done.try_recv() {
