@@ -27,6 +27,11 @@ impl<T: Send + Sync + 'static> Pending<T> {
     ) -> Pending<T> {
         let ready = Arc::new(OnceLock::new());
         let (out, session) = (Arc::clone(&ready), Arc::clone(session));
+        if cfg!(target_arch = "wasm32") {
+            // A browser starts no thread: worked out here, once, when first asked for.
+            let _ = out.set(compute(&session, d));
+            return Pending { device: d, ready };
+        }
         let spawned = std::thread::Builder::new().name(format!("memviz-{what}")).spawn(move || {
             let _ = out.set(compute(&session, d));
         });
@@ -50,6 +55,8 @@ const LATEST_KEPT: usize = 8;
 /// asks for a repaint) and never waits.
 pub struct Latest<K, V> {
     shared: Arc<Shared<K, V>>,
+    /// Where no thread starts (a browser): the computation, run in [`Self::get`].
+    inline: Option<Box<dyn Fn(&K) -> V + Send>>,
 }
 
 struct Shared<K, V> {
@@ -86,6 +93,9 @@ impl<K: Clone + PartialEq + Send + 'static, V: Send + Sync + 'static> Latest<K, 
             }),
             wake: Condvar::new(),
         });
+        if cfg!(target_arch = "wasm32") {
+            return Latest { shared, inline: Some(Box::new(compute)) };
+        }
         let worker = Arc::clone(&shared);
         let spawned = std::thread::Builder::new().name(format!("memviz-{what}")).spawn(move || {
             loop {
@@ -114,7 +124,7 @@ impl<K: Clone + PartialEq + Send + 'static, V: Send + Sync + 'static> Latest<K, 
         if let Err(e) = spawned {
             eprintln!("warning: could not start the {what} thread ({e}): no {what}");
         }
-        Latest { shared }
+        Latest { shared, inline: None }
     }
 
     /// The answer for `key` once it is in; until then asks for it (once) and returns `None`.
@@ -122,6 +132,12 @@ impl<K: Clone + PartialEq + Send + 'static, V: Send + Sync + 'static> Latest<K, 
         let mut s = self.shared.lock();
         if let Some((_, v)) = s.done.iter().find(|(k, _)| k == key) {
             return Some(Arc::clone(v));
+        }
+        if let Some(compute) = &self.inline {
+            let value = Arc::new(compute(key));
+            s.done.push_front((key.clone(), Arc::clone(&value)));
+            s.done.truncate(LATEST_KEPT);
+            return Some(value);
         }
         if s.working.as_ref() != Some(key) && s.asked.as_ref() != Some(key) {
             s.asked = Some(key.clone());
