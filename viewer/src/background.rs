@@ -56,8 +56,11 @@ const LATEST_KEPT: usize = 8;
 pub struct Latest<K, V> {
     shared: Arc<Shared<K, V>>,
     /// Where no thread starts (a browser): the computation, run in [`Self::get`].
-    inline: Option<Box<dyn Fn(&K) -> V + Send>>,
+    inline: Option<Compute<K, V>>,
 }
+
+/// A [`Latest`]'s computation, kept where it runs on the calling thread.
+type Compute<K, V> = Box<dyn Fn(&K) -> V + Send>;
 
 struct Shared<K, V> {
     state: Mutex<LatestState<K, V>>,
