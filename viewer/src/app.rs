@@ -398,4 +398,10 @@ impl eframe::App for ViewerApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         ViewerApp::ui(self, ui);
     }
+
+    /// The page reaches the app through its runner (`web::WebHandle`).
+    #[cfg(target_arch = "wasm32")]
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(&mut *self)
+    }
 }
