@@ -29,15 +29,21 @@ fn the_viewer_draws_an_archive_in_headless_chromium() {
     let shot = dir.path().join("page.png");
     let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
     let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
-    let out = std::process::Command::new(chromium)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader"])
-        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
-        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
-        .args(["--window-size=1200,700", "--virtual-time-budget=20000"])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .output()
-        .unwrap();
+    let chrome = |what: &str, profile: &str| {
+        std::process::Command::new(chromium)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader"])
+            .args(["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
+            .arg(format!("--user-data-dir={}", dir.path().join(profile).display()))
+            .args(["--window-size=1200,700", "--virtual-time-budget=20000", what])
+            .arg(&url)
+            .output()
+            .unwrap()
+    };
+    // The page says when the viewer drew its first frame (what the page asks of the wasm works).
+    let dom = chrome("--dump-dom", "profile-dom");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("<title>memviz: first frame drawn</title>"), "{}", &dom[..dom.len().min(400)]);
+    let out = chrome(&format!("--screenshot={}", shot.display()), "profile");
     assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&out.stderr));
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
     let mut reader = decoder.read_info().unwrap();
