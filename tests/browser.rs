@@ -70,3 +70,38 @@ fn the_viewer_draws_an_archive_in_headless_chromium() {
     // Elements in their sites' colours, not one blank page colour.
     assert!(colours.len() >= 4, "{} colours in the plot: {stderr}", colours.len());
 }
+
+/// Whether Node.js can load playwright-core (`npm install playwright-core`; CI puts it on
+/// `NODE_PATH`).
+fn has_playwright() -> bool {
+    std::process::Command::new("node")
+        .args(["-e", "require('playwright-core')"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn a_click_in_the_browser_pins_what_the_viewer_picks_there() {
+    if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
+        eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");
+        return;
+    }
+    let dir = tempdir();
+    let (web, golden) = (repo().join("web"), repo().join("tests/data/golden"));
+    let server =
+        crate::serve::start_with(&[golden.to_str().unwrap()], &dir.path().join("cache"), &[("MEMVIZ_WEB_DIR", &web)]);
+    let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+    let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
+    let out = std::process::Command::new("node")
+        .arg(repo().join("tests/clients/browser_client.js"))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert!(seen["under"].is_u64(), "an element low in the plot: {seen}");
+    assert_eq!(seen["pinned"], seen["under"], "the click pinned what the viewer picks there: {seen}");
+    assert!(seen["after_empty_click"].is_null(), "a click above the data unpins: {seen}");
+}

@@ -56,6 +56,26 @@ impl WebHandle {
     pub fn frames(&self) -> u64 {
         self.runner.app_mut::<ViewerApp>().map_or(0, |a| a.frames)
     }
+
+    /// For tests: the plot's rectangle on the canvas (CSS pixels: left, top, right, bottom).
+    pub fn plot_rect(&self) -> Vec<f32> {
+        let app = self.runner.app_mut::<ViewerApp>();
+        let r = app.as_ref().and_then(|a| a.timeline()).map(|t| t.plot_rect);
+        r.map_or_else(Vec::new, |r| vec![r.left(), r.top(), r.right(), r.bottom()])
+    }
+
+    /// For tests: the element drawn at `(x, y)` on the canvas, as the viewer picks it.
+    pub fn element_at(&self, x: f32, y: f32) -> Option<u32> {
+        let app = self.runner.app_mut::<ViewerApp>()?;
+        let hit = app.timeline()?.pick(eframe::egui::pos2(x, y))?;
+        Some(hit.element.index() as u32)
+    }
+
+    /// For tests: the pinned element, if any.
+    pub fn pinned(&self) -> Option<u32> {
+        let app = self.runner.app_mut::<ViewerApp>()?;
+        app.timeline()?.doc.selection.pinned.map(|h| h.element.index() as u32)
+    }
 }
 
 impl Default for WebHandle {
