@@ -156,6 +156,11 @@ impl Search {
                 return;
             }
         };
+        if cfg!(target_arch = "wasm32") {
+            // A browser starts no thread: the query is answered here, as it is typed.
+            self.show(find_matches(Ask { key, query, session: Arc::clone(session) }));
+            return;
+        }
         if self.worker.is_none() {
             match Worker::start(ctx) {
                 Ok(w) => self.worker = Some(w),
