@@ -106,9 +106,14 @@ pub struct StateWorker {
 
 impl StateWorker {
     /// Starts the worker of `session`'s state view; if no thread can be started, says so once on
-    /// standard error and answers nothing.
+    /// standard error and answers nothing. In a browser it answers each request when asked.
     pub fn start(session: Arc<Session>, ctx: egui::Context) -> StateWorker {
         let shared = Arc::new(Shared::default());
+        if cfg!(target_arch = "wasm32") {
+            // A browser starts no thread: each request is answered when it is asked
+            // (`Self::answer_here`).
+            return StateWorker { session, shared, asked_map: None, answered_map: None, asked_rows: None, rows: None };
+        }
         let (theirs, s) = (Arc::clone(&shared), Arc::clone(&session));
         let spawned = std::thread::Builder::new().name("memviz-state".into()).spawn(move || {
             let _gone = Gone(&theirs);
@@ -131,6 +136,28 @@ impl StateWorker {
             self.asked_map = Some(key);
             lock(&self.shared.inbox).map = Some(key);
             self.shared.wake.notify_one();
+            self.answer_here();
+        }
+    }
+
+    /// Where no thread serves the requests (a browser): answers them now, each state from its
+    /// saved one (no walk is kept between them).
+    fn answer_here(&self) {
+        if !cfg!(target_arch = "wasm32") {
+            return;
+        }
+        let (map, rows) = {
+            let mut inbox = lock(&self.shared.inbox);
+            (inbox.map.take(), inbox.rows.take())
+        };
+        let events = ArchiveEvents::new(self.session.root());
+        if let Some(key) = map {
+            let shown = state(&self.session, &events, key, &mut None, &self.shared.work);
+            lock(&self.shared.outbox).map = Some((key, shown));
+        }
+        if let Some(key) = rows {
+            let texts = row_texts(&self.session, &events, key);
+            lock(&self.shared.outbox).rows = Some(Rows { key, texts });
         }
     }
 
@@ -140,6 +167,7 @@ impl StateWorker {
             self.asked_rows = Some(key);
             lock(&self.shared.inbox).rows = Some(key);
             self.shared.wake.notify_one();
+            self.answer_here();
         }
     }
 
