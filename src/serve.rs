@@ -147,7 +147,13 @@ impl Served {
                 let rel = f.strip_prefix(&root.path).unwrap_or(Path::new("")).to_string_lossy().into_owned();
                 let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let bytes = std::fs::metadata(&f).map_or(0, |m| m.len());
-                entries.push(Entry { root: id, path: rel, kind, bytes, rank: rank_of(&name) });
+                entries.push(Entry {
+                    root: id,
+                    path: rel,
+                    kind,
+                    bytes,
+                    rank: crate::index::folder::rank_in_name(&name),
+                });
             }
         }
         Listing { roots: self.roots.iter().map(|r| r.shown.clone()).collect(), entries, truncated }
@@ -212,14 +218,6 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
             out.push(entry.path());
         }
     }
-}
-
-/// The last number in a file's name (`rank3.pickle` → 3), as `memviz ranks` reads it.
-fn rank_of(name: &str) -> Option<u64> {
-    let stem = name.split('.').next().unwrap_or(name);
-    let digits: String =
-        stem.chars().rev().take_while(char::is_ascii_digit).collect::<Vec<_>>().into_iter().rev().collect();
-    digits.parse().ok()
 }
 
 /// The browser viewer's files (`web/index.html` and `web/pkg/`, made by `web/build.sh`):
@@ -469,8 +467,9 @@ mod tests {
 
     #[test]
     fn ranks_and_urls() {
-        assert_eq!(rank_of("rank12.pickle"), Some(12));
-        assert_eq!(rank_of("snapshot.pickle"), None);
+        // Ranks as `memviz ranks` reads them.
+        assert_eq!(crate::index::folder::rank_in_name("rank12.pickle"), Some(12));
+        assert_eq!(crate::index::folder::rank_in_name("snapshot.pickle"), None);
         assert_eq!(percent("a b/c#d.memviz"), "a%20b/c%23d.memviz");
         assert_eq!(random_token().unwrap().len(), 32);
     }

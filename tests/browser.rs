@@ -7,6 +7,16 @@ use std::path::Path;
 
 use crate::support::*;
 
+/// `memviz serve` over the golden archives with the page (`MEMVIZ_WEB_DIR`), its cache in `dir`,
+/// and the page's URL on gpt2_small's archive.
+fn serve_page(dir: &Path) -> (crate::serve::Server, String) {
+    let (web, golden) = (repo().join("web"), repo().join("tests/data/golden"));
+    let server = crate::serve::start_with(&[golden.to_str().unwrap()], &dir.join("cache"), &[("MEMVIZ_WEB_DIR", &web)]);
+    let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
+    let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
+    (server, url)
+}
+
 /// Whether an sRGB pixel is the viewer's background (or near it).
 fn background(p: &[u8]) -> bool {
     p[0] < 60 && p[1] < 60 && p[2] < 70
@@ -22,13 +32,8 @@ fn the_viewer_draws_an_archive_in_headless_chromium() {
         return;
     }
     let dir = tempdir();
-    let web = repo().join("web");
-    let golden = repo().join("tests/data/golden");
-    let server =
-        crate::serve::start_with(&[golden.to_str().unwrap()], &dir.path().join("cache"), &[("MEMVIZ_WEB_DIR", &web)]);
+    let (_server, url) = serve_page(dir.path());
     let shot = dir.path().join("page.png");
-    let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
-    let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
     let chrome = |what: &str, profile: &str| {
         std::process::Command::new(chromium)
             .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader"])
@@ -88,11 +93,7 @@ fn a_click_in_the_browser_pins_what_the_viewer_picks_there() {
         return;
     }
     let dir = tempdir();
-    let (web, golden) = (repo().join("web"), repo().join("tests/data/golden"));
-    let server =
-        crate::serve::start_with(&[golden.to_str().unwrap()], &dir.path().join("cache"), &[("MEMVIZ_WEB_DIR", &web)]);
-    let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
-    let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
+    let (_server, url) = serve_page(dir.path());
     let out = std::process::Command::new("node")
         .arg(repo().join("tests/clients/browser_client.js"))
         .arg(&url)

@@ -76,6 +76,14 @@ struct LatestState<K, V> {
     closed: bool,
 }
 
+impl<K, V> LatestState<K, V> {
+    /// Keeps an answer, the newest first, [`LATEST_KEPT`] at most.
+    fn keep(&mut self, key: K, value: Arc<V>) {
+        self.done.push_front((key, value));
+        self.done.truncate(LATEST_KEPT);
+    }
+}
+
 impl<K, V> Shared<K, V> {
     fn lock(&self) -> std::sync::MutexGuard<'_, LatestState<K, V>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -117,8 +125,7 @@ impl<K: Clone + PartialEq + Send + 'static, V: Send + Sync + 'static> Latest<K, 
                 let value = Arc::new(compute(&key));
                 let mut s = worker.lock();
                 s.working = None;
-                s.done.push_front((key, value));
-                s.done.truncate(LATEST_KEPT);
+                s.keep(key, value);
                 s.arrived = true;
                 drop(s);
                 ctx.request_repaint();
@@ -138,8 +145,7 @@ impl<K: Clone + PartialEq + Send + 'static, V: Send + Sync + 'static> Latest<K, 
         }
         if let Some(compute) = &self.inline {
             let value = Arc::new(compute(key));
-            s.done.push_front((key.clone(), Arc::clone(&value)));
-            s.done.truncate(LATEST_KEPT);
+            s.keep(key.clone(), Arc::clone(&value));
             return Some(value);
         }
         if s.working.as_ref() != Some(key) && s.asked.as_ref() != Some(key) {

@@ -146,19 +146,12 @@ impl StateWorker {
         if !cfg!(target_arch = "wasm32") {
             return;
         }
-        let (map, rows) = {
+        let asked = {
             let mut inbox = lock(&self.shared.inbox);
             (inbox.map.take(), inbox.rows.take())
         };
         let events = ArchiveEvents::new(self.session.root());
-        if let Some(key) = map {
-            let shown = state(&self.session, &events, key, &mut None, &self.shared.work);
-            lock(&self.shared.outbox).map = Some((key, shown));
-        }
-        if let Some(key) = rows {
-            let texts = row_texts(&self.session, &events, key);
-            lock(&self.shared.outbox).rows = Some(Rows { key, texts });
-        }
+        answer(&self.session, (&events, &events), &mut None, &self.shared, asked);
     }
 
     /// Asks for the texts of rows `key` (nothing new when they were the last asked for).
@@ -244,17 +237,29 @@ fn serve(session: &Session, shared: &Shared, ctx: &egui::Context) {
     let (undoing, listing) = (ArchiveEvents::new(session.root()), ArchiveEvents::new(session.root()));
     let mut kept: Option<AllocatorWalk<'_>> = None;
     let chunks_before = chunks::decompressed_on_this_thread();
-    while let Some((map, rows)) = shared.next() {
-        if let Some(key) = map {
-            let shown = state(session, &undoing, key, &mut kept, &shared.work);
-            lock(&shared.outbox).map = Some((key, shown));
-        }
-        if let Some(key) = rows {
-            let texts = row_texts(session, &listing, key);
-            lock(&shared.outbox).rows = Some(Rows { key, texts });
-        }
+    while let Some(asked) = shared.next() {
+        answer(session, (&undoing, &listing), &mut kept, shared, asked);
         lock(&shared.work).chunks = chunks::decompressed_on_this_thread() - chunks_before;
         ctx.request_repaint();
+    }
+}
+
+/// Answers the requests `asked` (a state, the event list's rows) into the outbox: a state from
+/// `kept` where that walk is the cheaper one, rows from `listing`.
+fn answer<'e>(
+    session: &Session,
+    (undoing, listing): (&'e ArchiveEvents<'_>, &ArchiveEvents<'_>),
+    kept: &mut Option<AllocatorWalk<'e>>,
+    shared: &Shared,
+    (map, rows): (Option<MapKey>, Option<RowsKey>),
+) {
+    if let Some(key) = map {
+        let shown = state(session, undoing, key, kept, &shared.work);
+        lock(&shared.outbox).map = Some((key, shown));
+    }
+    if let Some(key) = rows {
+        let texts = row_texts(session, listing, key);
+        lock(&shared.outbox).rows = Some(Rows { key, texts });
     }
 }
 

@@ -165,13 +165,6 @@ impl Worker {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    if session.is_bad() {
-                        // Answered without reading: the window shows the archive's one line.
-                        if tx.send(Done { key: job.key(), tex: None, samples: None }).is_err() {
-                            return;
-                        }
-                        continue;
-                    }
                     // Every job is answered, so none stays in flight.
                     if tx.send(run(&session, &largest, job)).is_err() {
                         return;
@@ -221,11 +214,7 @@ impl Worker {
                     Err(_) => break,
                 };
                 let Ok(job) = job else { break };
-                let done = match i.session.is_bad() {
-                    true => Done { key: job.key(), tex: None, samples: None },
-                    false => run(&i.session, &i.largest, job),
-                };
-                let _ = i.tx.try_send(done);
+                let _ = i.tx.try_send(run(&i.session, &i.largest, job));
                 // More may wait: the next frame runs them.
                 i.ctx.request_repaint();
             }
@@ -255,7 +244,12 @@ impl Worker {
     }
 }
 
+/// Runs `job`; over a session found bad, answers it without reading (the window shows the
+/// archive's one line).
 fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Done {
+    if session.is_bad() {
+        return Done { key: job.key(), tex: None, samples: None };
+    }
     match job {
         Job::Tile { key, device, plane, level, tile } => {
             // (No segment timeline, in an archive made before format 4: the view asks for none.)

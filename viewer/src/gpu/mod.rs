@@ -155,25 +155,15 @@ impl TimelineResources {
                     },
                     count: None,
                 },
-                table_entry(2),
-                table_entry(3),
+                uint_texture_entry(2),
+                uint_texture_entry(3),
             ],
         });
-        let texture_entry = |binding| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::FRAGMENT,
-            ty: wgpu::BindingType::Texture {
-                sample_type: wgpu::TextureSampleType::Uint,
-                view_dimension: wgpu::TextureViewDimension::D2,
-                multisampled: false,
-            },
-            count: None,
-        };
         // A texture's element ids and each texel's colour key (its element's site, category or
         // segment key), made when it is uploaded: no table over every element is ever uploaded.
         let texture_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("memviz ids"),
-            entries: &[texture_entry(0), texture_entry(1)],
+            entries: &[uint_texture_entry(0), uint_texture_entry(1)],
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("memviz timeline"),
@@ -448,10 +438,10 @@ impl ViewResources {
     }
 }
 
-/// A table of `u32` (the palette, the search's marks) as a texture the fragment shader reads:
-/// WebGL2 has no storage buffers in fragment shaders, and a `R32Uint` texture reads the same on
-/// every backend.
-fn table_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+/// A `R32Uint` texture the fragment shader reads: a texture's ids and keys, and the tables (the
+/// palette, the search's marks) — WebGL2 has no storage buffers in fragment shaders, and a
+/// texture reads the same on every backend.
+fn uint_texture_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::FRAGMENT,
