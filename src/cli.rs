@@ -208,7 +208,7 @@ pub struct OpenArgs {
     #[arg(long, value_name = "T", value_parser = parse_time, group = "open_at")]
     pub time: Option<TimeArg>,
     /// Show these actions across the plot (fractional, as "copy link" writes them).
-    #[arg(long, value_name = "A..B", value_parser = parse_x_range)]
+    #[arg(long, value_name = "A..B", value_parser = crate::viewer::open_view::parse_x_range)]
     pub x: Option<(f64, f64)>,
     /// Pin the allocation covering this address (hex) at the instant shown.
     #[arg(long, value_name = "ADDR", group = "pin_what")]
@@ -372,6 +372,19 @@ pub enum ExportCommand {
     /// The bytes live at one instant as folded stacks (`frame;frame;frame bytes`, outermost
     /// first) for inferno, speedscope or Perfetto; --svg draws the flame graph.
     Flamegraph(FlamegraphArgs),
+    /// One self-contained page — the viewer, its wasm and the archive — that opens from
+    /// `file://` in Chromium or Firefox with no server: a small snapshot to send in a chat.
+    /// Archives above 256 MiB are refused (`memviz serve` shows those in a browser).
+    Html(HtmlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// A snapshot (pickle or JSON, optionally compressed) or a .memviz archive.
+    pub input: PathBuf,
+    /// The page to write (default: the input's name with `.html`, in the current folder).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -566,15 +579,6 @@ pub struct DiffArgs {
 pub enum ActionArg {
     Index(i64),
     Last,
-}
-
-/// `100.5..400`: the x range of `open --x`.
-pub fn parse_x_range(s: &str) -> Result<(f64, f64), String> {
-    let bad = || format!("expected actions A..B (e.g. 100..420.5), got `{s}`");
-    let (a, b) = s.split_once("..").ok_or_else(bad)?;
-    let num = |v: &str| v.trim().replace([',', '_'], "").parse::<f64>().map_err(|_| bad());
-    let (a, b) = (num(a)?, num(b)?);
-    if a.is_finite() && b.is_finite() && a < b { Ok((a, b)) } else { Err(bad()) }
 }
 
 /// `1077`, `1,077`, `1_077`, `-1`, `last`. Indices too large for any trace saturate, so the

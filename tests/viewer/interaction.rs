@@ -232,7 +232,7 @@ fn a_copied_link_reopens_the_same_view() {
     app.timeline_mut().unwrap().doc.selection.pinned = Some(hit);
     gpu.settle(&mut app, 100);
     let (_, before) = gpu.read_ids(&app).unwrap();
-    let link = memviz::viewer::open_view::link(&golden, &app.timeline().unwrap().doc, Tab::Timeline);
+    let link = memviz::viewer::open_view::ViewState::of(&app.timeline().unwrap().doc, Tab::Timeline).command(&golden);
     assert!(link.contains("--x 812.5..1290.0") && link.contains(&format!("--element {}", hit.element.0)), "{link}");
 
     let args = memviz::cli::with_open_default(link.split_whitespace().map(std::ffi::OsString::from));

@@ -9,7 +9,7 @@ use eframe::egui;
 use super::app::ViewerOptions;
 use super::data::Session;
 use super::document::Document;
-use super::tabs::{OpenAt, Tab};
+use super::tabs::{OpenAt, Pin, Tab};
 use super::timeline::Timeline;
 
 /// Opens the archive at `path` (any thread: `memviz open` starts it beside the window).
@@ -56,7 +56,7 @@ pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), Stri
     }
     match o.pin {
         None => {}
-        Some(super::tabs::Pin::Element(id)) => {
+        Some(Pin::Element(id)) => {
             let count = t.stacked().layout.elements.len();
             if id as usize >= count {
                 return Err(format!("element {id} is out of range (0..{count})"));
@@ -67,7 +67,7 @@ pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), Stri
                 t.doc.view = view;
             }
         }
-        Some(super::tabs::Pin::Addr(addr)) => {
+        Some(Pin::Addr(addr)) => {
             let session = Arc::clone(&t.doc.session);
             let data = crate::archive::DeviceData::new(&session, t.doc.device);
             let hits = crate::analysis::find::matching(
@@ -93,33 +93,116 @@ pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), Stri
     Ok(())
 }
 
-/// The command line that reopens what `t` shows (file, device, view, x range, pinned element).
-pub fn link(path: &Path, doc: &Document, tab: Tab) -> String {
-    let quote = |s: &str| {
-        if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c)) {
-            s.to_owned()
-        } else {
-            format!("'{}'", s.replace('\'', r"'\''"))
+/// What a link reopens: the view on screen (device, view, x range, pinned element, colouring),
+/// as `memviz open`'s options name them — the same names on a command line and in a page's URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewState {
+    pub device: u32,
+    pub tab: Tab,
+    /// The actions across the plot, when the axis is the actions.
+    pub x: Option<(f64, f64)>,
+    pub element: Option<u32>,
+    pub colour: Option<&'static str>,
+}
+
+impl ViewState {
+    pub fn of(doc: &Document, tab: Tab) -> ViewState {
+        ViewState {
+            device: doc.session.ordinal(doc.device).0,
+            tab,
+            x: (!doc.time_axis).then_some((doc.view.x0, doc.view.x1)),
+            element: doc.selection.pinned.map(|p| p.element.0),
+            colour: if doc.colour_by_category {
+                Some("category")
+            } else {
+                (!doc.colour_by_site).then_some("allocation")
+            },
         }
-    };
-    let mut cmd = format!(
-        "memviz open {} --device {} --view {}",
-        quote(&path.display().to_string()),
-        doc.session.ordinal(doc.device),
-        tab.arg()
-    );
-    if !doc.time_axis {
-        cmd.push_str(&format!(" --x {:.1}..{:.1}", doc.view.x0, doc.view.x1));
     }
-    if let Some(p) = doc.selection.pinned {
-        cmd.push_str(&format!(" --element {}", p.element.0));
+
+    /// The options, in order, as `(name, value)`.
+    pub fn options(&self) -> Vec<(&'static str, String)> {
+        let mut o = vec![("device", self.device.to_string()), ("view", self.tab.arg().to_owned())];
+        if let Some((a, b)) = self.x {
+            o.push(("x", format!("{a:.1}..{b:.1}")));
+        }
+        if let Some(e) = self.element {
+            o.push(("element", e.to_string()));
+        }
+        if let Some(c) = self.colour {
+            o.push(("colour", c.to_owned()));
+        }
+        o
     }
-    if doc.colour_by_category {
-        cmd.push_str(" --colour category");
-    } else if !doc.colour_by_site {
-        cmd.push_str(" --colour allocation");
+
+    /// The command line that reopens this view of the file at `path`.
+    pub fn command(&self, path: &Path) -> String {
+        let quote = |s: &str| {
+            if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c)) {
+                s.to_owned()
+            } else {
+                format!("'{}'", s.replace('\'', r"'\''"))
+            }
+        };
+        let mut cmd = format!("memviz open {}", quote(&path.display().to_string()));
+        for (name, value) in self.options() {
+            cmd.push_str(&format!(" --{name} {value}"));
+        }
+        cmd
     }
-    cmd
+}
+
+impl ViewerOptions {
+    /// The view a page's URL asks for (`?archive=…&device=0&view=pools&x=10..20&element=7`):
+    /// `memviz open`'s option names, the ones [`ViewState::options`] writes. Names that are not
+    /// a view's (the archive, a token) are the page's.
+    pub fn with_query(mut self, query: &str) -> Result<ViewerOptions, String> {
+        for pair in query.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let int = |what: &str| value.parse::<i64>().map_err(|_| format!("{name}={value}: not {what}"));
+            match name {
+                "device" => {
+                    self.device = Some(crate::model::DeviceId(
+                        int("a device")?.try_into().map_err(|_| format!("device={value}: not a device"))?,
+                    ))
+                }
+                "view" => self.tab = Tab::from_arg(value).ok_or_else(|| format!("view={value}: not a view"))?,
+                "x" => self.x_range = Some(parse_x_range(value)?),
+                "element" => {
+                    self.pin = Some(Pin::Element(
+                        int("an element")?.try_into().map_err(|_| format!("element={value}: out of range"))?,
+                    ))
+                }
+                "pin" => self.pin = Some(Pin::Addr(crate::analysis::find::parse_addr(value)?)),
+                "event" => self.at = Some(OpenAt::Event(int("an event")?)),
+                "action" => self.at = Some(OpenAt::Action(int("an action")?)),
+                "oom" => {
+                    self.at = Some(OpenAt::Oom(
+                        int("an OOM's number")?.try_into().map_err(|_| format!("oom={value}: not an OOM's number"))?,
+                    ))
+                }
+                "colour" => {
+                    (self.by_category, self.by_allocation) = match value {
+                        "category" => (true, false),
+                        "allocation" => (false, true),
+                        "site" => (false, false),
+                        _ => return Err(format!("colour={value}: not site, category or allocation")),
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// `100.5..400`: the x range of `open --x` (and of a page's `x=`).
+pub fn parse_x_range(s: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("expected actions A..B (e.g. 100..420.5), got `{s}`");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let num = |v: &str| v.trim().replace([',', '_'], "").parse::<f64>().map_err(|_| bad());
+    let (a, b) = (num(a)?, num(b)?);
+    if a.is_finite() && b.is_finite() && a < b { Ok((a, b)) } else { Err(bad()) }
 }
 
 /// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,
@@ -163,4 +246,41 @@ pub(super) fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
     let k = super::memory_map::action_before(&t.doc, event);
     t.centre_on(k.max(0) as f64 + 0.5);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_written_as_a_query_reads_back_as_the_same_options() {
+        let view = ViewState {
+            device: 1,
+            tab: Tab::Segments,
+            x: Some((812.5, 1290.0)),
+            element: Some(377),
+            colour: Some("category"),
+        };
+        let query: Vec<String> = view.options().into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let query = format!("?archive=%2Farchive%2F0%2Fa.memviz&{}", query.join("&"));
+        let o = ViewerOptions::default().with_query(&query).unwrap();
+        assert_eq!(o.device, Some(crate::model::DeviceId(1)));
+        assert_eq!(o.tab, Tab::Segments);
+        assert_eq!(o.x_range, Some((812.5, 1290.0)));
+        assert_eq!(o.pin, Some(Pin::Element(377)));
+        assert!(o.by_category && !o.by_allocation);
+        assert_eq!(
+            view.command(Path::new("run 42.memviz")),
+            "memviz open 'run 42.memviz' --device 1 --view segments --x 812.5..1290.0 --element 377 --colour category"
+        );
+    }
+
+    #[test]
+    fn a_query_that_names_no_view_is_refused_with_what_it_named() {
+        let err = |q: &str| ViewerOptions::default().with_query(q).unwrap_err();
+        assert_eq!(err("view=flame"), "view=flame: not a view");
+        assert_eq!(err("element=-3"), "element=-3: out of range");
+        assert!(err("x=5..2").contains("expected actions A..B"));
+        assert_eq!(err("colour=red"), "colour=red: not site, category or allocation");
+    }
 }

@@ -31,8 +31,8 @@ pub fn top_bar_ui(
         ui.add(egui::Label::new(egui::RichText::new(name).strong()).truncate()).on_hover_text(name);
         ui.separator();
         egui::ComboBox::from_id_salt("view").selected_text(tab.title()).show_ui(ui, |ui| {
-            for v in Tab::ALL {
-                ui.selectable_value(tab, v, v.title());
+            for (n, v) in Tab::ALL.into_iter().enumerate() {
+                ui.selectable_value(tab, v, v.title()).on_hover_text(format!("key {}", n + 1));
             }
         });
         ui.separator();

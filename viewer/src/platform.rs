@@ -29,6 +29,10 @@ pub trait Platform: Send + Sync {
     fn print(&self, text: &str) -> anyhow::Result<()>;
     /// A start-up stage ended `ms` after the process started.
     fn timing(&self, what: &str, ms: f64);
+    /// What "copy link" copies to reopen `view` of the file at `path`: here, the command line.
+    fn link(&self, path: &Path, view: &crate::open_view::ViewState) -> String {
+        view.command(path)
+    }
 }
 
 /// The platform a viewer runs on (what [`crate::app::ViewerOptions`] carries).

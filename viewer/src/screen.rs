@@ -9,7 +9,7 @@ use eframe::egui_wgpu;
 
 use super::document::Document;
 use super::gpu::{Globals, TimelinePaint};
-use super::open_view::link;
+use super::open_view::ViewState;
 
 use super::app::ViewerOptions;
 use super::data::Plane;
@@ -34,12 +34,15 @@ pub(super) struct Screen<'a> {
 
 /// The main screen of an open archive: the top bar with the view switch, then the view.
 pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions, s: Screen<'_>) {
+    if let Some(tab) = view_key(ui.ctx()) {
+        *s.tab = tab;
+    }
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
     egui::Panel::top("share").show(ui, |ui| {
         ui.horizontal(|ui| {
             let path = s.source.map_or_else(|| t.doc.session.archive.path.clone(), Path::to_path_buf);
-            if ui.button("copy link").on_hover_text("copy the command line that reopens this view").clicked() {
-                let cmd = link(&path, &t.doc, *s.tab);
+            if ui.button("copy link").on_hover_text("copy the link that reopens this view").clicked() {
+                let cmd = options.platform.link(&path, &ViewState::of(&t.doc, *s.tab));
                 ui.ctx().copy_text(cmd.clone());
                 *s.status = Some(format!("copied: {cmd}"));
             }
@@ -113,6 +116,15 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
         let stack = t.stacked().sites.get(hit.element.index()).copied().unwrap_or(NONE);
         ui.ctx().copy_text(stack_text(&t.doc.session, stack));
     }
+}
+
+/// The view keys 1–5 switch to (in the view switch's order), unless a text field has the keys.
+fn view_key(ctx: &egui::Context) -> Option<Tab> {
+    const KEYS: [egui::Key; 5] = [egui::Key::Num1, egui::Key::Num2, egui::Key::Num3, egui::Key::Num4, egui::Key::Num5];
+    if ctx.egui_wants_keyboard_input() {
+        return None;
+    }
+    ctx.input_mut(|i| KEYS.iter().position(|&k| i.consume_key(egui::Modifiers::NONE, k))).map(|n| Tab::ALL[n])
 }
 
 /// `NAME.png`, or `NAME-2.png`, `NAME-3.png`, … whichever does not exist yet: a save never

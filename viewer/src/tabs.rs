@@ -31,6 +31,11 @@ impl Tab {
         }
     }
 
+    /// The view `--view` (or a page's `view=`) names.
+    pub fn from_arg(name: &str) -> Option<Tab> {
+        Tab::ALL.into_iter().find(|t| t.arg() == name)
+    }
+
     pub fn title(self) -> &'static str {
         match self {
             Tab::Timeline => "Active Memory Timeline",

@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use crate::app::{ViewerApp, ViewerOptions};
 use crate::archive::{Archive, Session};
 use crate::model::Job;
+use crate::open_view::ViewState;
 use crate::platform::{FirstFrame, Platform, PlatformRef};
 
 /// What a page holds: the runner of one viewer.
@@ -26,13 +27,24 @@ impl WebHandle {
         WebHandle { runner: eframe::WebRunner::new() }
     }
 
-    /// Opens the archive `bytes` (called `name` in messages) in the viewer on `canvas`.
-    pub async fn start(&self, canvas: web_sys::HtmlCanvasElement, bytes: Vec<u8>, name: String) -> Result<(), JsValue> {
-        let archive =
-            Archive::from_memory(&bytes, Path::new(&name)).map_err(|e| JsValue::from_str(&format!("{name}: {e}")))?;
+    /// Opens the archive `bytes` (called `name` in messages) in the viewer on `canvas`, on the
+    /// view `query` asks for (the page's `location.search`: `memviz open`'s option names, see
+    /// [`ViewerOptions::with_query`]); "copy link" copies `base` (the page's URL that opens this
+    /// archive) with the view's options after it.
+    pub async fn start(
+        &self,
+        canvas: web_sys::HtmlCanvasElement,
+        bytes: Vec<u8>,
+        name: String,
+        base: String,
+        query: String,
+    ) -> Result<(), JsValue> {
+        let fail = |e: String| JsValue::from_str(&format!("{name}: {e}"));
+        let archive = Archive::from_memory(&bytes, Path::new(&name)).map_err(|e| fail(e.to_string()))?;
         drop(bytes);
         let session = Arc::new(Session::from_archive(archive));
-        let options = ViewerOptions { platform: PlatformRef(Arc::new(WebPlatform)), ..ViewerOptions::default() };
+        let platform = PlatformRef(Arc::new(WebPlatform { base }));
+        let options = ViewerOptions { platform, ..ViewerOptions::default() }.with_query(&query).map_err(fail)?;
         self.runner
             .start(
                 canvas,
@@ -76,6 +88,29 @@ impl WebHandle {
         let app = self.runner.app_mut::<ViewerApp>()?;
         app.timeline()?.doc.selection.pinned.map(|h| h.element.index() as u32)
     }
+
+    /// For tests: the view shown (`--view`'s name), or why there is none.
+    pub fn view(&self) -> String {
+        let Some(app) = self.runner.app_mut::<ViewerApp>() else { return String::from("(not started)") };
+        match &app.content {
+            crate::app::Content::Failed(e) => format!("failed: {e}"),
+            _ => app.tab.arg().to_owned(),
+        }
+    }
+
+    /// For tests: the actions across the plot (first, last).
+    pub fn x_range(&self) -> Vec<f64> {
+        let app = self.runner.app_mut::<ViewerApp>();
+        let view = app.as_ref().and_then(|a| a.timeline()).map(|t| t.doc.view);
+        view.map_or_else(Vec::new, |v| vec![v.x0, v.x1])
+    }
+
+    /// What "copy link" copies now: this page's URL on the view shown.
+    pub fn link(&self) -> Option<String> {
+        let app = self.runner.app_mut::<ViewerApp>()?;
+        let view = ViewState::of(&app.timeline()?.doc, app.tab);
+        Some(app.options.platform.link(Path::new(""), &view))
+    }
 }
 
 impl Default for WebHandle {
@@ -84,8 +119,10 @@ impl Default for WebHandle {
     }
 }
 
-/// The browser's platform: the archive came with the page.
-struct WebPlatform;
+/// The browser's platform: the archive came with the page, whose URL is `base`.
+struct WebPlatform {
+    base: String,
+}
 
 const NOT_HERE: &str = "not in a browser: open the archive in the page";
 
@@ -114,4 +151,10 @@ impl Platform for WebPlatform {
         Ok(())
     }
     fn timing(&self, _: &str, _: f64) {}
+    /// The page's URL with the view's options in its query.
+    fn link(&self, _: &Path, view: &ViewState) -> String {
+        let options = view.options().into_iter().map(|(k, v)| format!("{k}={v}"));
+        let sep = if self.base.contains('?') { "&" } else { "?" };
+        format!("{}{sep}{}", self.base, options.collect::<Vec<_>>().join("&"))
+    }
 }
