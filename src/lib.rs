@@ -23,3 +23,4 @@ pub mod serve;
 pub mod spill;
 pub mod temp_files;
 pub mod timings;
+pub mod web_page;

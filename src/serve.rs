@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
 use axum::extract::{Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -55,8 +55,8 @@ pub struct Served {
     roots: Vec<Root>,
     token: Option<String>,
     indexing: Mutex<HashMap<PathBuf, Arc<Indexing>>>,
-    /// The browser viewer's page and its wasm (`web/build.sh`'s output), when found.
-    web: Option<PathBuf>,
+    /// The browser viewer's page, its glue and wasm, when this build has them.
+    web: Option<crate::web_page::WebFiles>,
 }
 
 /// One file the listing shows.
@@ -93,7 +93,7 @@ impl Served {
             let dir = path.is_dir();
             roots.push(Root { shown: p.display().to_string(), path, dir });
         }
-        Ok(Served { roots, token, indexing: Mutex::new(HashMap::new()), web: web_dir() })
+        Ok(Served { roots, token, indexing: Mutex::new(HashMap::new()), web: crate::web_page::WebFiles::find()? })
     }
 
     /// The file `rel` names under root `id`: a relative path that does not climb, inside the
@@ -220,38 +220,36 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The browser viewer's files (`web/index.html` and `web/pkg/`, made by `web/build.sh`):
-/// `MEMVIZ_WEB_DIR`, else the `web/` of the checkout a development binary was built in.
-fn web_dir() -> Option<PathBuf> {
-    let has_page = |d: &Path| d.join("index.html").is_file() && d.join("pkg/memviz_web.js").is_file();
-    if let Some(dir) = std::env::var_os("MEMVIZ_WEB_DIR").map(PathBuf::from) {
-        return has_page(&dir).then_some(dir);
-    }
-    let exe = std::env::current_exe().ok()?;
-    let checkout = exe.parent()?.parent()?.parent()?;
-    Some(checkout.join("web")).filter(|d| has_page(d))
-}
-
-/// The viewer's page and its three files, by name (nothing else of the folder is served).
-const WEB_FILES: [(&str, &str); 3] = [
-    ("index.html", "text/html; charset=utf-8"),
-    ("pkg/memviz_web.js", "text/javascript"),
-    ("pkg/memviz_web_bg.wasm", "application/wasm"),
-];
-
+/// The viewer's page and its two files, by name, from memory. The wasm goes gzipped to a client
+/// that takes gzip (every browser), a third of its size over a slow tunnel.
 async fn web_file(
     State(served): State<Arc<Served>>,
     axum::extract::Path(name): axum::extract::Path<String>,
+    headers: HeaderMap,
 ) -> Response {
-    let Some(dir) = &served.web else {
-        return (StatusCode::NOT_FOUND, "this build has no browser viewer: run web/build.sh\n").into_response();
+    let Some(web) = &served.web else {
+        return (StatusCode::NOT_FOUND, format!("{}\n", crate::web_page::MISSING)).into_response();
     };
-    let Some(&(file, kind)) = WEB_FILES.iter().find(|f| f.0 == name) else {
-        return (StatusCode::NOT_FOUND, "not found\n").into_response();
-    };
-    match tokio::fs::read(dir.join(file)).await {
-        Ok(bytes) => ([(header::CONTENT_TYPE, kind)], bytes).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    match name.as_str() {
+        "index.html" => Html(web.page.to_string()).into_response(),
+        "pkg/memviz_web.js" => ([(header::CONTENT_TYPE, "text/javascript")], web.glue.to_string()).into_response(),
+        "pkg/memviz_web_bg.wasm" => {
+            let gzip = headers
+                .get(header::ACCEPT_ENCODING)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.split(',').any(|e| e.split(';').next().is_some_and(|e| e.trim() == "gzip")));
+            let kind = (header::CONTENT_TYPE, "application/wasm");
+            let vary = (header::VARY, "accept-encoding");
+            if gzip {
+                ([kind, vary, (header::CONTENT_ENCODING, "gzip")], web.wasm_gz.to_vec()).into_response()
+            } else {
+                match web.wasm() {
+                    Ok(wasm) => ([kind, vary], wasm).into_response(),
+                    Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+                }
+            }
+        }
+        _ => (StatusCode::NOT_FOUND, "not found\n").into_response(),
     }
 }
 
@@ -267,22 +265,36 @@ pub fn router(served: Arc<Served>) -> Router {
         .with_state(served)
 }
 
-/// Bound beyond loopback, every request carries the token (`?token=` or `Authorization: Bearer`).
+/// Bound beyond loopback, every request carries the token: `?token=`, `Authorization: Bearer`,
+/// or the cookie a request with the right `?token=` is answered with (as Jupyter does), so that
+/// the page's own requests (its script, its wasm) need not carry it.
 async fn check_token(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
-    if let Some(token) = &served.token {
-        let query = request.uri().query().unwrap_or("");
-        let in_query = query.split('&').any(|kv| kv.strip_prefix("token=") == Some(token.as_str()));
-        let bearer = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| t == token);
-        if !in_query && !bearer {
-            return (StatusCode::FORBIDDEN, "a token is required: use the URL memviz serve printed\n").into_response();
+    let Some(token) = &served.token else { return next.run(request).await };
+    let (in_query, cookie) = token_given(&request, token);
+    if !in_query && !cookie {
+        return (StatusCode::FORBIDDEN, "a token is required: use the URL memviz serve printed\n").into_response();
+    }
+    let mut response = next.run(request).await;
+    if in_query {
+        let set = format!("memviz_token={token}; Path=/; HttpOnly; SameSite=Strict");
+        if let Ok(v) = HeaderValue::from_str(&set) {
+            response.headers_mut().append(header::SET_COOKIE, v);
         }
     }
-    next.run(request).await
+    response
+}
+
+/// Whether `request` carries `token` in its URL, and whether in its headers (a bearer or the
+/// cookie).
+fn token_given(request: &Request, token: &str) -> (bool, bool) {
+    let query = request.uri().query().unwrap_or("");
+    let in_query = query.split('&').any(|kv| kv.strip_prefix("token=") == Some(token));
+    let header = |name| request.headers().get_all(name).into_iter().filter_map(|v| v.to_str().ok());
+    let bearer = header(header::AUTHORIZATION).any(|v| v.strip_prefix("Bearer ") == Some(token));
+    let cookie = header(header::COOKIE)
+        .flat_map(|v| v.split(';'))
+        .any(|c| c.trim().strip_prefix("memviz_token=") == Some(token));
+    (in_query, bearer || cookie)
 }
 
 async fn list(State(served): State<Arc<Served>>) -> Json<Listing> {
@@ -360,11 +372,9 @@ async fn page(State(served): State<Arc<Served>>, Query(q): Query<TokenQuery>) ->
         ));
     }
     let note = match &served.web {
-        Some(_) => {
-            "<b>view</b> opens it in the viewer in this page (WebGPU, else WebGL2); the coarsest level is drawn, finer tiles are not yet (the viewer's workers do not run in a browser yet)."
-        }
+        Some(_) => "<b>view</b> opens it in the viewer in this browser (WebGPU, else WebGL2).",
         None => {
-            "This build has no in-browser viewer: run <code>web/build.sh</code> in a checkout (or set <code>MEMVIZ_WEB_DIR</code>)."
+            "This memviz was built without the in-browser viewer: run <code>web/build.sh</code>, then <code>cargo build --release</code>."
         }
     };
     Html(format!(

@@ -1,17 +1,19 @@
-//! The viewer in a real browser: `memviz serve` serves the page (web/index.html and its wasm) and a
-//! bundled archive, headless Chromium (software WebGL2, no GPU) opens it, and the screenshot
-//! shows the timeline drawn. Needs `web/build.sh` run
-//! and Debian's `chromium`; CI provides both, elsewhere the test says what is missing and passes.
+//! The viewer in a real browser: `memviz serve` serves the page (web/index.html and its wasm, embedded
+//! in the binary) and a bundled archive, headless Chromium (software WebGL2, no GPU) opens it, and
+//! the screenshot shows the timeline drawn; a click pins, a key switches the view, the copied link
+//! reopens it, and the page `memviz export html` writes draws the same pixels from `file://`.
+//! Needs `web/build.sh` run before memviz is built and Debian's `chromium`; CI provides both,
+//! elsewhere the test says what is missing and passes.
 
 use std::path::Path;
 
 use crate::support::*;
 
-/// `memviz serve` over the golden archives with the page (`MEMVIZ_WEB_DIR`), its cache in `dir`,
-/// and the page's URL on gpt2_small's archive.
+/// `memviz serve` over the golden archives (the page it embeds), its cache in `dir`, and the
+/// page's URL on gpt2_small's archive.
 fn serve_page(dir: &Path) -> (crate::serve::Server, String) {
-    let (web, golden) = (repo().join("web"), repo().join("tests/data/golden"));
-    let server = crate::serve::start_with(&[golden.to_str().unwrap()], &dir.join("cache"), &[("MEMVIZ_WEB_DIR", &web)]);
+    let golden = repo().join("tests/data/golden");
+    let server = crate::serve::start_with(&[golden.to_str().unwrap()], &dir.join("cache"), &[]);
     let archive = format!("/archive/0/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION);
     let url = format!("http://{}/web/index.html?archive={archive}", server.addr);
     (server, url)
@@ -20,6 +22,15 @@ fn serve_page(dir: &Path) -> (crate::serve::Server, String) {
 /// Whether an sRGB pixel is the viewer's background (or near it).
 fn background(p: &[u8]) -> bool {
     p[0] < 60 && p[1] < 60 && p[2] < 70
+}
+
+/// A PNG's size, channels a pixel and pixels.
+fn read_png(path: &Path) -> (usize, usize, usize, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut rgba = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut rgba).unwrap();
+    (info.width as usize, info.height as usize, info.color_type.samples(), rgba)
 }
 
 #[test]
@@ -50,12 +61,7 @@ fn the_viewer_draws_an_archive_in_headless_chromium() {
     assert!(dom.contains("<title>memviz: first frame drawn</title>"), "{}", &dom[..dom.len().min(400)]);
     let out = chrome(&format!("--screenshot={}", shot.display()), "profile");
     assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&out.stderr));
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut rgba = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut rgba).unwrap();
-    let channels = info.color_type.samples();
-    let (w, h) = (info.width as usize, info.height as usize);
+    let (w, h, channels, rgba) = read_png(&shot);
     assert_eq!((w, h), (1200, 700));
     // The plot's lower band (the long-lived allocations of every step): drawn, not background.
     let (mut drawn, mut all) = (0, 0);
@@ -86,7 +92,7 @@ fn has_playwright() -> bool {
 }
 
 #[test]
-fn a_click_in_the_browser_pins_what_the_viewer_picks_there() {
+fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_draws_the_same() {
     if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
         assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
         eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");
@@ -94,9 +100,15 @@ fn a_click_in_the_browser_pins_what_the_viewer_picks_there() {
     }
     let dir = tempdir();
     let (_server, url) = serve_page(dir.path());
+    let golden = data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION));
+    let page = dir.path().join("gpt2_small.html");
+    let out = memviz(["export".as_ref(), "html".as_ref(), golden.as_os_str(), "-o".as_ref(), page.as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = std::process::Command::new("node")
         .arg(repo().join("tests/clients/browser_client.js"))
         .arg(&url)
+        .arg(format!("file://{}", page.display()))
+        .arg(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -105,4 +117,54 @@ fn a_click_in_the_browser_pins_what_the_viewer_picks_there() {
     assert!(seen["under"].is_u64(), "an element low in the plot: {seen}");
     assert_eq!(seen["pinned"], seen["under"], "the click pinned what the viewer picks there: {seen}");
     assert!(seen["after_empty_click"].is_null(), "a click above the data unpins: {seen}");
+
+    // Key 2: the pools view, the element still pinned; the copied link opens the same.
+    assert_eq!(seen["switched"]["view"], "pools", "{seen}");
+    assert_eq!(seen["switched"]["pinned"], seen["under"], "{seen}");
+    let link = seen["link"].as_str().unwrap();
+    let (page_url, archive) = url.split_once('?').unwrap();
+    assert!(link.starts_with(&format!("{page_url}?{}", archive.replace('/', "%2F"))), "{link}");
+    assert!(link.contains("&view=pools&") && link.contains("&element="), "{link}");
+    assert_eq!(seen["reopened"], seen["switched"], "the link reopens the same view: {seen}");
+
+    // The exported page, from file://: the same view and the same pixels as the served one.
+    assert_eq!(seen["exported"]["view"], "timeline", "{seen}");
+    assert_eq!(seen["exported_under"], seen["under"], "{seen}");
+    let (a, b) = (read_png(&dir.path().join("exported.png")), read_png(&dir.path().join("served.png")));
+    assert_eq!((a.0, a.1), (b.0, b.1));
+    let differ = a.3.chunks(a.2).zip(b.3.chunks(b.2)).filter(|(p, q)| p[..3] != q[..3]).count();
+    assert!(
+        differ * 1000 < a.0 * a.1,
+        "{differ} of {} pixels differ between the exported and the served page",
+        a.0 * a.1
+    );
+}
+
+#[test]
+fn export_html_writes_one_page_with_the_snapshots_archive_inline() {
+    if !repo().join("web/pkg/memviz_web_bg.wasm.gz").exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh before building memviz");
+        eprintln!("skipped: web/pkg (web/build.sh) missing");
+        return;
+    }
+    let dir = tempdir();
+    let snapshot = data("gpt2_small.pickle");
+    // A snapshot is indexed first; the page is named after it, in the current folder.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .args(["--no-cache", "export", "html"])
+        .arg(&snapshot)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(dir.path().join("gpt2_small.html")).unwrap();
+    let start = page.find("id=\"memviz-archive\" data-name=\"gpt2_small.pickle\">").expect("the archive inline");
+    let text = &page[start..];
+    let b64 = &text[text.find('>').unwrap() + 1..text.find("</script>").unwrap()];
+    let archive = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
+    let made = dir.path().join("made.memviz");
+    memviz_ok(["index".as_ref(), snapshot.as_os_str(), "-o".as_ref(), made.as_os_str(), "--no-cache".as_ref()]);
+    let header = memviz_format::HEADER_LEN;
+    assert!(archive[header..] == std::fs::read(&made).unwrap()[header..], "the page's archive is the index's");
+    assert!(!page.contains("./pkg/memviz_web.js"), "the glue is inline, not imported");
 }

@@ -150,6 +150,25 @@ fn serve_lists_and_sends_archives_with_ranges_and_indexes_snapshots_on_demand() 
     assert!(page.contains("/archive/0/gpt2_small.memviz") && page.contains("/archive/0/job/rank0.pickle"));
     // A file that is neither is not served.
     assert_eq!(get(&server, "/archive/0/notes.txt", &[]).0, 404);
+
+    // The viewer's page and its wasm, from the binary (when built after web/build.sh): gzipped
+    // to a client that takes gzip, whole to one that does not, the same wasm either way.
+    let wasm_gz = repo().join("web/pkg/memviz_web_bg.wasm.gz");
+    if !wasm_gz.exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh before building memviz");
+        return;
+    }
+    let (status, _, page) = get(&server, "/web/index.html", &[]);
+    assert_eq!((status, page), (200, std::fs::read(repo().join("web/index.html")).unwrap()));
+    let (status, head, gz) = get(&server, "/web/pkg/memviz_web_bg.wasm", &["Accept-Encoding: br, gzip;q=0.8"]);
+    assert_eq!(status, 200);
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-encoding: gzip") && head.contains("content-type: application/wasm"), "{head}");
+    assert_eq!(gz, std::fs::read(&wasm_gz).unwrap());
+    let (status, head, wasm) = get(&server, "/web/pkg/memviz_web_bg.wasm", &[]);
+    assert!(status == 200 && !head.to_ascii_lowercase().contains("content-encoding"), "{head}");
+    assert_eq!(wasm, std::fs::read(repo().join("web/pkg/memviz_web_bg.wasm")).unwrap());
+    assert_eq!(get(&server, "/web/pkg/memviz_web_bg.wasm.d.ts", &[]).0, 404, "only the page's files");
 }
 
 #[test]
@@ -177,7 +196,15 @@ fn serve_refuses_what_leaves_the_served_folder_and_requests_without_the_token() 
     assert_eq!(get(&open, "/api/list", &[]).0, 403);
     assert_eq!(get(&open, "/archive/0/gpt2_small.memviz", &[]).0, 403);
     assert_eq!(get(&open, "/api/list?token=wrong", &[]).0, 403);
-    assert_eq!(get(&open, &format!("/api/list?token={token}"), &[]).0, 200);
+    let (status, head, _) = get(&open, &format!("/api/list?token={token}"), &[]);
+    assert_eq!(status, 200);
     let bearer = format!("Authorization: Bearer {token}");
     assert_eq!(get(&open, "/archive/0/gpt2_small.memviz", &[&bearer, "Range: bytes=0-7"]).0, 206);
+    // The right token in a URL sets a cookie that carries it (the page's own requests: its
+    // script, its wasm); a wrong cookie is refused like no token.
+    let set = head.lines().find_map(|l| l.strip_prefix("set-cookie: ")).expect("a cookie for the token");
+    assert!(set.starts_with(&format!("memviz_token={token};")) && set.contains("HttpOnly"), "{set}");
+    let cookie = format!("Cookie: theme=dark; memviz_token={token}");
+    assert_eq!(get(&open, "/archive/0/gpt2_small.memviz", &[&cookie, "Range: bytes=0-7"]).0, 206);
+    assert_eq!(get(&open, "/api/list", &["Cookie: memviz_token=wrong"]).0, 403);
 }

@@ -3,6 +3,7 @@
 mod allocator;
 mod answers;
 mod flamegraph;
+mod html;
 mod index;
 pub mod mcp;
 mod ranks;
@@ -57,6 +58,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Export(ExportCommand::Segments(args)) => guarded(o, |o| export_segments(&args, o)),
         Command::Export(ExportCommand::Flamegraph(args)) => guarded(o, |o| flamegraph::flamegraph_cmd(&args, o)),
+        Command::Export(ExportCommand::Html(args)) => html::export_html(&args, opening.cache),
         Command::At(args) => guarded(o, |o| at(&args, o))?.print(format(&args.common)),
         Command::Range(args) => guarded(o, |o| range(&args, o))?.print(format(&args.common)),
         Command::Steps(args) => guarded(o, |o| steps(&args, o))?.print(format(&args.common)),

@@ -1,24 +1,36 @@
-// The viewer in headless Chromium, driven like a user (playwright-core): open the page on an
-// archive, wait for the first frame, click an element low in the plot (pinned: the element the
-// viewer picks there), then click above the data (unpinned). Prints what it saw as JSON.
+// The viewer in headless Chromium, driven like a user (playwright-core). On the served page:
+// wait for the first frame, click an element low in the plot (pinned: the element the viewer
+// picks there), click above the data (unpinned), pin it again and press 2 (the pools view);
+// then open the link "copy link" gives in a second page (the same view, pinned element and
+// x range). With an exported page (file://), open it too and take both pages' screenshots on
+// the same view. Prints what it saw as JSON.
 //
-//   node browser_client.js URL
+//   node browser_client.js URL [EXPORTED_URL SHOTS_DIR]
 const { chromium } = require('playwright-core');
 
 (async () => {
-  const url = process.argv[2];
+  const [url, exported, shots] = process.argv.slice(2);
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader', '--disable-background-networking',
            '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
-  const seen = {};
-  try {
+  const seen = { errors: [] };
+  // A page on `at`, once it drew its first frame.
+  const open = async (at) => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(url);
+    page.on('pageerror', (e) => seen.errors.push(String(e)));
+    await page.goto(at);
     await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 60000 });
+    return page;
+  };
+  const state = async (page) => ({
+    view: await page.evaluate('window.memviz.view()'),
+    pinned: await page.evaluate('window.memviz.pinned() ?? null'),
+    x: await page.evaluate('window.memviz.x_range()'),
+  });
+  try {
+    const page = await open(url);
     seen.first_frame_ms = Math.round(await page.evaluate('window.memvizFirstFrameMs'));
     const [left, top, right, bottom] = await page.evaluate('window.memviz.plot_rect()');
     seen.plot = [left, top, right, bottom];
@@ -30,7 +42,27 @@ const { chromium } = require('playwright-core');
     await page.mouse.click(x, top + 3);
     await page.waitForTimeout(300);
     seen.after_empty_click = await page.evaluate('window.memviz.pinned() ?? null');
-    seen.errors = errors;
+
+    // A view switch (key 2: the pools view) with an element pinned, then the copied link.
+    await page.mouse.click(x, low);
+    await page.keyboard.press('2');
+    await page.waitForTimeout(300);
+    seen.switched = await state(page);
+    seen.link = await page.evaluate('window.memviz.link()');
+    const again = await open(seen.link);
+    seen.reopened = await state(again);
+
+    if (exported) {
+      // The exported page and a served page on the same (first) view, pixel for pixel.
+      const file = await open(exported);
+      const served = await open(url);
+      await file.waitForTimeout(1500);
+      await served.waitForTimeout(1500);
+      seen.exported = await state(file);
+      seen.exported_under = await file.evaluate(([x, y]) => window.memviz.element_at(x, y) ?? null, [x, low]);
+      await file.screenshot({ path: `${shots}/exported.png` });
+      await served.screenshot({ path: `${shots}/served.png` });
+    }
   } finally {
     await browser.close();
   }
