@@ -321,7 +321,9 @@ pub struct IndexArgs {
     /// machines of a cluster share a folder of thousands of ranks.
     #[arg(long, value_parser = parse_shard, value_name = "I/N")]
     pub shard: Option<(usize, usize)>,
-    /// For a folder: snapshots indexed at once (default: the cores, at most 8).
+    /// Threads to use (default: `MEMVIZ_THREADS`, else the CPUs this process may use, a
+    /// cgroup's quota respected); a folder's snapshots are indexed up to 8 at once, sharing them.
+    /// The archive's bytes are the same at any count.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
 }

@@ -353,6 +353,44 @@ fn an_index_under_a_tiny_memory_budget_writes_the_same_bytes() {
     }
 }
 
+/// The archive's bytes do not depend on the threads (`MEMVIZ_THREADS`, `--jobs`): on every
+/// fixture, and on a run long enough (over 2^20 events) that its allocator pass is cut — in two
+/// parts settled while they run on two threads, in as many spans as threads from three.
+#[test]
+fn an_index_writes_the_same_bytes_at_any_thread_count() {
+    let dir = tempdir();
+    let mut inputs: Vec<std::path::PathBuf> = fixtures().iter().map(|(_, path, _)| path.clone()).collect();
+    inputs.push(long_run(dir.path(), 220));
+    for snapshot in inputs {
+        let long = snapshot.ends_with("long.pickle");
+        let mut first: Option<Vec<u8>> = None;
+        for (threads, by_flag) in [(1, false), (2, true), (3, false), (8, true)] {
+            let out = dir.path().join(format!("t{threads}.memviz"));
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"));
+            cmd.args(["index".as_ref(), snapshot.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+            cmd.env("MEMVIZ_TIMINGS", "1");
+            if by_flag {
+                cmd.args(["--jobs", &threads.to_string()]);
+            } else {
+                cmd.env("MEMVIZ_THREADS", threads.to_string());
+            }
+            let run = cmd.output().unwrap();
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert!(run.status.success(), "{stderr}");
+            if long {
+                let spans = stderr.matches("allocator pass, a span").count();
+                assert_eq!(spans, if threads >= 3 { threads } else { 0 }, "{threads} threads: {stderr}");
+                assert_eq!(stderr.contains("allocator pass, late part"), threads <= 2, "{stderr}");
+            }
+            let bytes = std::fs::read(&out).unwrap();
+            match &first {
+                None => first = Some(bytes),
+                Some(one) => assert!(*one == bytes, "{}: {threads} threads changed the archive", snapshot.display()),
+            }
+        }
+    }
+}
+
 /// A long run's archive (100 MB-class structure in a few MB: the generator repeating gpt2_small's
 /// steps): `at --peak` reads, and checks, a few of its blocks; a corrupted block it does not read
 /// leaves its answer as it was, one it reads makes it the one-line error.

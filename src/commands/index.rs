@@ -11,7 +11,7 @@ use crate::index::cache::file_name;
 use crate::index::pipeline::{IndexSummary, build_archive};
 use crate::ingest;
 
-pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary> {
+pub fn index(input: &Path, output: Option<&Path>, jobs: Option<usize>) -> anyhow::Result<IndexSummary> {
     let context = || input.display().to_string();
     if crate::file::is_archive(input) {
         bail!("{}: already a .memviz archive", input.display());
@@ -50,7 +50,10 @@ pub fn index(input: &Path, output: Option<&Path>) -> anyhow::Result<IndexSummary
         bar.set_style(stage_style());
         bar.set_message(msg);
     };
-    let summary = build_archive(input, stamp, &out, &|n| bar.set_position(n), &message)?;
+    let threads = crate::index::threads::count(jobs)?;
+    let progress = |n| bar.set_position(n);
+    let summary =
+        crate::index::threads::on_pool(threads, || build_archive(input, stamp, &out, &progress, &message))?;
     bar.finish_and_clear();
     eprintln!(
         "indexed {}: {} device{}, {} events, {} allocations, peak {}; {}{} in {:.2} s",
@@ -111,8 +114,8 @@ pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
     }
     let bytes: u64 = files.iter().map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len())).sum();
     let bar = progress_bar(bytes);
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).min(8));
-    let outcomes = folder::index_all(&files, args.output.as_deref(), jobs, &|n| bar.set_position(n));
+    let threads = crate::index::threads::count(args.jobs)?;
+    let outcomes = folder::index_all(&files, args.output.as_deref(), threads, &|n| bar.set_position(n));
     bar.finish_and_clear();
     let (mut built, mut current, mut failed) = (0, 0, 0);
     for (f, o) in files.iter().zip(&outcomes) {

@@ -39,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     // Every command but the viewer stays within the memory budget, spilling into the temp
     // folder, and stops with one line at a hard limit (`spill`).
     let _bounded = (!matches!(cli.command, Command::Open(_))).then(|| crate::spill::guard(&std::env::temp_dir()));
+    crate::index::threads::size_global(crate::index::threads::count(None)?);
     let opening = Opening::new(!cli.no_cache);
     let o = &opening;
     match cli.command {
@@ -47,7 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp => mcp::serve(),
         Command::Serve(args) => crate::serve::serve(&args.paths, args.bind, args.port),
         Command::Index(args) if args.input.is_dir() => guarded(o, |_| index::index_folder(&args)),
-        Command::Index(args) => guarded(o, |_| index(&args.input, args.output.as_deref()).map(drop)),
+        Command::Index(args) => guarded(o, |_| index(&args.input, args.output.as_deref(), args.jobs).map(drop)),
         Command::Stats(args) => guarded(o, |o| stats(&args, o))?.print(Format::of(args.json, false)),
         Command::Export(ExportCommand::Layout(args)) => guarded(o, |_| export_layout(&args, opening.cache)),
         Command::Export(ExportCommand::Sampled { args, every }) => {

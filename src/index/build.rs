@@ -76,7 +76,8 @@ pub fn build_root(
         },
         || {
             crate::timings::timed("the passes' plans", || {
-                layouts.iter().map(|l| Plan::new(&snap, &l.view())).collect::<Vec<Plan>>()
+                let threads = rayon::current_num_threads();
+                layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads)).collect::<Vec<Plan>>()
             })
         },
     );
@@ -91,18 +92,25 @@ pub fn build_root(
     stage(BuildStage::Derive);
     let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
     // The allocator's pass of each device beside its checkpoints and tiles: this worker runs the
-    // late parts of the long traces' passes, from the start; another makes the checkpoints and
-    // tiles and the summaries that read them, then each device's early part (or its whole pass,
-    // when it is short), its cut settled so that both parts end together (`series::Plan`; had the
-    // checkpoints and tiles waited for the first part to end instead, their one core's work
-    // would come after both parts).
+    // late parts of the long traces' passes, from the start (on three threads or more: all
+    // their spans, on every worker); another makes the checkpoints and tiles and the summaries
+    // that read them, then each device's early part (or its whole pass, when it is short), its
+    // cut settled so that both parts end together (`series::Plan`; had the checkpoints and tiles
+    // waited for the first part to end instead, their one core's work would come after both
+    // parts).
     let parts = || views.iter().zip(&plans);
     // Each worker reads the chunks through its own cursor.
     let events = || CompressedEvents::new(&heads.root.events, &snap.events);
     let (late, (lods, summaries, early)) = rayon::join(
         || {
-            let events = events();
-            parts().map(|(l, p)| series::late_part(&snap, &events, l, p)).collect::<Vec<_>>()
+            let late = |(l, p): (&LayoutRef<'_>, &Plan)| -> Vec<series::PartOut> {
+                let spans = p.spans();
+                if spans.is_empty() {
+                    return series::late_part(&snap, &events(), l, p).into_iter().collect();
+                }
+                spans.into_par_iter().with_max_len(1).map(|s| series::span_part(&snap, &events(), l, p, s)).collect()
+            };
+            parts().map(late).collect::<Vec<_>>()
         },
         || {
             let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
@@ -127,7 +135,7 @@ pub fn build_root(
     );
     let allocators: Vec<f::AllocatorSection> = crate::timings::timed("allocator sections", || {
         let sections = parts().zip(early.into_iter().zip(late));
-        sections.map(|((l, p), (e, la))| series::section(&snap, l, p, e, la)).collect()
+        sections.map(|((l, p), (e, la))| series::section(&snap, l, p, la.into_iter().chain(e).collect())).collect()
     });
     let parts = from_events.into_iter().zip(allocators).zip(lods).zip(summaries);
     crate::timings::timed("devices", || parts.map(|(((fe, a), lod), s)| device_tail(fe, a, lod, s)).collect())

@@ -162,15 +162,17 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Indexes `files` on `jobs` threads (a few at a time, so peak memory is that of a few files),
-/// skipping those whose archive is current; `progress` gets the bytes read so far over all of
+/// Indexes `files` on `threads` threads (a few files at a time, so peak memory is that of a few
+/// files, each on its share of the threads: [`super::threads::for_folder`]), skipping those
+/// whose archive is current; `progress` gets the bytes read so far over all of
 /// them. One outcome per file, in order.
 pub fn index_all(
     files: &[RankFile],
     out_dir: Option<&Path>,
-    jobs: usize,
+    threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Vec<Outcome> {
+    let (at_once, each) = super::threads::for_folder(threads, files.len());
     let read = AtomicU64::new(0);
     let one = |f: &RankFile| -> Outcome {
         let out = archive_path(f, out_dir);
@@ -192,7 +194,7 @@ pub fn index_all(
             let before = done_before.swap(n, Ordering::Relaxed);
             progress(read.fetch_add(n.saturating_sub(before), Ordering::Relaxed) + n.saturating_sub(before));
         };
-        match build_archive(&f.path, stamp, &out, &step, &|_| {}) {
+        match super::threads::on_pool(each, || build_archive(&f.path, stamp, &out, &step, &|_| {})) {
             Ok(s) => {
                 step(stamp.size);
                 Outcome::Indexed(s)
@@ -201,7 +203,7 @@ pub fn index_all(
         }
     };
     let pool =
-        rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).thread_name(|i| format!("memviz-rank-{i}")).build();
+        rayon::ThreadPoolBuilder::new().num_threads(at_once).thread_name(|i| format!("memviz-rank-{i}")).build();
     match pool {
         Ok(pool) => pool.install(|| {
             use rayon::prelude::*;

@@ -11,6 +11,7 @@ pub mod folder;
 pub mod pipeline;
 pub mod reading;
 pub mod series;
+pub mod threads;
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,6 @@
-//! The snapshot → archive pipeline: read, lay out, derive and compress on a bounded pool of
-//! named workers, write atomically. `memviz index`, the cache and the viewer all build archives
+//! The snapshot → archive pipeline: read, lay out, derive and compress on the rayon pool it is
+//! called on (`threads::on_pool`; else the global one, sized by `MEMVIZ_THREADS`), write
+//! atomically. `memviz index`, the cache and the viewer all build archives
 //! through [`build_archive`].
 
 use std::path::Path;
@@ -16,9 +17,6 @@ use crate::file::write::Writing;
 use crate::ingest;
 use crate::layout::Layout;
 use crate::model::Snapshot;
-
-/// Worker threads that derive tiles and compress events.
-const MAX_INDEX_THREADS: usize = 4;
 
 /// What an index run produced.
 #[derive(Debug, Clone)]
@@ -91,10 +89,6 @@ pub fn write_archive(
             BuildStage::Derive => "allocator states, checkpoints, tiles, compressing events",
         })
     };
-    // Each worker holds a tile raster and a compression buffer at a time, and glibc keeps a heap
-    // per thread: past four, peak RSS grows with the cores while the index gets no faster (the
-    // decoder is sequential; docs/design/10).
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_INDEX_THREADS);
     // The archive's first part is written while the rest is derived.
     let mut writing = None;
     let mut begin = |heads| {
@@ -103,14 +97,8 @@ pub fn write_archive(
         writing = Some(w);
         first_lods
     };
-    let build =
-        || super::build::build_root(snapshot, &pending.source, &pending.name, layouts, made, &stage, &mut begin);
-    let tails =
-        match rayon::ThreadPoolBuilder::new().num_threads(workers).thread_name(|i| format!("memviz-index-{i}")).build()
-        {
-            Ok(pool) => pool.install(build),
-            Err(_) => build(),
-        };
+    // On the pool this is called on (`threads::on_pool`), else rayon's global one.
+    let tails = super::build::build_root(snapshot, &pending.source, &pending.name, layouts, made, &stage, &mut begin);
     crate::timings::stage("derive + compress", started);
     message("writing");
     let archive_bytes = writing.expect("the build began writing").finish(tails)?;

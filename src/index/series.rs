@@ -30,28 +30,70 @@ const UNTRACKED_COST: f64 = 0.13;
 #[derive(Debug)]
 pub struct Plan {
     every: u32,
-    cut: Option<Cut>,
+    split: Split,
+}
+
+/// How a long trace's pass is cut.
+#[derive(Debug)]
+enum Split {
+    Whole,
+    /// Two parts, the cut settled while the late part runs (two cores).
+    InTwo(Cut),
+    /// On more cores, as many spans as there are threads, cut beforehand: the undone-event
+    /// counts where each starts, then the trace's events.
+    Spans(Vec<usize>),
 }
 
 impl Plan {
     /// K sized from an estimate of the states' summed size (one pass over the event kinds); a
-    /// long trace runs as two parts, its cut settled while the late part runs.
-    pub fn new(snap: &Snapshot, l: &LayoutRef<'_>) -> Plan {
+    /// long trace runs as two parts, its cut settled while the late part runs, or — given three
+    /// `threads` or more — as that many spans.
+    pub fn new(snap: &Snapshot, l: &LayoutRef<'_>, threads: usize) -> Plan {
         let n = snap.trace(l.device).len();
-        Plan::with(snap, l, (n >= SPLIT_EVENTS).then(|| Cut::open(n)))
+        let split = match threads {
+            _ if n < SPLIT_EVENTS => Split::Whole,
+            0..=2 => Split::InTwo(Cut::open(n)),
+            _ => Split::Spans(span_cuts(n, threads)),
+        };
+        Plan::with(snap, l, split)
     }
 
     /// A plan cut after the last `undone` events, whatever the trace's length (tests).
     #[cfg(test)]
     fn cut_at(snap: &Snapshot, l: &LayoutRef<'_>, undone: Option<usize>) -> Plan {
         let n = snap.trace(l.device).len();
-        Plan::with(snap, l, undone.map(|u| Cut::at(n, u)))
+        Plan::with(snap, l, undone.map_or(Split::Whole, |u| Split::InTwo(Cut::at(n, u))))
     }
 
     /// Reads the snapshot's raw action column (before the rows are dropped).
-    fn with(snap: &Snapshot, l: &LayoutRef<'_>, cut: Option<Cut>) -> Plan {
-        Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), cut }
+    fn with(snap: &Snapshot, l: &LayoutRef<'_>, split: Split) -> Plan {
+        Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), split }
     }
+
+    /// The spans of a pass cut beforehand (`from`, `to` undone events, the latest first).
+    pub fn spans(&self) -> Vec<(usize, usize)> {
+        match &self.split {
+            Split::Spans(cuts) => cuts.windows(2).map(|w| (w[0], w[1])).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Where `parts` spans of a pass over `n` events start, and `n`: each span first undoes the
+/// events before it untracked ([`UNTRACKED_COST`] of a tracked undo each), so later spans are
+/// shorter, and all cost the same: span `i` takes `c` with `0.13 c_i + (c_{i+1} − c_i) = c`,
+/// `c_{i+1} = 0.87 c_i + c`. Cuts never change the archive's bytes, only when each part ends.
+fn span_cuts(n: usize, parts: usize) -> Vec<usize> {
+    let keep = 1.0 - UNTRACKED_COST;
+    let cost = n as f64 * UNTRACKED_COST / (1.0 - keep.powi(parts as i32));
+    let mut cuts = vec![0];
+    let mut at = 0.0;
+    for _ in 1..parts {
+        at = keep * at + cost;
+        cuts.push((at as usize).clamp(*cuts.last().unwrap_or(&0), n));
+    }
+    cuts.push(n);
+    cuts
 }
 
 /// What one part of a pass made: the series and pools of its actions, its saved states.
@@ -65,8 +107,12 @@ pub struct PartOut {
 /// first event before the cut was settled), undoing `events` (the snapshot's, or its compressed
 /// chunks).
 pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
-    let Some(cut) = &plan.cut else {
-        return Some(crate::timings::timed("allocator pass", || run(snap, events, l, plan, Part::Whole)));
+    let cut = match &plan.split {
+        Split::Whole => {
+            return Some(crate::timings::timed("allocator pass", || run(snap, events, l, plan, Part::Whole)));
+        }
+        Split::InTwo(cut) => cut,
+        Split::Spans(_) => return None,
     };
     let n = cut.events();
     let undone = cut.settle(|reached| ((n + reached) as f64 / (2.0 - UNTRACKED_COST)) as usize);
@@ -75,10 +121,21 @@ pub fn early_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>,
     })
 }
 
-/// The late part of `l`'s pass, if it is cut.
+/// The late part of `l`'s pass, if it is cut in two.
 pub fn late_part(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan) -> Option<PartOut> {
-    let cut = plan.cut.as_ref()?;
+    let Split::InTwo(cut) = &plan.split else { return None };
     Some(crate::timings::timed("allocator pass, late part", || run(snap, events, l, plan, Part::Late(cut))))
+}
+
+/// One span of `l`'s pass cut beforehand ([`Plan::spans`]).
+pub fn span_part(
+    snap: &Snapshot,
+    events: &dyn EventColumns,
+    l: &LayoutRef<'_>,
+    plan: &Plan,
+    (from, to): (usize, usize),
+) -> PartOut {
+    crate::timings::timed("allocator pass, a span", || run(snap, events, l, plan, Part::Span { from, to }))
 }
 
 fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Plan, part: Part<'_>) -> PartOut {
@@ -100,24 +157,15 @@ fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Pla
     PartOut { figures, states }
 }
 
-/// The section of `l`'s device from its pass's parts: the series and states of the late part
-/// (if any) followed by the early part's (if any: one of the two is the whole pass when the
-/// other is missing).
-pub fn section(
-    snap: &Snapshot,
-    l: &LayoutRef<'_>,
-    plan: &Plan,
-    early: Option<PartOut>,
-    late: Option<PartOut>,
-) -> f::AllocatorSection {
-    let (figures, states) = match (early, late) {
-        (Some(whole), None) | (None, Some(whole)) => (whole.figures, whole.states),
-        (Some(early), Some(mut late)) => {
-            late.states.extend(early.states);
-            (late.figures.then(early.figures), late.states)
-        }
-        (None, None) => unreachable!("a pass has at least one part"),
-    };
+/// The section of `l`'s device from its pass's parts, the latest first (a late part, then its
+/// early part; or the spans): what the whole pass would have made.
+pub fn section(snap: &Snapshot, l: &LayoutRef<'_>, plan: &Plan, parts: Vec<PartOut>) -> f::AllocatorSection {
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("a pass has at least one part");
+    let (figures, states) = parts.fold((first.figures, first.states), |(figures, mut states), earlier| {
+        states.extend(earlier.states);
+        (figures.then(earlier.figures), states)
+    });
     let FiguresBuilder { series, pools } = figures;
     let [reserved, allocated, requested, pending_free, unallocated, largest_free, segments] =
         series.map(SeriesBuilder::finish);
@@ -352,12 +400,69 @@ mod tests {
                 let ev = &snap.events;
                 let at = |cut| {
                     let plan = Plan::cut_at(&snap, &l, cut);
-                    section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan), late_part(&snap, ev, &l, &plan))
+                    let parts = late_part(&snap, ev, &l, &plan).into_iter().chain(early_part(&snap, ev, &l, &plan));
+                    section(&snap, &l, &plan, parts.collect())
                 };
                 let whole = at(None);
                 assert!(whole.states.len() > 1 || n < 512, "{name}: states");
                 for cut in [0, 1, n / 5, n / 2, n - n / 3, n - 1, n] {
                     assert!(at(Some(cut)) == whole, "{name} device {:?}: cut {cut} of {n}", l.device);
+                }
+            }
+        }
+    }
+
+    /// Series cut in many places, stitched latest first, give the whole series (a part may hold
+    /// no chunk boundary, or no action at all).
+    #[test]
+    fn a_series_cut_in_many_is_the_whole_series() {
+        let n = 5 * CHUNK_ROWS + 77;
+        let value = |k: usize| (k as u64 * 104_729) % 65_537;
+        let fed = |range: std::ops::Range<usize>| {
+            let mut s = SeriesBuilder::new(n);
+            for k in range.rev() {
+                s.push(k, value(k));
+            }
+            s
+        };
+        let whole = fed(0..n).finish();
+        let cuts = [0, 3, 4, CHUNK_ROWS, CHUNK_ROWS + 10, CHUNK_ROWS + 10, 3 * CHUNK_ROWS + 1, n - 2, n];
+        let mut bounds: Vec<usize> = cuts.to_vec();
+        bounds.reverse();
+        let mut parts = bounds.windows(2).map(|w| fed(w[1]..w[0]));
+        let first = parts.next().unwrap();
+        assert_eq!(parts.fold(first, SeriesBuilder::then).finish(), whole);
+    }
+
+    /// The cuts of a pass in spans: from 0 to the trace's end, never backwards, later spans
+    /// shorter (each first undoes what the spans before it did).
+    #[test]
+    fn span_cuts_cover_the_trace_and_shrink() {
+        for (n, parts) in [(10_000_000, 16), (1 << 20, 3), (5, 8), (0, 4)] {
+            let cuts = span_cuts(n, parts);
+            assert_eq!((cuts.len(), cuts[0], *cuts.last().unwrap()), (parts + 1, 0, n), "{n} in {parts}");
+            assert!(cuts.windows(2).all(|w| w[0] <= w[1]), "{cuts:?}");
+            let lens: Vec<usize> = cuts.windows(2).map(|w| w[1] - w[0]).collect();
+            assert!(n < 1000 || lens.windows(2).all(|w| w[0] >= w[1]), "{lens:?}");
+        }
+    }
+
+    /// The pass run as spans cut beforehand gives the whole pass's section, on real traces.
+    #[test]
+    fn a_pass_in_spans_gives_the_whole_section() {
+        for name in ["cudagraph", "expandable", "frag_oom", "oom_streams", "gpt2_small"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
+            let (snap, _) = crate::ingest::read_path(&path).unwrap();
+            for layout in super::super::reading::lay_out(&snap) {
+                let l = layout.view();
+                let n = snap.trace(l.device).len();
+                let ev = &snap.events;
+                let whole = section(&snap, &l, &Plan::cut_at(&snap, &l, None), early_part(&snap, ev, &l, &Plan::cut_at(&snap, &l, None)).into_iter().collect());
+                for parts in [3, 5, 16] {
+                    let plan = Plan::with(&snap, &l, Split::Spans(span_cuts(n, parts)));
+                    assert!(early_part(&snap, ev, &l, &plan).is_none() && late_part(&snap, ev, &l, &plan).is_none());
+                    let spans = plan.spans().into_iter().map(|s| span_part(&snap, ev, &l, &plan, s)).collect();
+                    assert!(section(&snap, &l, &plan, spans) == whole, "{name} device {:?}: {parts} spans", l.device);
                 }
             }
         }
@@ -376,10 +481,10 @@ mod tests {
         let ev = &snap.events;
         let whole = {
             let plan = Plan::cut_at(&snap, &l, None);
-            section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan), None)
+            section(&snap, &l, &plan, early_part(&snap, ev, &l, &plan).into_iter().collect())
         };
         for when in ["before", "meanwhile", "after"] {
-            let plan = Plan::with(&snap, &l, Some(Cut::open(n)));
+            let plan = Plan::with(&snap, &l, Split::InTwo(Cut::open(n)));
             let (early, late) = std::thread::scope(|s| {
                 let early = (when == "before").then(|| early_part(&snap, ev, &l, &plan));
                 let late = s.spawn(|| late_part(&snap, ev, &l, &plan));
@@ -397,7 +502,7 @@ mod tests {
                 };
                 (early, late.join().unwrap())
             });
-            assert!(section(&snap, &l, &plan, early, late) == whole, "settled {when}");
+            assert!(section(&snap, &l, &plan, late.into_iter().chain(early).collect()) == whole, "settled {when}");
         }
     }
 }

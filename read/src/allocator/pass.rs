@@ -28,12 +28,17 @@ fn words(st: &State) -> u64 {
 /// cut, tracks the figures, hands over the actions before the cut and saves the states from it
 /// on. The figures at the cut are derived afresh from the state there, which is what the whole
 /// pass's running figures equal. The late part starts before its cut is settled ([`Cut`]); one
-/// that reaches the first event first was the whole pass.
+/// that reaches the first event first was the whole pass. On more cores a pass runs as many
+/// spans with cuts fixed beforehand: each starts as an early part does (untracked to `from`) and
+/// stops as a late part does (at `to`).
 #[derive(Debug, Clone, Copy)]
 pub enum Part<'c> {
     Whole,
     Late(&'c Cut),
     Early { undone: usize },
+    /// The stretch after `from` undone events until `to` are undone (`to` = the trace's events:
+    /// to the first event).
+    Span { from: usize, to: usize },
 }
 
 /// One backward pass over a device's trace (or a [`Part`] of it), from the dump: hands
@@ -56,22 +61,26 @@ pub fn pass(
 ) {
     let mut undo = Undo::at_dump_over(snap, events, device);
     let n = undo.n;
+    let (from, to) = match part {
+        Part::Whole | Part::Late(_) => (0, n),
+        Part::Early { undone } => (undone.min(n), n),
+        Part::Span { from, to } => (from.min(n), to.clamp(from.min(n), n)),
+    };
     let mut k = actions;
-    if let Part::Early { undone } = part {
-        // The early part starts from the state at the cut and hands over the actions before it.
-        undo.undone = undone.min(n);
+    if matches!(part, Part::Early { .. }) || from > 0 {
+        // An early part (or a span) starts from the state at its cut and hands over the actions
+        // before it.
+        undo.undone = from;
         undo.state = std::mem::take(&mut undo.state).undo_untracked(events, snap.trace(device), undo.undone);
         let cut = (undo.first + n - undo.undone) as u32;
         k = partition(actions as u32, |k| action_event(k as usize) < cut) as usize;
     }
     undo.figures = Figures::of(&undo.state, true);
     let mut replay = WithFigures { undo, k, next_event: None, action_event, at_action };
-    // The states after every `every` undone events: the late part saves those before the cut,
-    // the early part the others; a late part is the whole pass until its cut is settled.
-    let (mut saved, mut end) = match part {
-        Part::Whole | Part::Late(_) => (0..n + 1, n),
-        Part::Early { undone } => (undone.min(n)..n + 1, n),
-    };
+    // The states after every `every` undone events from `from`, the last one (after every event)
+    // by the part that gets to the first event; a late part is the whole pass until its cut is
+    // settled.
+    let (mut saved, mut end) = (from..if to == n { n + 1 } else { to }, to);
     let mut keep = keep;
     let mut words = Vec::new();
     loop {
