@@ -208,7 +208,7 @@ pub struct OpenArgs {
     #[arg(long, value_name = "T", value_parser = parse_time, group = "open_at")]
     pub time: Option<TimeArg>,
     /// Show these actions across the plot (fractional, as "copy link" writes them).
-    #[arg(long, value_name = "A..B", value_parser = crate::viewer::open_view::parse_x_range)]
+    #[arg(long, value_name = "A..B", value_parser = crate::analysis::range::parse_x_range)]
     pub x: Option<(f64, f64)>,
     /// Pin the allocation covering this address (hex) at the instant shown.
     #[arg(long, value_name = "ADDR", group = "pin_what")]
@@ -324,7 +324,7 @@ pub struct IndexArgs {
     /// Threads to use (default: `MEMVIZ_THREADS`, else the CPUs this process may use, a
     /// cgroup's quota respected); a folder's snapshots are indexed up to 8 at once, sharing them.
     /// The archive's bytes are the same at any count.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
 }
 

@@ -25,6 +25,7 @@ mod mcp;
 mod model;
 mod ranks;
 mod real_use;
+mod recorder;
 mod serve;
 mod stats;
 mod step_rules;

@@ -52,8 +52,7 @@ pub fn index(input: &Path, output: Option<&Path>, jobs: Option<usize>) -> anyhow
     };
     let threads = crate::index::threads::count(jobs)?;
     let progress = |n| bar.set_position(n);
-    let summary =
-        crate::index::threads::on_pool(threads, || build_archive(input, stamp, &out, &progress, &message))?;
+    let summary = crate::index::threads::on_pool(threads, || build_archive(input, stamp, &out, &progress, &message))?;
     bar.finish_and_clear();
     eprintln!(
         "indexed {}: {} device{}, {} events, {} allocations, peak {}; {}{} in {:.2} s",

@@ -202,8 +202,7 @@ pub fn index_all(
             Err(e) => Outcome::Failed(format!("{e:#}")),
         }
     };
-    let pool =
-        rayon::ThreadPoolBuilder::new().num_threads(at_once).thread_name(|i| format!("memviz-rank-{i}")).build();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(at_once).thread_name(|i| format!("memviz-rank-{i}")).build();
     match pool {
         Ok(pool) => pool.install(|| {
             use rayon::prelude::*;

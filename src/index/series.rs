@@ -457,7 +457,12 @@ mod tests {
                 let l = layout.view();
                 let n = snap.trace(l.device).len();
                 let ev = &snap.events;
-                let whole = section(&snap, &l, &Plan::cut_at(&snap, &l, None), early_part(&snap, ev, &l, &Plan::cut_at(&snap, &l, None)).into_iter().collect());
+                let whole = section(
+                    &snap,
+                    &l,
+                    &Plan::cut_at(&snap, &l, None),
+                    early_part(&snap, ev, &l, &Plan::cut_at(&snap, &l, None)).into_iter().collect(),
+                );
                 for parts in [3, 5, 16] {
                     let plan = Plan::with(&snap, &l, Split::Spans(span_cuts(n, parts)));
                     assert!(early_part(&snap, ev, &l, &plan).is_none() && late_part(&snap, ev, &l, &plan).is_none());

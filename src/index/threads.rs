@@ -8,28 +8,22 @@ use anyhow::bail;
 /// The threads for an index run: `jobs` if given, else `MEMVIZ_THREADS`, else the CPUs.
 pub fn count(jobs: Option<usize>) -> anyhow::Result<usize> {
     if let Some(n) = jobs {
-        return positive(n, "--jobs");
+        return Ok(n.max(1));
     }
     match std::env::var("MEMVIZ_THREADS") {
         Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) => positive(n, "MEMVIZ_THREADS"),
-            Err(_) => bail!(crate::commands::UsageError(format!("MEMVIZ_THREADS={v}: not a number of threads"))),
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("MEMVIZ_THREADS={v}: not a number of threads (1 or more)"),
         },
         Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
     }
 }
 
-fn positive(n: usize, what: &str) -> anyhow::Result<usize> {
-    if n == 0 {
-        bail!(crate::commands::UsageError(format!("{what} 0: at least one thread")));
-    }
-    Ok(n)
-}
-
 /// Runs `f` on a pool of `threads` named workers (`memviz-index-N`), so that all the parallel
 /// work it starts stays within them; on the calling thread if no pool can be made.
 pub fn on_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("memviz-index-{i}")).build();
+    let pool =
+        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("memviz-index-{i}")).build();
     match pool {
         Ok(pool) => pool.install(f),
         Err(_) => f(),
@@ -39,7 +33,8 @@ pub fn on_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
 /// Sizes rayon's global pool (what an index started outside [`on_pool`] runs on: the viewer's,
 /// the cache's) to `threads`; once, before anything uses it.
 pub fn size_global(threads: usize) {
-    let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("memviz-pool-{i}")).build_global();
+    let _ =
+        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("memviz-pool-{i}")).build_global();
 }
 
 /// Of `threads` for a folder of `files` snapshots: how many are indexed at once (at most 8, so

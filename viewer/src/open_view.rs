@@ -167,7 +167,7 @@ impl ViewerOptions {
                     ))
                 }
                 "view" => self.tab = Tab::from_arg(value).ok_or_else(|| format!("view={value}: not a view"))?,
-                "x" => self.x_range = Some(parse_x_range(value)?),
+                "x" => self.x_range = Some(crate::analysis::range::parse_x_range(value)?),
                 "element" => {
                     self.pin = Some(Pin::Element(
                         int("an element")?.try_into().map_err(|_| format!("element={value}: out of range"))?,
@@ -194,15 +194,6 @@ impl ViewerOptions {
         }
         Ok(self)
     }
-}
-
-/// `100.5..400`: the x range of `open --x` (and of a page's `x=`).
-pub fn parse_x_range(s: &str) -> Result<(f64, f64), String> {
-    let bad = || format!("expected actions A..B (e.g. 100..420.5), got `{s}`");
-    let (a, b) = s.split_once("..").ok_or_else(bad)?;
-    let num = |v: &str| v.trim().replace([',', '_'], "").parse::<f64>().map_err(|_| bad());
-    let (a, b) = (num(a)?, num(b)?);
-    if a.is_finite() && b.is_finite() && a < b { Ok((a, b)) } else { Err(bad()) }
 }
 
 /// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,

@@ -35,10 +35,15 @@ fn words(st: &State) -> u64 {
 pub enum Part<'c> {
     Whole,
     Late(&'c Cut),
-    Early { undone: usize },
+    Early {
+        undone: usize,
+    },
     /// The stretch after `from` undone events until `to` are undone (`to` = the trace's events:
     /// to the first event).
-    Span { from: usize, to: usize },
+    Span {
+        from: usize,
+        to: usize,
+    },
 }
 
 /// One backward pass over a device's trace (or a [`Part`] of it), from the dump: hands

@@ -228,6 +228,15 @@ pub fn render_text(out: &mut String, r: &RangeReport, top: usize) {
     }
 }
 
+/// `100.5..400`: the actions across a view (`memviz open --x`, a page's `x=`), fractional.
+pub fn parse_x_range(s: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("expected actions A..B (e.g. 100..420.5), got `{s}`");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let num = |v: &str| v.trim().replace([',', '_'], "").parse::<f64>().map_err(|_| bad());
+    let (a, b) = (num(a)?, num(b)?);
+    if a.is_finite() && b.is_finite() && a < b { Ok((a, b)) } else { Err(bad()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
