@@ -1,11 +1,17 @@
-// The browser viewer's first frame over loopback: `memviz serve` on the archives' folder, headless
-// Chromium (software WebGL2, as in CI) opening web/index.html on each, the time from navigation
-// to the first frame drawn (download and wasm start-up included), three runs each.
+// The browser viewer over loopback: `memviz serve` on the archives' folder, headless Chromium
+// (software WebGL2, as in CI) opening web/index.html on each. Per archive, three runs of: the time
+// from navigation to the first frame drawn (download and wasm start-up included); then, in the
+// last run, the frame times while panning — the wheel zooms in at the plot's centre, the mouse
+// drags it left and right for 150 moves — as the intervals between the page's animation frames
+// (p50 / p99 / max; a frame the viewer blocks shows as a long interval).
 //
 //   npm install playwright-core            # once, anywhere on NODE_PATH
 //   memviz serve --port 8091 DIR &          # DIR holds the archives
 //   node benches/browser.js 8091 gpt2_small.memviz scale_2m7.memviz
 const { chromium } = require('playwright-core');
+
+// The `q` quantile of `xs` (sorted in place).
+const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 (async () => {
   const [port, ...archives] = process.argv.slice(2);
@@ -16,14 +22,40 @@ const { chromium } = require('playwright-core');
   });
   for (const name of archives) {
     const times = [];
+    let pan = '';
     for (let run = 0; run < 3; run++) {
-      const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+      const page = await browser.newPage({ viewport: { width: Number(process.env.W ?? 1600), height: Number(process.env.H ?? 900) } });
       await page.goto(`http://127.0.0.1:${port}/web/index.html?archive=/archive/0/${name}`);
-      await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 120000 });
+      await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 300000 });
       times.push(Math.round(await page.evaluate('window.memvizFirstFrameMs')));
+      if (run === 2) {
+        await page.waitForTimeout(3000); // what the first frame left to work out
+        const [left, top, right, bottom] = await page.evaluate('window.memviz.plot_rect()');
+        const [x, y] = [(left + right) / 2, (top + bottom) / 2];
+        await page.mouse.move(x, y);
+        for (let i = 0; i < Number(process.env.ZOOM ?? 10); i++) await page.mouse.wheel(0, -200);
+        await page.waitForTimeout(1000);
+        await page.evaluate(() => {
+          window.frameGaps = [];
+          let last = performance.now();
+          const tick = (now) => { window.frameGaps.push(now - last); last = now; if (window.panning) requestAnimationFrame(tick); };
+          window.panning = true;
+          requestAnimationFrame(tick);
+        });
+        const frames0 = Number(await page.evaluate('Number(window.memviz.frames())'));
+        const t0 = Date.now();
+        await page.mouse.down();
+        for (let i = 0; i < 150; i++) await page.mouse.move(x + 300 * Math.sin(i / 12), y);
+        await page.mouse.up();
+        const took = Date.now() - t0;
+        await page.evaluate('window.panning = false');
+        const gaps = await page.evaluate('window.frameGaps');
+        const drawn = Number(await page.evaluate('Number(window.memviz.frames())')) - frames0;
+        pan = `; panning: ${drawn} frames in ${took} ms (${(took / drawn).toFixed(1)} ms a frame), animation-frame gaps p50 ${quantile(gaps, 0.5).toFixed(1)} / p99 ${quantile(gaps, 0.99).toFixed(1)} / max ${Math.max(...gaps).toFixed(1)} ms`;
+      }
       await page.close();
     }
-    console.log(`${name}: first frame ${times.join(', ')} ms`);
+    console.log(`${name}: first frame ${times.join(', ')} ms${pan}`);
   }
   await browser.close();
 })();
