@@ -34,7 +34,8 @@ fn main() {
     };
     for layout in &layouts {
         let l = layout.view();
-        let plan = series::Plan::new(&snap, &l);
+        // Two threads' plan: the pass in two parts, timed one after the other.
+        let plan = series::Plan::new(&snap, &l, 2);
         let (mut early, mut late) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
         for _ in 0..runs {
             let t = Instant::now();
@@ -43,7 +44,7 @@ fn main() {
             let t = Instant::now();
             let la = series::late_part(&snap, &CompressedEvents::new(&table, &snap.events), &l, &plan);
             late.push(t.elapsed().as_secs_f64());
-            std::hint::black_box(series::section(&snap, &l, &plan, e, la));
+            std::hint::black_box(series::section(&snap, &l, &plan, la.into_iter().chain(e).collect()));
         }
         let median = |mut v: Vec<f64>| {
             v.sort_by(f64::total_cmp);
