@@ -7,9 +7,12 @@ was asked.
 """
 
 import contextlib
+import io
 import os
 import sys
+import tempfile
 import types
+import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -95,3 +98,22 @@ def clean_environment():
             os.environ.pop(name, None)
         memviz._record._warned.clear()
         yield
+
+
+class WithFakeTorch(unittest.TestCase):
+    """A test with a fake torch imported, a clean environment (no rank variables), stderr
+    captured, step numbers from 0 and a temporary folder `self.dir`; `self.stack` holds what
+    the test enters too."""
+
+    def setUp(self):
+        from memviz import _steps
+
+        _steps._next_number = 0
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.stack = contextlib.ExitStack()
+        self.addCleanup(self.stack.close)
+        self.stack.enter_context(clean_environment())
+        self.stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+        self.torch = FakeTorch()
+        self.stack.enter_context(modules(torch=self.torch))

@@ -1,17 +1,14 @@
 """The Lightning and Hugging Face callbacks, driven through their hooks as each Trainer calls them,
 with fake framework modules (neither framework is needed)."""
 
-import contextlib
 import importlib
-import io
 import os
 import sys
-import tempfile
 import types
 import unittest
 
 import _support
-from memviz import _record, _steps
+from memviz import _record
 
 
 def framework(name, base):
@@ -20,19 +17,10 @@ def framework(name, base):
     return module
 
 
-class CallbackTest(unittest.TestCase):
+class CallbackTest(_support.WithFakeTorch):
     def setUp(self):
-        _steps._next_number = 0
-        self.dir = tempfile.TemporaryDirectory()
-        self.addCleanup(self.dir.cleanup)
+        super().setUp()
         self.out = os.path.join(self.dir.name, "snapshots")
-        stack = contextlib.ExitStack()
-        self.addCleanup(stack.close)
-        stack.enter_context(_support.clean_environment())
-        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-        self.torch = _support.FakeTorch()
-        stack.enter_context(_support.modules(torch=self.torch))
-        self.stack = stack
 
     def use(self, module_name, **fakes):
         """Import memviz.`module_name` afresh against the fake framework modules."""

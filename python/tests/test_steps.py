@@ -1,9 +1,6 @@
 """`memviz.step`: `## step N ##` spans, their numbers, and what they tell the recording."""
 
-import contextlib
-import io
 import os
-import tempfile
 import unittest
 
 import _support
@@ -11,18 +8,7 @@ import memviz
 from memviz import _steps
 
 
-class Steps(unittest.TestCase):
-    def setUp(self):
-        _steps._next_number = 0
-        self.dir = tempfile.TemporaryDirectory()
-        self.addCleanup(self.dir.cleanup)
-        stack = contextlib.ExitStack()
-        self.addCleanup(stack.close)
-        stack.enter_context(_support.clean_environment())
-        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-        self.torch = _support.FakeTorch()
-        stack.enter_context(_support.modules(torch=self.torch))
-
+class Steps(_support.WithFakeTorch):
     def record(self, **options):
         return memviz.record(os.path.join(self.dir.name, "out"), **options)
 

@@ -367,71 +367,74 @@ impl PoolsBuilder {
 mod tests {
     use super::*;
 
-    /// A late part's builder followed by an early part's gives the whole pass's series, wherever
-    /// the cut falls: on a chunk's first action, inside a chunk, at either end.
-    #[test]
-    fn a_series_cut_in_two_is_the_whole_series() {
-        let n = 3 * CHUNK_ROWS + 1234;
-        let value = |k: usize| (k as u64 * 7919) % 100_003;
-        let fed = |range: std::ops::Range<usize>| {
-            let mut s = SeriesBuilder::new(n);
-            for k in range.rev() {
-                s.push(k, value(k));
-            }
-            s
-        };
-        let whole = fed(0..n).finish();
-        assert_eq!(whole.chunks.len(), 4);
-        for cut in [0, 1, 17, CHUNK_ROWS - 1, CHUNK_ROWS, CHUNK_ROWS + 1, 2 * CHUNK_ROWS + 5, n - 1, n] {
-            assert_eq!(fed(cut..n).then(fed(0..cut)).finish(), whole, "cut at action {cut}");
+    /// `n` actions' series, fed the values of `range` last first.
+    fn fed(n: usize, range: std::ops::Range<usize>) -> SeriesBuilder {
+        let mut s = SeriesBuilder::new(n);
+        for k in range.rev() {
+            s.push(k, (k as u64 * 104_729) % 100_003);
         }
+        s
     }
 
-    /// The pass run as two parts gives the section the whole pass gives, on real traces (private
-    /// pools and expandable segments among them), cut anywhere.
+    /// A late part's builder followed by an early part's gives the whole pass's series, wherever
+    /// the cut falls: on a chunk's first action, inside a chunk, at either end; and so do many
+    /// parts stitched latest first (a part may hold no chunk boundary, or no action at all).
     #[test]
-    fn a_pass_in_two_parts_gives_the_whole_section() {
+    fn a_series_cut_anywhere_is_the_whole_series() {
+        let n = 3 * CHUNK_ROWS + 1234;
+        let whole = fed(n, 0..n).finish();
+        assert_eq!(whole.chunks.len(), 4);
+        for cut in [0, 1, 17, CHUNK_ROWS - 1, CHUNK_ROWS, CHUNK_ROWS + 1, 2 * CHUNK_ROWS + 5, n - 1, n] {
+            assert_eq!(fed(n, cut..n).then(fed(n, 0..cut)).finish(), whole, "cut at action {cut}");
+        }
+        let bounds = [n, n - 2, 2 * CHUNK_ROWS + 1, CHUNK_ROWS + 10, CHUNK_ROWS + 10, CHUNK_ROWS, 4, 3, 0];
+        let mut parts = bounds.windows(2).map(|w| fed(n, w[1]..w[0]));
+        let first = parts.next().unwrap();
+        assert_eq!(parts.fold(first, SeriesBuilder::then).finish(), whole, "cut at {bounds:?}");
+    }
+
+    /// `check(name, snap, layout, whole)` on each device of five real traces (private pools and
+    /// expandable segments among them), with the section of its whole pass.
+    fn each_real_trace(mut check: impl FnMut(&str, &Snapshot, &LayoutRef<'_>, &f::AllocatorSection)) {
         for name in ["cudagraph", "expandable", "frag_oom", "oom_streams", "gpt2_small"] {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
             let (snap, _) = crate::ingest::read_path(&path).unwrap();
             for layout in super::super::reading::lay_out(&snap) {
                 let l = layout.view();
+                let plan = Plan::cut_at(&snap, &l, None);
+                let whole = section(&snap, &l, &plan, early_part(&snap, &snap.events, &l, &plan).into_iter().collect());
                 let n = snap.trace(l.device).len();
-                let ev = &snap.events;
-                let at = |cut| {
-                    let plan = Plan::cut_at(&snap, &l, cut);
-                    let parts = late_part(&snap, ev, &l, &plan).into_iter().chain(early_part(&snap, ev, &l, &plan));
-                    section(&snap, &l, &plan, parts.collect())
-                };
-                let whole = at(None);
                 assert!(whole.states.len() > 1 || n < 512, "{name}: states");
-                for cut in [0, 1, n / 5, n / 2, n - n / 3, n - 1, n] {
-                    assert!(at(Some(cut)) == whole, "{name} device {:?}: cut {cut} of {n}", l.device);
-                }
+                check(name, &snap, &l, &whole);
             }
         }
     }
 
-    /// Series cut in many places, stitched latest first, give the whole series (a part may hold
-    /// no chunk boundary, or no action at all).
+    /// The pass run as two parts gives the section the whole pass gives, cut anywhere.
     #[test]
-    fn a_series_cut_in_many_is_the_whole_series() {
-        let n = 5 * CHUNK_ROWS + 77;
-        let value = |k: usize| (k as u64 * 104_729) % 65_537;
-        let fed = |range: std::ops::Range<usize>| {
-            let mut s = SeriesBuilder::new(n);
-            for k in range.rev() {
-                s.push(k, value(k));
+    fn a_pass_in_two_parts_gives_the_whole_section() {
+        each_real_trace(|name, snap, l, whole| {
+            let (n, ev) = (snap.trace(l.device).len(), &snap.events);
+            for cut in [0, 1, n / 5, n / 2, n - n / 3, n - 1, n] {
+                let plan = Plan::cut_at(snap, l, Some(cut));
+                let parts = late_part(snap, ev, l, &plan).into_iter().chain(early_part(snap, ev, l, &plan));
+                assert!(section(snap, l, &plan, parts.collect()) == *whole, "{name} {:?}: cut {cut} of {n}", l.device);
             }
-            s
-        };
-        let whole = fed(0..n).finish();
-        let cuts = [0, 3, 4, CHUNK_ROWS, CHUNK_ROWS + 10, CHUNK_ROWS + 10, 3 * CHUNK_ROWS + 1, n - 2, n];
-        let mut bounds: Vec<usize> = cuts.to_vec();
-        bounds.reverse();
-        let mut parts = bounds.windows(2).map(|w| fed(w[1]..w[0]));
-        let first = parts.next().unwrap();
-        assert_eq!(parts.fold(first, SeriesBuilder::then).finish(), whole);
+        });
+    }
+
+    /// The pass run as spans cut beforehand gives the whole pass's section.
+    #[test]
+    fn a_pass_in_spans_gives_the_whole_section() {
+        each_real_trace(|name, snap, l, whole| {
+            let (n, ev) = (snap.trace(l.device).len(), &snap.events);
+            for parts in [3, 5, 16] {
+                let plan = Plan::with(snap, l, Split::Spans(span_cuts(n, parts)));
+                assert!(early_part(snap, ev, l, &plan).is_none() && late_part(snap, ev, l, &plan).is_none());
+                let spans = plan.spans().into_iter().map(|s| span_part(snap, ev, l, &plan, s)).collect();
+                assert!(section(snap, l, &plan, spans) == *whole, "{name} {:?}: {parts} spans", l.device);
+            }
+        });
     }
 
     /// The cuts of a pass in spans: from 0 to the trace's end, never backwards, later spans
@@ -444,32 +447,6 @@ mod tests {
             assert!(cuts.windows(2).all(|w| w[0] <= w[1]), "{cuts:?}");
             let lens: Vec<usize> = cuts.windows(2).map(|w| w[1] - w[0]).collect();
             assert!(n < 1000 || lens.windows(2).all(|w| w[0] >= w[1]), "{lens:?}");
-        }
-    }
-
-    /// The pass run as spans cut beforehand gives the whole pass's section, on real traces.
-    #[test]
-    fn a_pass_in_spans_gives_the_whole_section() {
-        for name in ["cudagraph", "expandable", "frag_oom", "oom_streams", "gpt2_small"] {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.pickle"));
-            let (snap, _) = crate::ingest::read_path(&path).unwrap();
-            for layout in super::super::reading::lay_out(&snap) {
-                let l = layout.view();
-                let n = snap.trace(l.device).len();
-                let ev = &snap.events;
-                let whole = section(
-                    &snap,
-                    &l,
-                    &Plan::cut_at(&snap, &l, None),
-                    early_part(&snap, ev, &l, &Plan::cut_at(&snap, &l, None)).into_iter().collect(),
-                );
-                for parts in [3, 5, 16] {
-                    let plan = Plan::with(&snap, &l, Split::Spans(span_cuts(n, parts)));
-                    assert!(early_part(&snap, ev, &l, &plan).is_none() && late_part(&snap, ev, &l, &plan).is_none());
-                    let spans = plan.spans().into_iter().map(|s| span_part(&snap, ev, &l, &plan, s)).collect();
-                    assert!(section(&snap, &l, &plan, spans) == whole, "{name} device {:?}: {parts} spans", l.device);
-                }
-            }
         }
     }
 
