@@ -126,6 +126,7 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
     assert!(link.starts_with(&format!("{page_url}?{}", archive.replace('/', "%2F"))), "{link}");
     assert!(link.contains("&view=pools&") && link.contains("&element="), "{link}");
     assert_eq!(seen["reopened"], seen["switched"], "the link reopens the same view: {seen}");
+    assert_eq!(seen["address"], seen["link"], "the address bar says the view: {seen}");
 
     // The exported page, from file://: the same view and the same pixels as the served one.
     assert_eq!(seen["exported"]["view"], "timeline", "{seen}");

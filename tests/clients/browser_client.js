@@ -2,8 +2,8 @@
 // wait for the first frame, click an element low in the plot (pinned: the element the viewer
 // picks there), click above the data (unpinned), pin it again and press 2 (the pools view);
 // then open the link "copy link" gives in a second page (the same view, pinned element and
-// x range). With an exported page (file://), open it too and take both pages' screenshots on
-// the same view. Prints what it saw as JSON.
+// x range), which the address bar says too. With an exported page (file://), open it too and
+// take both pages' screenshots on the same view. Prints what it saw as JSON.
 //
 //   node browser_client.js URL [EXPORTED_URL SHOTS_DIR]
 const { chromium } = require('playwright-core');
@@ -49,6 +49,8 @@ const { chromium } = require('playwright-core');
     await page.waitForTimeout(300);
     seen.switched = await state(page);
     seen.link = await page.evaluate('window.memviz.link()');
+    await page.waitForTimeout(700); // the address bar follows the view, a few times a second
+    seen.address = await page.evaluate('location.href');
     const again = await open(seen.link);
     seen.reopened = await state(again);
 

@@ -33,6 +33,11 @@ pub trait Platform: Send + Sync {
     fn link(&self, path: &Path, view: &crate::open_view::ViewState) -> String {
         view.command(path)
     }
+    /// The view now on screen, each frame (a browser keeps it in the page's URL); `true` asks to
+    /// be told again shortly even if nothing moves (a change it has not kept yet).
+    fn showing(&self, _view: &crate::open_view::ViewState) -> bool {
+        false
+    }
 }
 
 /// The platform a viewer runs on (what [`crate::app::ViewerOptions`] carries).

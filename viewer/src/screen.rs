@@ -37,6 +37,9 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     if let Some(tab) = view_key(ui.ctx()) {
         *s.tab = tab;
     }
+    if options.platform.showing(&ViewState::of(&t.doc, *s.tab)) {
+        ui.ctx().request_repaint_after(std::time::Duration::from_millis(300));
+    }
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
     egui::Panel::top("share").show(ui, |ui| {
         ui.horizontal(|ui| {

@@ -43,7 +43,8 @@ impl WebHandle {
         let archive = Archive::from_memory(&bytes, Path::new(&name)).map_err(|e| fail(e.to_string()))?;
         drop(bytes);
         let session = Arc::new(Session::from_archive(archive));
-        let platform = PlatformRef(Arc::new(WebPlatform { base }));
+        let shown = std::sync::Mutex::new((String::new(), 0.0));
+        let platform = PlatformRef(Arc::new(WebPlatform { base, shown }));
         let options = ViewerOptions { platform, ..ViewerOptions::default() }.with_query(&query).map_err(fail)?;
         self.runner
             .start(
@@ -122,7 +123,13 @@ impl Default for WebHandle {
 /// The browser's platform: the archive came with the page, whose URL is `base`.
 struct WebPlatform {
     base: String,
+    /// The URL last put in the address bar, and when (ms since the epoch).
+    shown: std::sync::Mutex<(String, f64)>,
 }
+
+/// The address bar follows the view at most this often (browsers refuse `replaceState` called
+/// every frame).
+const URL_EVERY_MS: f64 = 250.0;
 
 const NOT_HERE: &str = "not in a browser: open the archive in the page";
 
@@ -156,5 +163,25 @@ impl Platform for WebPlatform {
         let options = view.options().into_iter().map(|(k, v)| format!("{k}={v}"));
         let sep = if self.base.contains('?') { "&" } else { "?" };
         format!("{}{sep}{}", self.base, options.collect::<Vec<_>>().join("&"))
+    }
+    /// The address bar says the view (what "copy link" copies), so the browser's own copy,
+    /// bookmark or reload gives it too.
+    fn showing(&self, view: &ViewState) -> bool {
+        let url = self.link(Path::new(""), view);
+        let mut shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if shown.0 == url {
+            return false;
+        }
+        let now = js_sys::Date::now();
+        if now - shown.1 < URL_EVERY_MS {
+            return true;
+        }
+        let history = web_sys::window().and_then(|w| w.history().ok());
+        if let Some(h) = history {
+            // A refusal (a browser's own limit) only leaves the previous URL.
+            let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+        }
+        *shown = (url, now);
+        false
     }
 }
