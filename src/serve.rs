@@ -268,8 +268,18 @@ pub fn router(served: Arc<Served>) -> Router {
 /// Bound beyond loopback, every request carries the token: `?token=`, `Authorization: Bearer`,
 /// or the cookie a request with the right `?token=` is answered with (as Jupyter does), so that
 /// the page's own requests (its script, its wasm) need not carry it.
+/// Bound to loopback (no token), only requests addressed to this machine by a loopback name, so
+/// that a web page elsewhere cannot read the archives by DNS rebinding (its own name made to
+/// resolve to 127.0.0.1 while the laptop's browser has it open).
 async fn check_token(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
-    let Some(token) = &served.token else { return next.run(request).await };
+    let Some(token) = &served.token else {
+        if !to_loopback(&request) {
+            let refusal =
+                "only requests to 127.0.0.1, localhost or [::1] are answered (bind beyond loopback with --bind)\n";
+            return (StatusCode::FORBIDDEN, refusal).into_response();
+        }
+        return next.run(request).await;
+    };
     let (in_query, cookie) = token_given(&request, token);
     if !in_query && !cookie {
         return (StatusCode::FORBIDDEN, "a token is required: use the URL memviz serve printed\n").into_response();
@@ -282,6 +292,19 @@ async fn check_token(State(served): State<Arc<Served>>, request: Request, next: 
         }
     }
     response
+}
+
+/// Whether `request`'s `Host` names a loopback address or `localhost` (any port: `ssh -L` may
+/// forward another local port to this one).
+fn to_loopback(request: &Request) -> bool {
+    let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => {
+            host.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(n, _)| n)
+        }
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether `request` carries `token` in its URL, and whether in its headers (a bearer or the

@@ -59,7 +59,10 @@ pub fn start_with(args: &[&str], cache: &Path, env: &[(&str, &Path)]) -> Server 
 /// One GET of `target` exactly as written (no client normalizes it): status, headers, body.
 fn get(server: &Server, target: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(&server.addr).unwrap();
-    let mut req = format!("GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", server.addr);
+    let mut req = format!("GET {target} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|h| h.to_ascii_lowercase().starts_with("host:")) {
+        req.push_str(&format!("Host: {}\r\n", server.addr));
+    }
     for h in headers {
         req.push_str(h);
         req.push_str("\r\n");
@@ -177,6 +180,14 @@ fn serve_refuses_what_leaves_the_served_folder_and_requests_without_the_token() 
     let served = dir.path().join("served");
     let server = start(&[served.to_str().unwrap()], &dir.path().join("cache"));
     assert!(server.token.is_none(), "loopback: no token");
+    // Loopback: only requests addressed to it by a loopback name (DNS rebinding: a page of
+    // another site whose name resolves to 127.0.0.1 is refused), whatever the port.
+    assert_eq!(get(&server, "/api/list", &["Host: attacker.example:8090"]).0, 403);
+    assert_eq!(get(&server, "/api/list", &["Host: attacker.example"]).0, 403);
+    assert_eq!(get(&server, "/archive/0/gpt2_small.memviz", &["Host: 10.0.0.5:8090"]).0, 403);
+    for host in ["localhost:9000", "LOCALHOST", "127.0.0.1", "[::1]:8090", "127.0.0.2:1"] {
+        assert_eq!(get(&server, "/api/list", &[&format!("Host: {host}")]).0, 200, "{host}");
+    }
     for target in [
         "/archive/0/../secret.txt",
         "/archive/0/job/../../secret.txt",
