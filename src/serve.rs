@@ -71,10 +71,22 @@ struct Entry {
     rank: Option<u64>,
 }
 
+/// A folder of several snapshots (or, where it holds none, of several archives): a job's ranks,
+/// as `memviz open DIR` takes them (files in the folder itself, not below it).
+#[derive(Debug, Serialize, PartialEq)]
+struct JobEntry {
+    root: usize,
+    /// The folder under the root ("" for the root itself).
+    dir: String,
+    /// The entries' paths under the root, by path.
+    files: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 struct Listing {
     roots: Vec<String>,
     entries: Vec<Entry>,
+    jobs: Vec<JobEntry>,
     /// True when the listing stopped at [`MAX_LISTED`] files.
     truncated: bool,
 }
@@ -156,7 +168,8 @@ impl Served {
                 });
             }
         }
-        Listing { roots: self.roots.iter().map(|r| r.shown.clone()).collect(), entries, truncated }
+        let jobs = jobs(&entries);
+        Listing { roots: self.roots.iter().map(|r| r.shown.clone()).collect(), entries, jobs, truncated }
     }
 
     /// The archive to send for `file`: itself, or a snapshot's cached archive once it is built
@@ -192,6 +205,27 @@ impl Served {
             None => Err(IndexState::Running { read: run.read.load(Ordering::Relaxed), total: run.total }),
         }
     }
+}
+
+/// The folders of `entries` (sorted by root, then path) holding at least two snapshots, or two
+/// archives and no snapshot.
+fn jobs(entries: &[Entry]) -> Vec<JobEntry> {
+    let mut by_dir: std::collections::BTreeMap<(usize, String), (Vec<String>, Vec<String>)> = Default::default();
+    for e in entries {
+        let dir = Path::new(&e.path).parent().map_or(String::new(), |d| d.to_string_lossy().into_owned());
+        let (snapshots, archives) = by_dir.entry((e.root, dir)).or_default();
+        match e.kind {
+            "snapshot" => snapshots.push(e.path.clone()),
+            _ => archives.push(e.path.clone()),
+        }
+    }
+    by_dir
+        .into_iter()
+        .filter_map(|((root, dir), (snapshots, archives))| {
+            let files = if snapshots.is_empty() { archives } else { snapshots };
+            (files.len() >= 2).then_some(JobEntry { root, dir, files })
+        })
+        .collect()
 }
 
 /// Why [`Served::archive_of`] has no archive to send yet.
@@ -325,6 +359,7 @@ async fn list(State(served): State<Arc<Served>>) -> Json<Listing> {
     Json(tokio::task::spawn_blocking(move || s.listing()).await.unwrap_or(Listing {
         roots: vec![],
         entries: vec![],
+        jobs: vec![],
         truncated: false,
     }))
 }
@@ -394,6 +429,30 @@ async fn page(State(served): State<Arc<Served>>, Query(q): Query<TokenQuery>) ->
             e.rank.map_or(String::new(), |r| r.to_string()),
         ));
     }
+    // A folder of ranks: the viewer page on all of them (the rank strip). The archives' URLs
+    // carry no token: the page's own fetches send the cookie its first answer set.
+    let mut job_rows = String::new();
+    for j in listing.iter().flat_map(|l| &l.jobs).filter(|_| served.web.is_some()) {
+        let archives: Vec<String> = j
+            .files
+            .iter()
+            .map(|f| format!("archive={}", percent(&format!("/archive/{}/{}", j.root, percent(f))).replace('/', "%2F")))
+            .collect();
+        let page_token = token.replacen('?', "&", 1);
+        let root = listing.as_ref().map_or("", |l| l.roots[j.root].as_str());
+        job_rows.push_str(&format!(
+            "<li><a href=\"/web/index.html?{}{page_token}\">{}</a>: {} ranks</li>\n",
+            archives.join("&"),
+            escape(&Path::new(root).join(&j.dir).display().to_string()),
+            j.files.len(),
+        ));
+    }
+    let jobs = match job_rows.is_empty() {
+        true => String::new(),
+        false => format!(
+            "<h2>Jobs</h2>\n<p>Every rank of a folder side by side (the rank strip).</p>\n<ul>\n{job_rows}</ul>\n<h2>Files</h2>\n"
+        ),
+    };
     let note = match &served.web {
         Some(_) => "<b>view</b> opens it in the viewer in this browser (WebGPU, else WebGL2).",
         None => {
@@ -406,7 +465,7 @@ async fn page(State(served): State<Arc<Served>>, Query(q): Query<TokenQuery>) ->
          <h1>memviz</h1>\n\
          <p>Each link downloads an archive (a snapshot is indexed on this machine the first time it is asked for; \
          the link answers 202 with its progress until then). Open a downloaded archive with <code>memviz open FILE.memviz</code>. \
-         {note}</p>\n\
+         {note}</p>\n{jobs}\
          <table><tr><th>file</th><th></th><th>kind</th><th>size</th><th>rank</th></tr>\n{rows}</table>\n"
     ))
 }
@@ -505,5 +564,34 @@ mod tests {
         assert_eq!(crate::index::folder::rank_in_name("snapshot.pickle"), None);
         assert_eq!(percent("a b/c#d.memviz"), "a%20b/c%23d.memviz");
         assert_eq!(random_token().unwrap().len(), 32);
+    }
+
+    #[test]
+    fn a_folder_of_several_snapshots_or_archives_is_a_job() {
+        let entry = |root, path: &str, kind| Entry { root, path: path.into(), kind, bytes: 1, rank: None };
+        let entries = [
+            entry(0, "arch/a1.memviz", "archive"),
+            entry(0, "arch/a2.memviz", "archive"),
+            entry(0, "job/rank0.memviz", "archive"),
+            entry(0, "job/rank0.pickle", "snapshot"),
+            entry(0, "job/rank1.pickle", "snapshot"),
+            entry(0, "job/sub/rank2.pickle", "snapshot"),
+            entry(0, "solo.pickle", "snapshot"),
+            entry(1, "r0.pickle", "snapshot"),
+            entry(1, "r1.pickle", "snapshot"),
+        ];
+        let job = |root, dir: &str, files: &[&str]| JobEntry {
+            root,
+            dir: dir.into(),
+            files: files.iter().map(|f| f.to_string()).collect(),
+        };
+        assert_eq!(
+            jobs(&entries),
+            [
+                job(0, "arch", &["arch/a1.memviz", "arch/a2.memviz"]),
+                job(0, "job", &["job/rank0.pickle", "job/rank1.pickle"]),
+                job(1, "", &["r0.pickle", "r1.pickle"]),
+            ]
+        );
     }
 }

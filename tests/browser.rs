@@ -169,3 +169,39 @@ fn export_html_writes_one_page_with_the_snapshots_archive_inline() {
     assert!(archive[header..] == std::fs::read(&made).unwrap()[header..], "the page's archive is the index's");
     assert!(!page.contains("./pkg/memviz_web.js"), "the glue is inline, not imported");
 }
+
+#[test]
+fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
+    if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
+        eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");
+        return;
+    }
+    let dir = tempdir();
+    let ranks = repo().join("tests/data/ranks");
+    let server = crate::serve::start_with(&[ranks.to_str().unwrap()], &dir.path().join("cache"), &[]);
+    let out = std::process::Command::new("node")
+        .arg(repo().join("tests/clients/browser_job.js"))
+        .arg(format!("http://{}/", server.addr))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    // The listing's job: the page on the folder's four snapshots, each indexed on the server.
+    let link = seen["job_links"][0].as_str().unwrap();
+    assert_eq!(link.matches("archive=").count(), 4, "{link}");
+    assert_eq!((&seen["ranks"], &seen["loaded"], &seen["cells"]), (&4.into(), &4.into(), &4.into()), "{seen}");
+    assert_eq!(seen["screen"], "strip", "{seen}");
+    assert_eq!(seen["strip_address"], link, "the strip's address is the job's: {seen}");
+    // A click on a rank's cell opens it; its link and the address bar name that archive alone.
+    let opened = &seen["opened"];
+    assert!(opened["screen"].as_str().unwrap().ends_with("/rank1.pickle"), "{seen}");
+    assert_eq!(opened["view"], "timeline", "{seen}");
+    let rank_link = opened["link"].as_str().unwrap();
+    assert_eq!(rank_link.matches("archive=").count(), 1, "{rank_link}");
+    assert!(rank_link.contains("rank1.pickle") && rank_link.contains("&view=timeline"), "{rank_link}");
+    assert_eq!(opened["address"], opened["link"], "{seen}");
+    // Two Shift+clicks: the two ranks compared.
+    assert_eq!(seen["compared"], "compare", "{seen}");
+}

@@ -51,25 +51,7 @@ impl Compression {
     }
 }
 
-/// The file-name suffixes of the compressors memviz reads (names are only for naming: what a
-/// file holds is read from its bytes).
-pub const COMPRESSED_SUFFIXES: [&str; 6] = [".gz", ".zst", ".zstd", ".xz", ".bz2", ".lz4"];
-
-/// The file-name suffixes of snapshots (torch's `_dump_snapshot` takes any name; these are the
-/// usual ones).
-pub const SNAPSHOT_SUFFIXES: [&str; 4] = [".pickle", ".pkl", ".pt", ".json"];
-
-/// A snapshot's file name without its compression suffix, then its snapshot suffix (any case):
-/// `run.pickle.xz` → `run`, `rank3.JSON.gz` → `rank3`; a name that is nothing else stays.
-pub fn snapshot_stem(name: &str) -> &str {
-    let strip = |stem: &str, suffixes: &[&str]| {
-        let lower = stem.to_ascii_lowercase();
-        suffixes.iter().find(|s| lower.ends_with(*s)).map_or(stem.len(), |s| stem.len() - s.len())
-    };
-    let stem = &name[..strip(name, &COMPRESSED_SUFFIXES)];
-    let stem = &stem[..strip(stem, &SNAPSHOT_SUFFIXES)];
-    if stem.is_empty() { name } else { stem }
-}
+pub use crate::model::{COMPRESSED_SUFFIXES, SNAPSHOT_SUFFIXES, snapshot_stem};
 
 /// Compressed formats memviz does not read, by their magic bytes (offset 0).
 const UNSUPPORTED: [(&[u8], &str); 7] = [

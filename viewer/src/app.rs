@@ -342,6 +342,9 @@ impl ViewerApp {
     fn job_ui(&mut self, ui: &mut egui::Ui) -> Option<Content> {
         let ctx = ui.ctx().clone();
         let strip = self.ranks.as_mut()?;
+        if matches!(self.content, Content::Ranks | Content::Compare(_)) && self.options.platform.showing(None) {
+            ctx.request_repaint_after(std::time::Duration::from_millis(300));
+        }
         match &mut self.content {
             Content::Ranks => {
                 let pick = egui::CentralPanel::default()

@@ -33,9 +33,10 @@ pub trait Platform: Send + Sync {
     fn link(&self, path: &Path, view: &crate::open_view::ViewState) -> String {
         view.command(path)
     }
-    /// The view now on screen, each frame (a browser keeps it in the page's URL); `true` asks to
-    /// be told again shortly even if nothing moves (a change it has not kept yet).
-    fn showing(&self, _view: &crate::open_view::ViewState) -> bool {
+    /// What is on screen, each frame: the file at a path on a view, or `None` for a job's strip
+    /// or comparison (a browser keeps it in the page's URL); `true` asks to be told again shortly
+    /// even if nothing moves (a change it has not kept yet).
+    fn showing(&self, _shown: Option<(&Path, &crate::open_view::ViewState)>) -> bool {
         false
     }
 }

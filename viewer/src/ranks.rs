@@ -6,8 +6,8 @@
 //!
 //! The ranks load on a named thread (an archive is mapped and its summary read; a snapshot is
 //! indexed into its cache first), one message each, so the window draws what has arrived and
-//! never waits. A curve is the archive's minimap (min and max of the totals per bucket): a
-//! thousand ranks cost a few KB each.
+//! never waits; where no thread can start (a browser), one rank loads a frame. A curve is the
+//! archive's minimap (min and max of the totals per bucket): a thousand ranks cost a few KB each.
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
@@ -151,6 +151,14 @@ impl RankCurve {
     }
 }
 
+/// Where the ranks come from while they load.
+enum Loading {
+    /// The loading thread, a message a rank.
+    Thread(Receiver<(usize, Result<RankCurve, String>)>),
+    /// No thread: the strip loads rank `next` in its next frame.
+    Here { platform: PlatformRef, cache: bool, next: usize, ctx: egui::Context },
+}
+
 /// What a click in the strip asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pick {
@@ -162,7 +170,7 @@ pub struct RankStrip {
     pub files: Vec<RankFile>,
     pub curves: Vec<Option<RankCurve>>,
     pub failed: Vec<String>,
-    loading: Option<Receiver<(usize, Result<RankCurve, String>)>>,
+    loading: Option<Loading>,
     /// Indices of the outlier ranks (once all have loaded) and each one's % over the median.
     pub outliers: Vec<(usize, f64)>,
     pub align: Align,
@@ -173,29 +181,30 @@ pub struct RankStrip {
 }
 
 impl RankStrip {
-    /// Starts loading `files` on a named thread; `ctx` repaints as each arrives.
+    /// Starts loading `files` on a named thread (or a rank a frame where none starts); `ctx`
+    /// repaints as each arrives.
     pub fn new(platform: &PlatformRef, files: Vec<RankFile>, cache: bool, ctx: &egui::Context) -> RankStrip {
         // Bounded: the loader waits while the window is not taking them (a rank shown instead).
         let (tx, rx) = sync_channel(64);
-        let (list, c, platform) = (files.clone(), ctx.clone(), platform.clone());
+        let (list, c, on_thread) = (files.clone(), ctx.clone(), platform.clone());
         let spawned = std::thread::Builder::new().name("memviz-ranks".into()).spawn(move || {
             for (i, f) in list.iter().enumerate() {
-                if tx.send((i, RankCurve::load(&platform, f, cache))).is_err() {
+                if tx.send((i, RankCurve::load(&on_thread, f, cache))).is_err() {
                     return;
                 }
                 c.request_repaint();
             }
         });
-        let mut failed = Vec::new();
-        if let Err(e) = spawned {
-            failed.push(format!("could not start the loading thread: {e}"));
-        }
+        let loading = match spawned {
+            Ok(_) => Loading::Thread(rx),
+            Err(_) => Loading::Here { platform: platform.clone(), cache, next: 0, ctx: ctx.clone() },
+        };
         let curves = files.iter().map(|_| None).collect();
         RankStrip {
             files,
             curves,
-            failed,
-            loading: Some(rx),
+            failed: Vec::new(),
+            loading: Some(loading),
             outliers: Vec::new(),
             align: Align::Action,
             marked: None,
@@ -203,15 +212,29 @@ impl RankStrip {
         }
     }
 
-    /// Takes what the loading thread sent; once every rank is in, finds the outliers.
+    /// Takes what the loading thread sent (or loads the next rank here); once every rank is in,
+    /// finds the outliers.
     pub fn poll(&mut self) {
-        let Some(rx) = &self.loading else { return };
-        loop {
-            match rx.try_recv() {
-                Ok((i, Ok(c))) => self.curves[i] = Some(c),
-                Ok((_, Err(e))) => self.failed.push(e),
-                Err(std::sync::mpsc::TryRecvError::Empty) => return,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+        let Some(loading) = &mut self.loading else { return };
+        match loading {
+            Loading::Thread(rx) => loop {
+                match rx.try_recv() {
+                    Ok((i, Ok(c))) => self.curves[i] = Some(c),
+                    Ok((_, Err(e))) => self.failed.push(e),
+                    Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                }
+            },
+            Loading::Here { platform, cache, next, ctx } => {
+                if let Some(f) = self.files.get(*next) {
+                    match RankCurve::load(platform, f, *cache) {
+                        Ok(c) => self.curves[*next] = Some(c),
+                        Err(e) => self.failed.push(e),
+                    }
+                    *next += 1;
+                    ctx.request_repaint();
+                    return;
+                }
             }
         }
         self.loading = None;

@@ -37,13 +37,13 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     if let Some(tab) = view_key(ui.ctx()) {
         *s.tab = tab;
     }
-    if options.platform.showing(&ViewState::of(&t.doc, *s.tab)) {
+    let path = s.source.map_or_else(|| t.doc.session.archive.path.clone(), Path::to_path_buf);
+    if options.platform.showing(Some((&path, &ViewState::of(&t.doc, *s.tab)))) {
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(300));
     }
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
     egui::Panel::top("share").show(ui, |ui| {
         ui.horizontal(|ui| {
-            let path = s.source.map_or_else(|| t.doc.session.archive.path.clone(), Path::to_path_buf);
             if ui.button("copy link").on_hover_text("copy the link that reopens this view").clicked() {
                 let cmd = options.platform.link(&path, &ViewState::of(&t.doc, *s.tab));
                 ui.ctx().copy_text(cmd.clone());

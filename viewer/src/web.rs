@@ -1,10 +1,12 @@
-//! The viewer in a browser (wasm32): the page hands it a canvas and an archive's bytes; eframe's
-//! web runner draws with wgpu (WebGPU where the browser has it, else WebGL2). What it needs of
-//! the machine is [`WebPlatform`]: the archive is already in memory, so nothing is opened by path,
-//! and the id check runs before the first frame (there is no thread to run it beside).
+//! The viewer in a browser (wasm32): the page hands it a canvas and the bytes of one archive, or
+//! of a job's ranks (the rank strip); eframe's web runner draws with wgpu (WebGPU where the
+//! browser has it, else WebGL2). What it needs of the machine is [`WebPlatform`]: the archives
+//! are already in memory, so "opening" one is reading the bytes the page fetched, and the id
+//! check runs before the first frame (there is no thread to run it beside).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wasm_bindgen::prelude::*;
 
@@ -27,25 +29,48 @@ impl WebHandle {
         WebHandle { runner: eframe::WebRunner::new() }
     }
 
-    /// Opens the archive `bytes` (called `name` in messages) in the viewer on `canvas`, on the
-    /// view `query` asks for (the page's `location.search`: `memviz open`'s option names, see
-    /// [`ViewerOptions::with_query`]); "copy link" copies `base` (the page's URL that opens this
-    /// archive) with the view's options after it.
+    /// Opens the archives `bytes` (each a `Uint8Array`, called by the name at the same place in
+    /// `names`: the URL it came from) in the viewer on `canvas`: one archive as itself, several
+    /// as a job's rank strip (ranked by the numbers in their names, as `memviz open DIR` does).
+    /// `query` (the page's `location.search`) names the view first shown, with `memviz open`'s
+    /// option names ([`ViewerOptions::with_query`]). "Copy link" and the address bar give `page`
+    /// with `?archive=NAME` for each archive shown (and `token` when given), then the view's
+    /// options; with `inline` (a page `memviz export html` wrote: the archive is in the page),
+    /// `page` alone.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         &self,
         canvas: web_sys::HtmlCanvasElement,
-        bytes: Vec<u8>,
-        name: String,
-        base: String,
+        names: js_sys::Array,
+        bytes: js_sys::Array,
+        page: String,
+        token: String,
+        inline: bool,
         query: String,
     ) -> Result<(), JsValue> {
-        let fail = |e: String| JsValue::from_str(&format!("{name}: {e}"));
-        let archive = Archive::from_memory(&bytes, Path::new(&name)).map_err(|e| fail(e.to_string()))?;
-        drop(bytes);
-        let session = Arc::new(Session::from_archive(archive));
-        let shown = std::sync::Mutex::new((String::new(), 0.0));
-        let platform = PlatformRef(Arc::new(WebPlatform { base, shown }));
-        let options = ViewerOptions { platform, ..ViewerOptions::default() }.with_query(&query).map_err(fail)?;
+        let names: Vec<String> = names.iter().map(|n| n.as_string().unwrap_or_default()).collect();
+        let mut files = HashMap::new();
+        for (name, b) in names.iter().zip(bytes.iter()) {
+            let b: js_sys::Uint8Array = b.dyn_into().map_err(|_| JsValue::from_str("an archive is not bytes"))?;
+            files.insert(PathBuf::from(name), Opened::Bytes(b.to_vec()));
+        }
+        let platform = Arc::new(WebPlatform {
+            page,
+            token,
+            archives: if inline { Vec::new() } else { names.clone() },
+            files: Mutex::new(files),
+            shown: Mutex::new((String::new(), 0.0)),
+        });
+        // One archive is opened before the runner starts, so that a bad one fails the page's
+        // start with its one line; a job's ranks load in the strip, each failure listed there.
+        let one = match names.as_slice() {
+            [name] => Some(platform.open_archive(Path::new(name)).map_err(|e| JsValue::from_str(&e))?),
+            _ => None,
+        };
+        let paths: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
+        let options = ViewerOptions { platform: PlatformRef(platform), ..ViewerOptions::default() }
+            .with_query(&query)
+            .map_err(|e| JsValue::from_str(&e))?;
         self.runner
             .start(
                 canvas,
@@ -58,7 +83,10 @@ impl WebHandle {
                         false,
                     ));
                     let mut app = ViewerApp::new(options);
-                    app.open_session(session, &cc.egui_ctx);
+                    match one {
+                        Some(session) => app.open_session(session, &cc.egui_ctx),
+                        None => app.open_paths(&paths, &cc.egui_ctx),
+                    }
                     Ok(Box::new(app))
                 }),
             )
@@ -109,8 +137,38 @@ impl WebHandle {
     /// What "copy link" copies now: this page's URL on the view shown.
     pub fn link(&self) -> Option<String> {
         let app = self.runner.app_mut::<ViewerApp>()?;
-        let view = ViewState::of(&app.timeline()?.doc, app.tab);
-        Some(app.options.platform.link(Path::new(""), &view))
+        let doc = &app.timeline()?.doc;
+        Some(app.options.platform.link(&doc.session.archive.path, &ViewState::of(doc, app.tab)))
+    }
+
+    /// For tests: the job's rank strip — how many ranks it has and how many have loaded, then
+    /// each drawn cell's rank index and rectangle (CSS pixels: left, top, right, bottom), five
+    /// numbers a cell; empty when no strip is shown.
+    pub fn ranks(&self) -> Vec<f32> {
+        let Some(app) = self.runner.app_mut::<ViewerApp>() else { return Vec::new() };
+        let Some(strip) = app.ranks.as_ref().filter(|_| matches!(app.content, crate::app::Content::Ranks)) else {
+            return Vec::new();
+        };
+        let mut out = vec![strip.files.len() as f32, strip.loaded() as f32];
+        for (i, r) in &strip.cells {
+            out.extend([*i as f32, r.left(), r.top(), r.right(), r.bottom()]);
+        }
+        out
+    }
+
+    /// For tests: which screen of a job is shown — `strip`, `compare`, a rank's archive name
+    /// when one is open, or empty without a job.
+    pub fn job_screen(&self) -> String {
+        let Some(app) = self.runner.app_mut::<ViewerApp>() else { return String::new() };
+        if app.ranks.is_none() {
+            return String::new();
+        }
+        match &app.content {
+            crate::app::Content::Ranks => "strip".into(),
+            crate::app::Content::Compare(_) => "compare".into(),
+            crate::app::Content::Open(t) => t.doc.session.archive.path.display().to_string(),
+            _ => String::new(),
+        }
     }
 }
 
@@ -120,11 +178,47 @@ impl Default for WebHandle {
     }
 }
 
-/// The browser's platform: the archive came with the page, whose URL is `base`.
+/// The browser's platform: the archives came with the page, whose address is `page`.
 struct WebPlatform {
-    base: String,
+    page: String,
+    /// The page's access token (`memviz serve` beyond loopback), or empty.
+    token: String,
+    /// The archives' names, as the page's URL names them (none for an exported page).
+    archives: Vec<String>,
+    /// Each archive the page fetched: its bytes until the viewer opens it, then its session.
+    files: Mutex<HashMap<PathBuf, Opened>>,
     /// The URL last put in the address bar, and when (ms since the epoch).
-    shown: std::sync::Mutex<(String, f64)>,
+    shown: Mutex<(String, f64)>,
+}
+
+enum Opened {
+    Bytes(Vec<u8>),
+    Session(Arc<Session>),
+}
+
+impl WebPlatform {
+    /// The page's URL on `archives` (each an `archive=`), with `view`'s options.
+    fn url(&self, archives: &[&str], view: Option<&ViewState>) -> String {
+        let mut query: Vec<String> =
+            archives.iter().map(|a| format!("archive={}", js_sys::encode_uri_component(a))).collect();
+        if !self.token.is_empty() {
+            query.push(format!("token={}", js_sys::encode_uri_component(&self.token)));
+        }
+        query.extend(view.into_iter().flat_map(ViewState::options).map(|(k, v)| format!("{k}={v}")));
+        match query.is_empty() {
+            true => self.page.clone(),
+            false => format!("{}?{}", self.page, query.join("&")),
+        }
+    }
+
+    /// The archives a URL names to show `path`: that one alone when it is one of the job's, else
+    /// every one the page has.
+    fn naming(&self, path: &Path) -> Vec<&str> {
+        match self.archives.iter().find(|a| Path::new(a.as_str()) == path) {
+            Some(one) => vec![one.as_str()],
+            None => self.archives.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// The address bar follows the view at most this often (browsers refuse `replaceState` called
@@ -134,11 +228,22 @@ const URL_EVERY_MS: f64 = 250.0;
 const NOT_HERE: &str = "not in a browser: open the archive in the page";
 
 impl Platform for WebPlatform {
-    fn is_archive(&self, _: &Path) -> bool {
-        false
+    fn is_archive(&self, path: &Path) -> bool {
+        self.files.lock().unwrap_or_else(PoisonError::into_inner).contains_key(path)
     }
-    fn open_archive(&self, _: &Path) -> Result<Arc<Session>, String> {
-        Err(NOT_HERE.into())
+    /// The archive the page fetched as `path` (its bytes are let go once it is open).
+    fn open_archive(&self, path: &Path) -> Result<Arc<Session>, String> {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        let opened = files.get_mut(path).ok_or_else(|| format!("{}: not fetched by this page", path.display()))?;
+        let session = match opened {
+            Opened::Session(s) => return Ok(Arc::clone(s)),
+            Opened::Bytes(bytes) => {
+                let archive = Archive::from_memory(bytes, path).map_err(|e| format!("{}: {e}", path.display()))?;
+                Arc::new(Session::from_archive(archive))
+            }
+        };
+        *opened = Opened::Session(Arc::clone(&session));
+        Ok(session)
     }
     fn open_snapshot(&self, _: &Path, _: bool, _: &dyn Fn(u64)) -> Result<Arc<Session>, String> {
         Err(NOT_HERE.into())
@@ -147,8 +252,9 @@ impl Platform for WebPlatform {
         session.check_ids_here();
         first_frame.drawn();
     }
-    fn job(&self, _: &[PathBuf]) -> Result<Job, String> {
-        Err(NOT_HERE.into())
+    /// The page's archives, ranked by the numbers in their names.
+    fn job(&self, paths: &[PathBuf]) -> Result<Job, String> {
+        Ok(crate::model::ranked(paths.to_vec(), Path::new("")))
     }
     fn write(&self, _: &Path, _: &[u8]) -> anyhow::Result<()> {
         anyhow::bail!(NOT_HERE)
@@ -158,22 +264,23 @@ impl Platform for WebPlatform {
         Ok(())
     }
     fn timing(&self, _: &str, _: f64) {}
-    /// The page's URL with the view's options in its query.
-    fn link(&self, _: &Path, view: &ViewState) -> String {
-        let options = view.options().into_iter().map(|(k, v)| format!("{k}={v}"));
-        let sep = if self.base.contains('?') { "&" } else { "?" };
-        format!("{}{sep}{}", self.base, options.collect::<Vec<_>>().join("&"))
+    /// The page's URL on the archive at `path` (a job's rank alone) with the view's options.
+    fn link(&self, path: &Path, view: &ViewState) -> String {
+        self.url(&self.naming(path), Some(view))
     }
     /// The address bar says the view (what "copy link" copies), so the browser's own copy,
-    /// bookmark or reload gives it too.
-    fn showing(&self, view: &ViewState) -> bool {
-        let url = self.link(Path::new(""), view);
-        let mut shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if shown.0 == url {
+    /// bookmark or reload gives it too; a job's strip is the page on all its archives.
+    fn showing(&self, shown: Option<(&Path, &ViewState)>) -> bool {
+        let url = match shown {
+            Some((path, view)) => self.link(path, view),
+            None => self.url(&self.archives.iter().map(String::as_str).collect::<Vec<_>>(), None),
+        };
+        let mut last = self.shown.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.0 == url {
             return false;
         }
         let now = js_sys::Date::now();
-        if now - shown.1 < URL_EVERY_MS {
+        if now - last.1 < URL_EVERY_MS {
             return true;
         }
         let history = web_sys::window().and_then(|w| w.history().ok());
@@ -181,7 +288,7 @@ impl Platform for WebPlatform {
             // A refusal (a browser's own limit) only leaves the previous URL.
             let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&url));
         }
-        *shown = (url, now);
+        *last = (url, now);
         false
     }
 }

@@ -30,7 +30,7 @@ pub use device::{DeviceId, pick_devices};
 pub use events::{Action, EventRow, Events, RestoredRows, RowValues, Runs, is_block_event};
 pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};
 pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};
-pub use job::{Job, RankFile};
+pub use job::{COMPRESSED_SUFFIXES, Job, RankFile, SNAPSHOT_SUFFIXES, rank_in_name, ranked, snapshot_stem};
 pub use tolerated::{Oddity, Tolerated};
 
 /// Index into [`Strings`].
