@@ -364,11 +364,23 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
     for snapshot in inputs {
         let long = snapshot.ends_with("long.pickle");
         let mut first: Option<Vec<u8>> = None;
-        for (threads, by_flag) in [(1, false), (2, true), (3, false), (8, true)] {
+        // Batches of events read in ranges on the pool (`MEMVIZ_DECODE_RANGE`, from two threads):
+        // small ranges make a small snapshot many, so that fetches across them are common.
+        let runs = [
+            (1, false, None),
+            (2, true, None),
+            (2, false, Some(1 << 20)),
+            (3, false, Some(4096)),
+            (8, true, Some(600)),
+        ];
+        for (threads, by_flag, range) in runs {
             let out = dir.path().join(format!("t{threads}.memviz"));
             let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"));
             cmd.args(["index".as_ref(), snapshot.as_os_str(), "-o".as_ref(), out.as_os_str()]);
             cmd.env("MEMVIZ_TIMINGS", "1");
+            if let Some(bytes) = range {
+                cmd.env("MEMVIZ_DECODE_RANGE", format!("{bytes}"));
+            }
             if by_flag {
                 cmd.args(["--jobs", &threads.to_string()]);
             } else {
@@ -381,6 +393,11 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
                 let spans = stderr.matches("allocator pass, a span").count();
                 assert_eq!(spans, if threads >= 3 { threads } else { 0 }, "{threads} threads: {stderr}");
                 assert_eq!(stderr.contains("allocator pass, late part"), threads <= 2, "{stderr}");
+                // The generator's events are all of torch's usual shape: most are read in ranges.
+                let ranged = stderr.split("decode: ").nth(1).and_then(|l| l.split(" events").next());
+                let events = ranged.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+                assert_eq!(events.is_some(), range.is_some(), "{stderr}");
+                assert!(range.is_none() || events > Some(100_000), "{threads} threads: {stderr}");
             }
             let bytes = std::fs::read(&out).unwrap();
             match &first {

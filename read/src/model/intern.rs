@@ -129,6 +129,11 @@ impl Stacks {
         id
     }
 
+    /// The stack with these frames, if interned.
+    pub fn lookup(&self, frames: &[FrameId]) -> Option<StackId> {
+        self.index.get(frames).copied()
+    }
+
     /// Frames of a stack, innermost first; empty for [`NONE`].
     pub fn get(&self, id: StackId) -> &[FrameId] {
         if id == NONE {

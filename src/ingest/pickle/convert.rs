@@ -5,7 +5,10 @@
 mod fast;
 #[cfg(test)]
 pub use fast::knob;
+mod ranged;
 mod toplevel;
+
+pub use ranged::{Wave, first_read};
 
 use std::collections::HashMap;
 
@@ -252,21 +255,7 @@ impl State {
     /// key through `schema::set_event` (other types, their errors, unknown keys).
     #[inline(always)]
     fn set_event_fast(&mut self, row: &mut EventRow, field: Field, v: Val) -> bool {
-        match v {
-            Val::Int(i) => schema::set_event_int(row, field, i),
-            Val::Str(s) => schema::set_event_str(row, field, s, || match self.str_action.get(s as usize) {
-                Some(&a) => a,
-                None => Action::from_name(self.b.strings().get(s).as_bytes()),
-            }),
-            Val::Obj(i) if field == Field::Frames => match self.stack_of(i) {
-                Scalar::Stack(s) => {
-                    row.stack = s;
-                    true
-                }
-                _ => false,
-            },
-            _ => false,
-        }
+        fast::set_event_fast(self, row, field, v)
     }
 
     fn looks_like_frame(&self, items: &[Val]) -> bool {

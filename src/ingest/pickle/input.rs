@@ -22,7 +22,25 @@ pub struct Input<R> {
 
 impl<R: Read> Input<R> {
     pub fn new(reader: R) -> Self {
-        Input { reader, buf: vec![0; WINDOW].into_boxed_slice(), pos: 0, end: 0, base: 0, eof: false }
+        Input::with_window(reader, WINDOW)
+    }
+
+    /// An input whose window holds `bytes` (at least the default), for a reader that reads
+    /// ahead of where it stands (waves of event batches read on every core).
+    pub fn with_window(reader: R, bytes: usize) -> Self {
+        let buf = vec![0; bytes.max(WINDOW)].into_boxed_slice();
+        Input { reader, buf, pos: 0, end: 0, base: 0, eof: false }
+    }
+
+    /// The window's size.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Steps back over the byte just read (still in the window).
+    pub fn unread(&mut self) {
+        debug_assert!(self.pos > 0);
+        self.pos -= 1;
     }
 
     /// Absolute offset of the next byte.
@@ -31,10 +49,10 @@ impl<R: Read> Input<R> {
         self.base + self.pos as u64
     }
 
-    /// Makes at least `n` (≤ WINDOW) bytes available; false at end of data.
+    /// Makes at least `n` (≤ the window's size) bytes available; false at end of data.
     #[cold]
     fn refill(&mut self, n: usize) -> Result<bool, PickleError> {
-        debug_assert!(n <= WINDOW);
+        debug_assert!(n <= self.buf.len());
         self.buf.copy_within(self.pos..self.end, 0);
         self.base += self.pos as u64;
         self.end -= self.pos;
@@ -101,7 +119,7 @@ impl<R: Read> Input<R> {
         self.pos += n;
     }
 
-    /// Refills the window when fewer than `n` (≤ WINDOW) bytes are left in it and the data goes
+    /// Refills the window when fewer than `n` (≤ its size) bytes are left in it and the data goes
     /// on; never fails at the end of the data.
     #[inline]
     pub fn prefetch(&mut self, n: usize) -> Result<(), PickleError> {

@@ -37,6 +37,7 @@ mod value;
 use std::io::Read;
 
 pub use convert::State;
+use convert::Wave;
 use input::Input;
 use value::{Obj, Val, long_from_le};
 
@@ -83,8 +84,37 @@ pub fn decode<R: Read>(reader: R) -> Result<(Snapshot, PickleInfo), PickleError>
 
 /// [`decode`], handing `rows` the event rows as they are pushed.
 pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<(Snapshot, PickleInfo), PickleError> {
+    decode_with(reader, rows, range_bytes())
+}
+
+/// [`decode`] with its batches of trace events read in ranges of `every` bytes on rayon's
+/// current pool, as `memviz index` does on more than one thread: the same snapshot, or the same
+/// error (for the tests and the differential fuzz target that check it).
+pub fn decode_in_ranges<R: Read>(reader: R, every: usize) -> Result<(Snapshot, PickleInfo), PickleError> {
+    decode_with(reader, Observer::default(), Some(every.max(1)))
+}
+
+fn decode_with<R: Read>(
+    reader: R,
+    rows: Observer,
+    every: Option<usize>,
+) -> Result<(Snapshot, PickleInfo), PickleError> {
     let st = State::observed(rows);
-    let mut vm = Vm { inp: Input::new(reader), stack: Vec::with_capacity(1024), marks: Vec::new(), st };
+    let inp = match every {
+        Some(_) => Input::with_window(reader, WAVE),
+        None => Input::new(reader),
+    };
+    let mut vm = Vm {
+        inp,
+        stack: Vec::with_capacity(1024),
+        marks: Vec::new(),
+        st,
+        every,
+        wave: Wave::default(),
+        no_wave_before: 0,
+        ranged: (0, 0),
+        times: (0.0, 0.0, 0.0),
+    };
     let mut info = PickleInfo::default();
     let top = vm.run(&mut info)?;
     if info.protocol == 0 {
@@ -93,6 +123,14 @@ pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<(Snapshot, 
         info.protocol = 1;
     }
     info.bytes = vm.inp.offset();
+    if vm.every.is_some() && crate::timings::enabled() {
+        let (waves, events) = vm.ranged;
+        let (read, joined, filled) = vm.times;
+        eprintln!(
+            "timing:   decode: {waves} waves, {events} events read in ranges on the pool: waves read in {read:.3} s, \
+             ranges joined in {joined:.3} s, the window filled in {filled:.3} s"
+        );
+    }
     let snap = vm.st.finish(top, info.bytes)?;
     Ok((snap, info))
 }
@@ -101,11 +139,36 @@ pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<(Snapshot, 
 /// are ~100 bytes, a few KB with a long stack.
 const EVENT_BYTES: usize = 16 << 10;
 
+/// The input a wave of event batches reads ahead at most (`convert::ranged`).
+const WAVE: usize = 16 << 20;
+
+/// The bytes of the ranges a wave is read in, or `None`: one thread reads it all. Ranges are read
+/// only when `MEMVIZ_DECODE_RANGE` asks for them (bytes a range) and the reader runs on a rayon
+/// pool of more than one thread (`memviz index`'s): on this project's 2-core machine they cost
+/// more than they save (the join of each range is serial; docs/design/12 says what is measured
+/// and what comes next), so they are not on by default yet. The tests turn them on, with tiny
+/// ranges, so that fetches across ranges happen in small snapshots.
+fn range_bytes() -> Option<usize> {
+    let every = std::env::var("MEMVIZ_DECODE_RANGE").ok()?.trim().parse::<usize>().ok().filter(|&n| n > 0)?;
+    rayon::current_thread_index()?;
+    (rayon::current_num_threads() >= 2).then_some(every)
+}
+
 struct Vm<R> {
     inp: Input<R>,
     stack: Vec<Val>,
     marks: Vec<usize>,
     st: State,
+    /// Ranges' bytes when batches of events are read on every core.
+    every: Option<usize>,
+    /// The ranges read, not yet joined.
+    wave: Wave,
+    /// A wave here found nothing the workers could read: none before this offset.
+    no_wave_before: u64,
+    /// Waves read, and the events of them joined.
+    ranged: (u64, u64),
+    /// Seconds reading waves, joining ranges and filling the window for waves.
+    times: (f64, f64, f64),
 }
 
 mod op {
@@ -344,6 +407,12 @@ impl<R: Read> Vm<R> {
                     self.stack.push(v);
                 }
                 op::MARK => {
+                    if let Some(every) = self.every
+                        && let Some(to) = self.batches(at, every)?
+                    {
+                        self.inp.advance((to - self.inp.offset()) as usize);
+                        continue;
+                    }
                     if self.marks.len() >= MAX_MARKS {
                         let count = self.marks.len() as u64 + 1;
                         return Err(PickleError::TooLarge { what: "MARKs open at once", count, offset: at });
@@ -534,6 +603,54 @@ impl<R: Read> Vm<R> {
         self.check_stack(at)?;
         self.stack.push(v);
         Ok(())
+    }
+
+    /// At a MARK (at offset `at`, just read) that starts a batch of trace events appended to the
+    /// list on top of the stack: joins the range read from here. Where none starts here, the
+    /// workers read a new wave from here first (up to the next range held: what the range
+    /// before it did not take, it having stopped at an event its worker could not read).
+    /// Where the reader goes on, or `None` to read the batch here.
+    #[cold]
+    fn batches(&mut self, at: u64, every: usize) -> Result<Option<u64>, PickleError> {
+        let Some(&top) = self.stack.last() else { return Ok(None) };
+        if !self.st.is_list(top) || !self.st.batch_ahead(self.inp.window()) {
+            return Ok(None);
+        }
+        let next = self.wave.next_start(at);
+        if next != Some(at) {
+            let room = next.map(|n| (n - at) as usize);
+            if at < self.no_wave_before || room.is_some_and(|r| r < every) {
+                return Ok(None);
+            }
+            let t0 = std::time::Instant::now();
+            self.inp.unread();
+            self.inp.prefetch(self.inp.capacity())?;
+            self.times.2 += t0.elapsed().as_secs_f64();
+            let window = self.inp.window();
+            // The next range's start is a batch start: the new ranges end there (it must be in
+            // the window, with the bytes a candidate is found by).
+            let end = room.filter(|&r| r + 4 <= window.len());
+            let wave = &window[..end.map_or(window.len(), |r| r + 4)];
+            let t0 = std::time::Instant::now();
+            let ranges = self.st.read_wave(wave, at, every, end);
+            self.times.0 += t0.elapsed().as_secs_f64();
+            self.inp.advance(1);
+            self.ranged.0 += 1;
+            if !convert::first_read(&ranges) {
+                // Its first event is not one the workers read: not again before `every` bytes.
+                self.no_wave_before = at + every as u64;
+            }
+            self.wave.put_first(ranges);
+        }
+        let t0 = std::time::Instant::now();
+        let joined = self.st.join_at(&mut self.wave, at, top)?;
+        self.times.1 += t0.elapsed().as_secs_f64();
+        Ok(joined.map(|(to, events)| {
+            self.ranged.1 += events as u64;
+            #[cfg(test)]
+            convert::knob::RANGED_EVENTS.set(convert::knob::RANGED_EVENTS.get() + events);
+            to
+        }))
     }
 
     /// Room for one more item on the stack ([`MAX_STACK`]).

@@ -183,8 +183,9 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
 }
 
 /// The snapshot read with and without the event fast path (`convert/fast.rs`), as the model's
-/// debug text, and how many events the fast path read.
-fn both_ways(bytes: &[u8]) -> (String, String, usize) {
+/// debug text, and how many events the fast path read; read in ranges, it must be the same (and
+/// how many events were read in ranges).
+fn both_ways(bytes: &[u8]) -> (String, String, usize, usize) {
     use super::convert::knob;
     let general = |only: bool| {
         knob::GENERAL_ONLY.set(only);
@@ -195,7 +196,15 @@ fn both_ways(bytes: &[u8]) -> (String, String, usize) {
     let slow = general(true);
     knob::FAST_EVENTS.set(0);
     let fast = general(false);
-    (slow, fast, knob::FAST_EVENTS.get())
+    let read_fast = knob::FAST_EVENTS.get();
+    // And in ranges on the pool (`convert/ranged.rs`), down to a batch a range.
+    knob::RANGED_EVENTS.set(0);
+    for every in [1, 4096] {
+        let ranged = super::decode_in_ranges(bytes, every).map(|(snap, _)| format!("{snap:?}"));
+        let ranged = ranged.unwrap_or_else(|e| format!("error: {e}"));
+        assert!(ranged == fast, "read in ranges of {every} bytes, it differs:\n{ranged}\n{fast}");
+    }
+    (slow, fast, read_fast, knob::RANGED_EVENTS.get() / 2)
 }
 
 /// The fast path builds the very model the VM builds — strings, stacks and frames interned in the
@@ -215,7 +224,7 @@ fn the_event_fast_path_builds_what_the_vm_builds() {
                 continue;
             }
             let bytes = std::fs::read(&path).unwrap();
-            let (slow, fast, read_fast) = both_ways(&bytes);
+            let (slow, fast, read_fast, _) = both_ways(&bytes);
             assert!(slow == fast, "{}: the two ways differ", path.display());
             if real {
                 let events = decode(&bytes[..]).unwrap().0.event_count();
@@ -311,12 +320,99 @@ fn the_event_fast_path_builds_what_the_vm_builds() {
             p.end_dict();
         }
         p.end_trace();
-        let (slow, fast, _) = both_ways(&p.out);
+        let (slow, fast, _, _) = both_ways(&p.out);
         assert!(slow == fast, "variant {variant}: the two ways differ:\n{slow}\n{fast}");
         odd.push(slow);
     }
     assert!(odd[7].starts_with("error:"), "{}", odd[7]);
     assert!(odd[..7].iter().all(|o| !o.starts_with("error:")), "{odd:?}");
+}
+
+/// A trace in batches as torch writes them (`MARK events APPENDS`, 50 events each) whose events
+/// fetch frames and a string made in earlier batches: batch 0 writes its frames inline and batch
+/// 2 one more (those batches are the serial reader's; the others fetch what they made, across
+/// ranges), batch 1 memoizes the `compile_context` the later ones fetch.
+fn batched_trace() -> Vec<u8> {
+    let mut p = Pickler::default();
+    p.out.extend_from_slice(&[0x80, 4]);
+    p.dict();
+    let names = ["action", "addr", "size", "frames", "name", "filename", "line", "compile_context"];
+    let keys: Vec<u32> = names
+        .iter()
+        .map(|k| {
+            let slot = p.str(k);
+            p.out.push(b'0'); // POP
+            slot
+        })
+        .collect();
+    p.str("segments");
+    p.list();
+    p.end_list();
+    p.str("device_traces");
+    p.list();
+    p.out.push(b']'); // the device's events, appended to batch by batch
+    p.memoize();
+    let (mut frames, mut action, mut context) = (Vec::new(), None, None);
+    for batch in 0..6u32 {
+        p.out.push(b'(');
+        for i in 0..50u32 {
+            p.dict();
+            p.get(keys[0]);
+            match action {
+                Some(slot) => p.get(slot),
+                None => action = Some(p.str("alloc")),
+            }
+            p.get(keys[1]);
+            p.int(4096 * (batch * 50 + i + 1));
+            p.get(keys[2]);
+            p.int(512);
+            if batch >= 1 {
+                p.get(keys[7]);
+                match context {
+                    Some(slot) => p.get(slot),
+                    None => context = Some(p.str("ctx")),
+                }
+            }
+            p.get(keys[3]);
+            p.list();
+            let f = if batch == 2 && i >= 10 { 3 } else { (i % 3) as usize };
+            while frames.len() <= f {
+                let slot = p.dict();
+                p.get(keys[4]);
+                p.str(&format!("f{}", frames.len()));
+                p.get(keys[5]);
+                p.str("a.py");
+                p.get(keys[6]);
+                p.int(frames.len() as u32);
+                p.end_dict();
+                p.out.push(b'0');
+                frames.push(slot);
+            }
+            p.get(frames[f]);
+            p.get(frames[(f + 1) % frames.len()]);
+            p.end_list();
+            p.end_dict();
+        }
+        p.out.push(b'e');
+    }
+    p.end_list(); // device_traces
+    p.end_dict();
+    p.out.push(b'.');
+    p.out
+}
+
+/// Read in ranges, the batches that fetch what earlier batches made (frames and strings made in
+/// the wave before their range: aliases the join looks up) are read on the pool, the two with
+/// frames written inline by the serial reader, and the snapshot is the serial reader's.
+#[test]
+fn batches_read_in_ranges_build_what_the_serial_reader_builds() {
+    let bytes = batched_trace();
+    let (slow, fast, _, ranged) = both_ways(&bytes);
+    assert!(slow == fast, "the fast path differs:\n{slow}\n{fast}");
+    assert!(!fast.starts_with("error"), "{fast}");
+    assert_eq!(ranged, 200, "batches 1, 3, 4 and 5 read in ranges");
+    let (snap, _) = decode(&bytes[..]).unwrap();
+    assert_eq!(snap.event_count(), 300);
 }
 
 /// Damaged real pickles (bytes flipped, runs cut out, cut short) decode to the same model or the
@@ -341,7 +437,7 @@ fn damaged_events_read_the_same_either_way() {
                 1 => drop(bytes.drain(at..(at + 1 + next(64)).min(bytes.len()))),
                 _ => bytes.truncate(at),
             }
-            let (slow, fast, _) = both_ways(&bytes);
+            let (slow, fast, _, _) = both_ways(&bytes);
             assert!(slow == fast, "{name} case {case} at {at}: the two ways differ");
         }
     }

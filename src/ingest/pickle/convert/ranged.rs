@@ -1,0 +1,749 @@
+//! A trace's event batches read on every core (issue 44; docs/design/12 §2, its first step:
+//! the events the fast path takes).
+//!
+//! Torch pickles a trace as batches `MARK (event dict)×≤1000 APPENDS`, and an event's keys, its
+//! action and its frames are memo fetches of objects made earlier. When the serial reader stands
+//! at such a batch on a pool of more than one thread, it takes a *wave* — the next bytes of its
+//! input window — and:
+//!
+//! 1. finds batch starts in it (`( } MEMOIZE (`, about `every` bytes apart) and walks the opcodes
+//!    between them on every core, counting `MEMOIZE`s. A walk from a true batch start that lands
+//!    exactly on the next candidate proves it one (a candidate inside a string is walked past and
+//!    dropped), and the counts give the memo index each range starts at;
+//! 2. reads each range on its own core with the event fast path ([`super::fast::read_event`])
+//!    against the frozen state — the memo, strings and stacks as they were when the wave began:
+//!    whole batches, until an event the fast path does not take, a fetch of a memo entry made in
+//!    the wave before the range, or anything but a batch. The rest is the serial reader's;
+//! 3. as the serial reader reaches each range's start (its memo as long as counted), joins it
+//!    ([`State::join_at`]): the range's new strings, then its new stacks, interned in the order
+//!    it first saw them; its rows pushed; its memo entries appended; its events added to the
+//!    trace list.
+//!
+//! The serial reader interns strings and stacks in the byte order they are first seen, and the
+//! joins visit ranges in byte order, each after the bytes before it were read: so ids, rows and
+//! memo come out as the serial reader makes them, byte for byte, at any thread count and range
+//! size. Whatever a worker does not take the serial reader reads as always (errors and their
+//! offsets included).
+
+use std::collections::VecDeque;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::State;
+use super::fast::{EventReader, LIST, read_event};
+use crate::ingest::pickle::memo::Memo;
+use crate::ingest::pickle::op;
+use crate::ingest::pickle::recent::RecentStrings;
+use crate::ingest::pickle::value::{Obj, Val};
+use crate::ingest::schema::{self, Field};
+use crate::model::{Action, EventRow, NONE, StackId, Stacks, StrId, Strings, Tolerated};
+
+/// The bytes a batch of events starts with: MARK, then an event dict's EMPTY_DICT MEMOIZE MARK.
+const BATCH: &[u8] = b"(}\x94(";
+
+/// `Val::Obj` ids from this one on are stacks (a range's memo entry for a frame list it read),
+/// not arena slots.
+const STACK_OBJ: u32 = 1 << 31;
+
+/// Frame and string ids from this one on (below `NONE`) stand for memo entry `frozen + id - ALIAS`:
+/// one made in the wave before the range, which the join looks up (it must be a frame, or a
+/// string, there) before anything is committed.
+const ALIAS: u32 = 1 << 31;
+
+/// The serial reader's tables while a wave's ranges are read: read only, shared by the workers.
+struct Frozen<'a> {
+    memo: &'a Memo,
+    str_field: &'a [Field],
+    str_action: &'a [Action],
+    strings: &'a Strings,
+    stacks: &'a Stacks,
+    arena: &'a [Obj],
+}
+
+/// A memo entry a range made.
+#[derive(Debug, Clone, Copy)]
+enum Made {
+    /// A string (ids from [`RangeOut::strings_from`] on are the range's own).
+    Val(Val),
+    /// The range's `k`-th event.
+    Event(u32),
+    /// A frame list, as its stack (ids from [`RangeOut::stacks_from`] on are the range's own).
+    Stack(StackId),
+}
+
+/// What a worker read of one range.
+#[derive(Debug)]
+pub struct RangeOut {
+    /// Offsets: where it starts and where its last whole batch ended.
+    start: u64,
+    end: u64,
+    /// The memo's length at `start`, and when the range was read (its aliases count from there).
+    memo_at: usize,
+    frozen_memo: usize,
+    /// The frozen tables' lengths: ids at or past them are the range's own, in these lists.
+    strings_from: u32,
+    stacks_from: u32,
+    strings: Vec<Box<str>>,
+    stacks: Vec<Box<[u32]>>,
+    rows: Vec<EventRow>,
+    made: Vec<Made>,
+    tolerated: Tolerated,
+}
+
+/// The ranges the workers read, in byte order, joined as the serial reader reaches them.
+#[derive(Debug, Default)]
+pub struct Wave {
+    ranges: VecDeque<RangeOut>,
+}
+
+impl Wave {
+    /// Where the next range starts at or after `at` (else the reader may take a new wave there).
+    pub fn next_start(&self, at: u64) -> Option<u64> {
+        self.ranges.iter().map(|r| r.start).find(|&s| s >= at)
+    }
+
+    /// Ranges read before `ahead`, which start before the ones held.
+    pub fn put_first(&mut self, ahead: Vec<RangeOut>) {
+        for r in ahead.into_iter().rev() {
+            self.ranges.push_front(r);
+        }
+    }
+}
+
+/// Whether the first of `ranges` read anything (a wave whose first range read nothing is not
+/// worth taking again soon).
+pub fn first_read(ranges: &[RangeOut]) -> bool {
+    ranges.first().is_some_and(|r| !r.rows.is_empty())
+}
+
+/// Where a walk over opcodes stopped: at or past where it was to go, or where it could not go on
+/// (an opcode whose length it does not know, one that writes the memo by index, the wave's end).
+struct Walk {
+    end: usize,
+    memoized: u64,
+    ok: bool,
+}
+
+/// Per opcode: the bytes of its argument, or how its length is given ([`LEN1`], [`LEN4`],
+/// [`LEN8`]: a little-endian length of so many bytes, then that many), or [`UNKNOWN`] (an opcode
+/// that writes the memo by index, a text opcode, one memviz refuses, no opcode).
+const ARG: [u8; 256] = {
+    let mut t = [UNKNOWN; 256];
+    let none = [
+        op::MEMOIZE,
+        op::MARK,
+        op::STOP,
+        op::POP,
+        op::POP_MARK,
+        op::DUP,
+        op::NONE,
+        op::APPEND,
+        op::DICT,
+        op::EMPTY_DICT,
+        op::APPENDS,
+        op::LIST,
+        op::EMPTY_LIST,
+        op::SETITEM,
+        op::TUPLE,
+        op::EMPTY_TUPLE,
+        op::SETITEMS,
+        op::TUPLE1,
+        op::TUPLE2,
+        op::TUPLE3,
+        op::NEWTRUE,
+        op::NEWFALSE,
+        op::EMPTY_SET,
+        op::ADDITEMS,
+        op::FROZENSET,
+    ];
+    let mut i = 0;
+    while i < none.len() {
+        t[none[i] as usize] = 0;
+        i += 1;
+    }
+    t[op::BININT1 as usize] = 1;
+    t[op::BINGET as usize] = 1;
+    t[op::PROTO as usize] = 1;
+    t[op::BININT2 as usize] = 2;
+    t[op::BININT as usize] = 4;
+    t[op::LONG_BINGET as usize] = 4;
+    t[op::BINFLOAT as usize] = 8;
+    t[op::FRAME as usize] = 8;
+    t[op::LONG1 as usize] = LEN1;
+    t[op::SHORT_BINUNICODE as usize] = LEN1;
+    t[op::SHORT_BINSTRING as usize] = LEN1;
+    t[op::SHORT_BINBYTES as usize] = LEN1;
+    t[op::LONG4 as usize] = LEN4;
+    t[op::BINUNICODE as usize] = LEN4;
+    t[op::BINSTRING as usize] = LEN4;
+    t[op::BINBYTES as usize] = LEN4;
+    t[op::BINUNICODE8 as usize] = LEN8;
+    t[op::BINBYTES8 as usize] = LEN8;
+    t[op::BYTEARRAY8 as usize] = LEN8;
+    t
+};
+const LEN1: u8 = 0xF1;
+const LEN4: u8 = 0xF4;
+const LEN8: u8 = 0xF8;
+const UNKNOWN: u8 = 0xFF;
+
+/// The bytes of the opcode at `at` and its argument, when it is one a walk knows the length of
+/// and it ends within `wave`.
+#[inline(always)]
+fn op_len(wave: &[u8], at: usize) -> Option<usize> {
+    let arg = match ARG[*wave.get(at)? as usize] {
+        n @ 0..=8 => usize::from(n),
+        LEN1 => 1 + usize::from(*wave.get(at + 1)?),
+        LEN4 => {
+            let n = u32::from_le_bytes(wave.get(at + 1..at + 5)?.try_into().ok()?);
+            // LONG4's length is signed.
+            (wave[at] != op::LONG4 || n <= i32::MAX as u32).then_some(4 + n as usize)?
+        }
+        LEN8 => 8 + usize::try_from(u64::from_le_bytes(wave.get(at + 1..at + 9)?.try_into().ok()?)).ok()?,
+        _ => return None,
+    };
+    let end = at.checked_add(1 + arg)?;
+    (end <= wave.len()).then_some(1 + arg)
+}
+
+/// Walks `wave`'s opcodes from `from` until `to` or past it, counting `MEMOIZE`s.
+fn walk(wave: &[u8], from: usize, to: usize) -> Walk {
+    let (mut at, mut memoized) = (from, 0);
+    while at < to {
+        let Some(n) = op_len(wave, at) else { return Walk { end: at, memoized, ok: false } };
+        memoized += u64::from(wave[at] == op::MEMOIZE);
+        at += n;
+    }
+    Walk { end: at, memoized, ok: true }
+}
+
+/// The batch at `at` (a MARK) passed over: where it ends (after its APPENDS) and the `MEMOIZE`s
+/// in it.
+fn skip_batch(wave: &[u8], mut at: usize) -> Option<(usize, u64)> {
+    let (mut depth, mut memoized) = (0usize, 0);
+    loop {
+        let opcode = *wave.get(at)?;
+        at += op_len(wave, at)?;
+        match opcode {
+            op::MEMOIZE => memoized += 1,
+            op::MARK => depth += 1,
+            op::APPENDS
+            | op::SETITEMS
+            | op::TUPLE
+            | op::LIST
+            | op::DICT
+            | op::FROZENSET
+            | op::ADDITEMS
+            | op::POP_MARK => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return (opcode == op::APPENDS).then_some((at, memoized));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Batch starts in `wave` (which begins with one) about `every` bytes apart, each with the
+/// `MEMOIZE`s before it in the wave: candidates found by their bytes, proven by walks (in
+/// parallel) that land on them. `end`, when given, is a batch start known already: the last.
+fn boundaries(wave: &[u8], every: usize, end: Option<usize>) -> Vec<(usize, u64)> {
+    let mut candidates = vec![0];
+    let last = end.unwrap_or(wave.len());
+    for c in memchr::memmem::find_iter(wave, BATCH).take_while(|&c| c < last) {
+        if c >= candidates[candidates.len() - 1] + every {
+            candidates.push(c);
+        }
+    }
+    if let Some(e) = end.filter(|&e| e > 0) {
+        candidates.push(e);
+    }
+    let walks: Vec<Walk> = candidates.par_windows(2).map(|w| walk(wave, w[0], w[1])).collect();
+    let mut out = vec![(0, 0)];
+    let (mut i, mut memo) = (0, 0);
+    while let Some(w) = walks.get(i).filter(|w| w.ok) {
+        let (mut end, mut count) = (w.end, memo + w.memoized);
+        let mut j = i + 1;
+        // Past a candidate that was no batch start (the bytes inside a string): walk on until
+        // landing on a later one.
+        loop {
+            while candidates.get(j).is_some_and(|&c| c < end) {
+                j += 1;
+            }
+            let Some(&c) = candidates.get(j) else { return out };
+            if c == end {
+                break;
+            }
+            let w = walk(wave, end, c);
+            if !w.ok {
+                return out;
+            }
+            (end, count) = (w.end, count + w.memoized);
+        }
+        out.push((end, count));
+        (i, memo) = (j, count);
+    }
+    out
+}
+
+/// A worker reading one range: the frozen tables, and what the range made.
+struct Worker<'a> {
+    f: &'a Frozen<'a>,
+    /// The wave's offset.
+    base: u64,
+    /// The memo index of the range's first entry.
+    memo_from: usize,
+    out: RangeOut,
+    own_strings: FxHashMap<Box<str>, StrId>,
+    own_fields: Vec<Field>,
+    own_actions: Vec<Action>,
+    own_stacks: FxHashMap<Box<[u32]>, StackId>,
+    frame_buf: Vec<u32>,
+    last_stack: Option<StackId>,
+    /// The strings read last (the serial reader's cache: a value string repeats event after event).
+    recent: RecentStrings,
+}
+
+impl<'a> Worker<'a> {
+    /// Memo entry `j` when the range made it.
+    fn own(&self, j: usize) -> Option<Made> {
+        self.out.made.get(j.checked_sub(self.memo_from)?).copied()
+    }
+
+    /// The alias of memo entry `j` when it was made in the wave before the range.
+    fn alias(&self, j: usize) -> Option<u32> {
+        let k = j.checked_sub(self.f.memo.len()).filter(|_| j < self.memo_from)?;
+        u32::try_from(k).ok().filter(|&k| k < NONE - ALIAS).map(|k| ALIAS + k)
+    }
+
+    fn stack_frames(&self, s: StackId) -> &[u32] {
+        match s.checked_sub(self.out.stacks_from) {
+            Some(k) => &self.out.stacks[k as usize],
+            None => self.f.stacks.get(s),
+        }
+    }
+
+    /// The stack of the frames in `frame_buf`: the last one, a frozen one or the range's own.
+    fn stack(&mut self) -> StackId {
+        if let Some(s) = self.last_stack
+            && self.stack_frames(s) == self.frame_buf.as_slice()
+        {
+            return s;
+        }
+        let aliased = self.frame_buf.iter().any(|&f| f >= ALIAS);
+        let s = match self.f.stacks.lookup(&self.frame_buf).filter(|_| !aliased) {
+            Some(s) => s,
+            None => match self.own_stacks.get(self.frame_buf.as_slice()) {
+                Some(&s) => s,
+                None => {
+                    let s = self.out.stacks_from + self.out.stacks.len() as StackId;
+                    let frames: Box<[u32]> = self.frame_buf.as_slice().into();
+                    self.own_stacks.insert(frames.clone(), s);
+                    self.out.stacks.push(frames);
+                    s
+                }
+            },
+        };
+        self.last_stack = Some(s);
+        s
+    }
+
+    /// A worker starting a piece at `start` in the wave, where the memo holds `memo_at` entries.
+    fn new(f: &'a Frozen<'a>, base: u64, start: usize, memo_at: usize) -> Worker<'a> {
+        let out = RangeOut {
+            start: base + start as u64,
+            end: base + start as u64,
+            memo_at,
+            frozen_memo: f.memo.len(),
+            strings_from: f.strings.len() as StrId,
+            stacks_from: f.stacks.len() as StackId,
+            strings: Vec::new(),
+            stacks: Vec::new(),
+            rows: Vec::new(),
+            made: Vec::new(),
+            tolerated: Tolerated::default(),
+        };
+        Worker {
+            f,
+            base,
+            memo_from: memo_at,
+            out,
+            own_strings: FxHashMap::default(),
+            own_fields: Vec::new(),
+            own_actions: Vec::new(),
+            own_stacks: FxHashMap::default(),
+            frame_buf: Vec::new(),
+            last_stack: None,
+            recent: RecentStrings::default(),
+        }
+    }
+
+    /// Reads the range from the worker's start to `end` (batch starts): whole batches read here, in pieces
+    /// between the batches that are not (an event the fast path does not take: those are the
+    /// serial reader's, passed over here with the memo entries they make counted).
+    fn read_range(mut self, wave: &[u8], end: usize) -> Vec<RangeOut> {
+        let mut pieces = Vec::new();
+        loop {
+            let (stopped, at) = self.read(wave, end);
+            let memo_next = self.memo_from + self.out.made.len();
+            let (f, base) = (self.f, self.base);
+            if !self.out.rows.is_empty() {
+                pieces.push(self.out);
+            }
+            if !stopped {
+                return pieces;
+            }
+            match skip_batch(wave, at) {
+                Some((next, memoized)) if next < end => {
+                    self = Worker::new(f, base, next, memo_next + memoized as usize);
+                }
+                _ => return pieces,
+            }
+        }
+    }
+
+    /// Reads whole batches from the piece's start up to `end`: whether it stopped at a batch it
+    /// could not read (rather than at `end` or at something not a batch), and where (the end of
+    /// the last whole batch, which the piece ends at).
+    fn read(&mut self, wave: &[u8], end: usize) -> (bool, usize) {
+        let start = (self.out.start - self.base) as usize;
+        let mut at = start;
+        let mut kept = (at, 0, 0, 0, 0, Tolerated::default());
+        let mut stopped = false;
+        while at < end && wave.get(at) == Some(&op::MARK) {
+            at += 1;
+            let whole = loop {
+                match wave.get(at) {
+                    Some(&op::EMPTY_DICT) => {
+                        let mut row = EventRow::default();
+                        let Some(read) = read_event(self, &wave[at + 1..], &mut row) else { break false };
+                        at += 1 + read.used;
+                        if read.frames {
+                            row.stack = self.stack();
+                        }
+                        let (o, stack) = (&mut self.out, row.stack);
+                        o.made.push(Made::Event(o.rows.len() as u32));
+                        o.rows.push(row);
+                        for &v in &read.made[..read.n_made] {
+                            o.made.push(if v == LIST { Made::Stack(stack) } else { Made::Val(v) });
+                        }
+                    }
+                    Some(&op::APPENDS) => {
+                        at += 1;
+                        break true;
+                    }
+                    _ => break false,
+                }
+            };
+            if !whole {
+                stopped = true;
+                break;
+            }
+            let o = &self.out;
+            kept = (at, o.rows.len(), o.made.len(), o.strings.len(), o.stacks.len(), o.tolerated.clone());
+        }
+        // Back to the end of the last whole batch.
+        let (end, rows, made, strings, stacks, tolerated) = kept;
+        let out = &mut self.out;
+        out.end = self.base + end as u64;
+        out.rows.truncate(rows);
+        out.made.truncate(made);
+        out.strings.truncate(strings);
+        out.stacks.truncate(stacks);
+        out.tolerated = tolerated;
+        (stopped, end)
+    }
+}
+
+impl EventReader for Worker<'_> {
+    fn key_field(&self, j: usize) -> Option<Field> {
+        let s = match self.f.memo.str_at(j) {
+            Some(s) => s,
+            None => match self.own(j)? {
+                Made::Val(Val::Str(s)) => s,
+                _ => return None,
+            },
+        };
+        match s.checked_sub(self.out.strings_from) {
+            Some(k) => self.own_fields.get(k as usize).copied(),
+            None => self.f.str_field.get(s as usize).copied(),
+        }
+    }
+
+    fn string(&mut self, bytes: &[u8]) -> Val {
+        let key = RecentStrings::key(bytes);
+        if let Some(id) = key.and_then(|k| self.recent.get(k)) {
+            return Val::Str(id);
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let known = self.f.strings.lookup(&text).or_else(|| self.own_strings.get(&*text).copied());
+        if let Some(id) = known {
+            if let Some(k) = key {
+                self.recent.insert(k, id);
+            }
+            return Val::Str(id);
+        }
+        let id = self.out.strings_from + self.out.strings.len() as StrId;
+        let text: Box<str> = text.into();
+        self.own_fields.push(Field::of(text.as_bytes()));
+        self.own_actions.push(Action::from_name(text.as_bytes()));
+        self.own_strings.insert(text.clone(), id);
+        self.out.strings.push(text);
+        Val::Str(id)
+    }
+
+    fn memo_value(&self, j: usize) -> Option<Val> {
+        if j < self.f.memo.len() {
+            return self.f.memo.get(j);
+        }
+        if let Some(a) = self.alias(j) {
+            // Taken only as a string field's value; the join checks it is a string.
+            return Some(Val::Str(a));
+        }
+        Some(match self.own(j)? {
+            Made::Val(v) => v,
+            // An event dict fetched again: not a value the fast path takes.
+            Made::Event(_) => Val::Event(NONE),
+            Made::Stack(s) => Val::Obj(STACK_OBJ + s),
+        })
+    }
+
+    fn frame_at(&self, j: usize) -> Option<u32> {
+        self.f.memo.frame_at(j).or_else(|| self.alias(j))
+    }
+
+    fn action(&self, s: StrId) -> Action {
+        if s >= ALIAS {
+            // Known at the join, which checks the event again with it.
+            return Action::Unknown;
+        }
+        match s.checked_sub(self.out.strings_from) {
+            Some(k) => self.own_actions[k as usize],
+            None => match self.f.str_action.get(s as usize) {
+                Some(&a) => a,
+                None => Action::from_name(self.f.strings.get(s).as_bytes()),
+            },
+        }
+    }
+
+    fn stack_of_obj(&mut self, i: u32) -> Option<StackId> {
+        if let Some(s) = i.checked_sub(STACK_OBJ) {
+            return Some(s);
+        }
+        match self.f.arena.get(i as usize)? {
+            Obj::Stack(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    fn tolerated(&mut self) -> &mut Tolerated {
+        &mut self.out.tolerated
+    }
+
+    fn frame_buf(&mut self) -> &mut Vec<u32> {
+        &mut self.frame_buf
+    }
+}
+
+impl State {
+    /// Whether `after_mark` (the bytes after a MARK) starts a batch of trace events: an event
+    /// dict whose first key is an event's.
+    pub fn batch_ahead(&self, after_mark: &[u8]) -> bool {
+        let key = match after_mark {
+            [b'}', op::MEMOIZE, op::MARK, op::BINGET, j, ..] => usize::from(*j),
+            [b'}', op::MEMOIZE, op::MARK, op::LONG_BINGET, a, b, c, d, ..] => {
+                u32::from_le_bytes([*a, *b, *c, *d]) as usize
+            }
+            _ => return false,
+        };
+        self.far_memo.is_empty() && self.key_field(key).is_some_and(Field::marks_event)
+    }
+
+    /// Whether `v` is a list (what a batch of events is appended to).
+    pub fn is_list(&self, v: Val) -> bool {
+        matches!(v, Val::Obj(i) if matches!(self.arena.get(i as usize), Some(Obj::List(_) | Obj::Events(_))))
+    }
+
+    /// Reads `wave` — the input from a batch of events at offset `at` on — in ranges of about
+    /// `every` bytes on the current rayon pool, against the tables as they are now; up to `end`
+    /// (a batch start) when given.
+    pub fn read_wave(&self, wave: &[u8], at: u64, every: usize, end: Option<usize>) -> Vec<RangeOut> {
+        let mut bounds = boundaries(wave, every, end);
+        if end.is_none() {
+            // The last range goes on to the wave's end (its worker stops at its last whole batch).
+            bounds.push((wave.len(), 0));
+        }
+        let f = Frozen {
+            memo: &self.memo,
+            str_field: &self.str_field,
+            str_action: &self.str_action,
+            strings: self.b.strings(),
+            stacks: &self.b.snap.stacks,
+            arena: &self.arena,
+        };
+        let read = |b: &[(usize, u64)]| {
+            let ((start, memo_before), end) = (b[0], b[1].0);
+            Worker::new(&f, at, start, f.memo.len() + memo_before as usize).read_range(wave, end)
+        };
+        bounds.par_windows(2).flat_map_iter(read).collect()
+    }
+
+    /// What alias `a` of range `r` stands for now: memo entry `r.frozen_memo + a - ALIAS`, when
+    /// it holds what `pick` takes.
+    fn alias_value(&self, r: &RangeOut, a: u32, pick: impl Fn(&Memo, usize) -> Option<u32>) -> Option<u32> {
+        pick(&self.memo, r.frozen_memo + (a - ALIAS) as usize)
+    }
+
+    /// Joins the range of `wave` that starts at offset `at`, whose events go to the list `top`,
+    /// if it read any, the memo is as long as its count says and its aliases are a frame or a
+    /// string as it took them: where the reader goes on, and the events joined.
+    pub fn join_at(&mut self, wave: &mut Wave, at: u64, top: Val) -> Result<Option<(u64, usize)>, super::PickleError> {
+        while wave.ranges.front().is_some_and(|r| r.start < at) {
+            wave.ranges.pop_front();
+        }
+        let Some(r) = wave.ranges.front().filter(|r| r.start == at) else { return Ok(None) };
+        if r.rows.is_empty() || self.memo.len() != r.memo_at {
+            return Ok(None);
+        }
+        // Every alias checked before anything is committed.
+        let frames_ok = r
+            .stacks
+            .iter()
+            .flatten()
+            .filter(|&&f| f >= ALIAS)
+            .all(|&a| self.alias_value(r, a, Memo::frame_at).is_some());
+        let text_fields =
+            |row: &EventRow| [row.compile_context, row.user_metadata, row.internal_metadata, row.category];
+        let strings_ok = r
+            .rows
+            .iter()
+            .flat_map(text_fields)
+            .filter(|&s| s != NONE && s >= ALIAS)
+            .all(|a| self.alias_value(r, a, Memo::str_at).is_some());
+        // An action made before the range: its event checked again with it (what it tolerates
+        // counted), as the serial reader checks it.
+        let mut tolerated = r.tolerated.clone();
+        let mut actions = Vec::new();
+        for row in r.rows.iter().filter(|row| row.other_action >= ALIAS && row.other_action != NONE) {
+            let Some(s) = self.alias_value(r, row.other_action, Memo::str_at) else { return Ok(None) };
+            let action = self.action(s);
+            let checked = EventRow { action, other_action: s, ..row.clone() };
+            if schema::finish_event(&checked, &mut tolerated).is_err() {
+                return Ok(None);
+            }
+            actions.push(action);
+        }
+        if !frames_ok || !strings_ok {
+            return Ok(None);
+        }
+        let mut r = wave.ranges.pop_front().expect("looked at");
+        let mut rows = std::mem::take(&mut r.rows);
+        let n = rows.len();
+        let strings: Vec<StrId> = r
+            .strings
+            .iter()
+            .map(|s| match self.string(s.as_bytes()) {
+                Val::Str(id) => id,
+                _ => unreachable!("a string interns as a string"),
+            })
+            .collect();
+        let mut frames = Vec::new();
+        let mut stacks = Vec::with_capacity(r.stacks.len());
+        for own in &r.stacks {
+            frames.clear();
+            frames.extend(own.iter().map(|&f| match f >= ALIAS {
+                true => self.alias_value(&r, f, Memo::frame_at).expect("checked"),
+                false => f,
+            }));
+            stacks.push(self.b.stack(&frames));
+        }
+        let string = |s: StrId| {
+            if s == NONE {
+                s
+            } else if s >= ALIAS {
+                self.alias_value(&r, s, Memo::str_at).expect("checked")
+            } else {
+                s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])
+            }
+        };
+        let mut actions = actions.into_iter();
+        for row in &mut rows {
+            if row.other_action >= ALIAS && row.other_action != NONE {
+                row.action = actions.next().expect("one an aliased action");
+            }
+            for s in [
+                &mut row.other_action,
+                &mut row.compile_context,
+                &mut row.user_metadata,
+                &mut row.internal_metadata,
+                &mut row.category,
+            ] {
+                *s = string(*s);
+            }
+        }
+        let made: Vec<Made> = r
+            .made
+            .iter()
+            .map(|m| match *m {
+                Made::Val(Val::Str(s)) => Made::Val(Val::Str(string(s))),
+                m => m,
+            })
+            .collect();
+        let stack = |s: StackId| match s.checked_sub(r.stacks_from) {
+            Some(k) if s != NONE => stacks[k as usize],
+            _ => s,
+        };
+        let first = self.b.event_count() as u32;
+        for mut row in rows {
+            row.stack = stack(row.stack);
+            self.b.push_event(&row);
+        }
+        for m in made {
+            let v = match m {
+                Made::Val(v) => v,
+                Made::Event(k) => Val::Event(first + k),
+                Made::Stack(s) => self.stack_slot(stack(s)),
+            };
+            self.memo.push(v);
+        }
+        let events: Vec<Val> = (first..first + n as u32).map(Val::Event).collect();
+        self.append(top, &events, at)?;
+        for (o, n) in tolerated.iter() {
+            self.b.snap.tolerated.add_n(o, n);
+        }
+        self.last_stack = None;
+        Ok(Some((r.end, n)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_land_on_batch_starts_and_step_over_look_alikes() {
+        // Three batches of one event each: `( } MEMOIZE ( key value u e`; the second's string
+        // value holds the batch bytes, which are no batch start.
+        let mut wave = Vec::new();
+        let mut starts = Vec::new();
+        for text in [&b"x"[..], b"(}\x94(", b"y"] {
+            starts.push(wave.len());
+            wave.extend_from_slice(b"(}\x94(h\x00\x8c");
+            wave.push(text.len() as u8);
+            wave.extend_from_slice(text);
+            wave.extend_from_slice(b"\x94ue");
+        }
+        assert_eq!(boundaries(&wave, 1, None), [(starts[0], 0), (starts[1], 2), (starts[2], 4)]);
+        // Ranges of any length keep only true starts.
+        assert_eq!(boundaries(&wave, 12, None), [(starts[0], 0), (starts[1], 2), (starts[2], 4)]);
+        assert_eq!(boundaries(&wave, 1 << 20, None), [(0, 0)]);
+        // Up to a batch start known: the last, whatever lies past it.
+        assert_eq!(boundaries(&wave, 1 << 20, Some(starts[2])), [(starts[0], 0), (starts[2], 4)]);
+        // An opcode it does not walk (a PUT) ends the boundaries there.
+        let mut put = wave.clone();
+        put[starts[1] + 4] = op::BINPUT;
+        assert_eq!(boundaries(&put, 1, None), [(starts[0], 0), (starts[1], 2)]);
+    }
+}
