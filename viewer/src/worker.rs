@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use eframe::egui;
 
 use super::data::{Plane, Session};
-use super::gpu::{TexData, TexKey};
+use super::gpu::{TexData, TexKey, texel_keys};
 use crate::lod::raster::{Band, action_columns, rasterize_columns, samples_for_ranges, time_columns};
 use memviz_format::{TILE_H, TILE_W};
 
@@ -254,12 +254,10 @@ fn run(session: &Session, largest: &Mutex<Largest>, job: Job) -> Done {
         Job::Tile { key, device, plane, level, tile } => {
             // (No segment timeline, in an archive made before format 4: the view asks for none.)
             let Some(stacked) = session.stacked(device, plane) else { return Done { key, tex: None, samples: None } };
-            let tex = session.noting(stacked.tile(level, tile)).map(|(texels, keys)| TexData {
-                key,
-                width: TILE_W,
-                height: TILE_H,
-                texels: Arc::new(texels),
-                site_keys: keys.map(Arc::new),
+            let tex = session.noting(stacked.tile(level, tile)).map(|(texels, keys)| {
+                // An element tile of an archive that stores no keys: made here, off the UI thread.
+                let keys = keys.or_else(|| (plane == Plane::Elements).then(|| texel_keys(&texels, stacked.sites)));
+                TexData { key, width: TILE_W, height: TILE_H, texels: Arc::new(texels), site_keys: keys.map(Arc::new) }
             });
             Done { key, tex, samples: None }
         }
@@ -289,5 +287,8 @@ pub fn raster(session: &Session, key: TexKey, spec: ViewSpec, keep: Option<Band<
     let lo = spec.y0.max(0.0).round() as u64;
     let hi = spec.y1.max(1.0).round() as u64;
     let r = rasterize_columns(layout, cps, &samples, spec.rows, lo, hi, keep);
-    (TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys: None }, samples)
+    // The element timeline's keys by site, made here rather than at the upload on the UI thread
+    // (a raster's ids reach across the whole site table: a cache miss a texel on a big archive).
+    let site_keys = (spec.plane == Plane::Elements).then(|| Arc::new(texel_keys(&r.texels, stacked.sites)));
+    (TexData { key, width: r.columns, height: r.rows, texels: Arc::new(r.texels), site_keys }, samples)
 }

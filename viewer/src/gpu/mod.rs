@@ -28,8 +28,9 @@ pub struct TexData {
     pub width: u32,
     pub height: u32,
     pub texels: Arc<Vec<u32>>,
-    /// The texels' colour keys by site, where the archive stores them (a coarse tile): uploaded
-    /// as they are while the view colours by site, so the sites are never read for them.
+    /// The texels' colour keys by site — stored in the archive (a tile), or made by the worker
+    /// that made the texture (a raster): uploaded as they are while the view colours by site,
+    /// so the UI thread never reads the sites for them.
     pub site_keys: Option<Arc<Vec<u32>>>,
 }
 
@@ -106,8 +107,9 @@ struct GpuTexture {
 /// The key of a texel that shows no element (empty, the summarized band, or an id past the table).
 const NO_ELEMENT_KEY: u32 = memviz_format::TEXEL_NO_KEY;
 
-/// Each texel's colour key: its element's entry in `table`.
-fn texel_keys(texels: &[u32], table: &[u32]) -> Vec<u32> {
+/// Each texel's colour key: its element's entry in `table` ([`TexData::site_keys`] with the
+/// element → site table).
+pub fn texel_keys(texels: &[u32], table: &[u32]) -> Vec<u32> {
     texels.iter().map(|&id| table.get(id as usize).copied().unwrap_or(NO_ELEMENT_KEY)).collect()
 }
 
