@@ -364,14 +364,17 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
     for snapshot in inputs {
         let long = snapshot.ends_with("long.pickle");
         let mut first: Option<Vec<u8>> = None;
-        // Batches of events read in ranges on the pool (`MEMVIZ_DECODE_RANGE`, from two threads):
-        // small ranges make a small snapshot many, so that fetches across them are common.
+        // Batches of events read in ranges on the pool (by default from eight threads;
+        // `MEMVIZ_DECODE_RANGE` sets their bytes from two, 0 never): small ranges make a small
+        // snapshot many, so that fetches across them are common.
         let runs = [
             (1, false, None),
             (2, true, None),
             (2, false, Some(1 << 20)),
             (3, false, Some(4096)),
             (8, true, Some(600)),
+            (8, false, None),
+            (8, false, Some(0)),
         ];
         for (threads, by_flag, range) in runs {
             let out = dir.path().join(format!("t{threads}.memviz"));
@@ -396,8 +399,9 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
                 // The generator's events are all of torch's usual shape: most are read in ranges.
                 let ranged = stderr.split("decode: ").nth(1).and_then(|l| l.split(" events").next());
                 let events = ranged.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
-                assert_eq!(events.is_some(), range.is_some(), "{stderr}");
-                assert!(range.is_none() || events > Some(100_000), "{threads} threads: {stderr}");
+                let in_ranges = range.map_or(threads >= 8, |bytes| bytes > 0 && threads >= 2);
+                assert_eq!(events.is_some(), in_ranges, "{threads} threads, {range:?}: {stderr}");
+                assert!(!in_ranges || events > Some(100_000), "{threads} threads: {stderr}");
             }
             let bytes = std::fs::read(&out).unwrap();
             match &first {
