@@ -115,6 +115,15 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
     let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
     assert!(seen["under"].is_u64(), "an element low in the plot: {seen}");
+    // What the GPU draws at each pixel read (its id buffer) is what the viewer picks there.
+    let drawn = seen["drawn"].as_array().unwrap();
+    for d in drawn {
+        let id = d["drawn"].as_u64().unwrap_or_else(|| panic!("the id buffer read back: {d}"));
+        let picked = if id == u64::from(memviz::lod::raster::EMPTY) { serde_json::Value::Null } else { id.into() };
+        assert_eq!(d["picked"], picked, "the pick equals the drawn texel: {d}");
+    }
+    let elements = drawn.iter().filter(|d| d["picked"].is_u64()).count();
+    assert!(elements >= 3 && elements < drawn.len(), "elements and empty pixels among those read: {seen}");
     assert_eq!(seen["pinned"], seen["under"], "the click pinned what the viewer picks there: {seen}");
     assert!(seen["after_empty_click"].is_null(), "a click above the data unpins: {seen}");
 

@@ -193,38 +193,11 @@ impl Offscreen {
     /// [`Self::read_ids`] of timeline `t`, one of those on screen (two when comparing ranks).
     pub fn read_ids_of(&mut self, t: &super::timeline::Timeline) -> (Rect, Vec<u32>) {
         let rect = t.plot_rect;
-        let ids = color_target(&self.device, self.width, self.height, wgpu::TextureFormat::R32Uint);
-        let mut encoder =
-            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz ids") });
-        {
-            let view = ids.create_view(&wgpu::TextureViewDescriptor::default());
-            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("memviz ids"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &view,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(wgpu::Color {
-                            r: f64::from(crate::lod::raster::EMPTY),
-                            g: 0.0,
-                            b: 0.0,
-                            a: 0.0,
-                        }),
-                        store: wgpu::StoreOp::Store,
-                    },
-                })],
-                depth_stencil_attachment: None,
-                timestamp_writes: None,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            pass.set_viewport(rect.left(), rect.top(), rect.width(), rect.height(), 0.0, 1.0);
-            if let Some(r) = self.renderer.callback_resources.get::<TimelineResources>() {
-                r.paint(&mut pass, t.slot, true);
-            }
-        }
-        self.queue.submit([encoder.finish()]);
+        let Some(r) = self.renderer.callback_resources.get::<TimelineResources>() else {
+            return (rect, Vec::new());
+        };
+        let (ids, commands) = super::gpu::draw_ids(&self.device, r, t.slot, (self.width, self.height), rect);
+        self.queue.submit([commands]);
         let bytes = read_texture(&self.device, &self.queue, &ids, 4);
         (rect, bytemuck::cast_slice(&bytes).to_vec())
     }

@@ -4,10 +4,14 @@
 //! are already in memory, so "opening" one is reading the bytes the page fetched, and the id
 //! check runs before the first frame (there is no thread to run it beside).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use eframe::egui_wgpu::{self, wgpu};
 use wasm_bindgen::prelude::*;
 
 use crate::app::{ViewerApp, ViewerOptions};
@@ -16,17 +20,27 @@ use crate::model::Job;
 use crate::open_view::ViewState;
 use crate::platform::{FirstFrame, Platform, PlatformRef};
 
-/// What a page holds: the runner of one viewer.
+/// What a page holds: the runner of one viewer, its GPU (for the tests' id-buffer read) and a
+/// read of the id buffer under way.
 #[wasm_bindgen]
 pub struct WebHandle {
     runner: eframe::WebRunner,
+    gpu: Rc<RefCell<Option<egui_wgpu::RenderState>>>,
+    id_read: RefCell<Option<IdRead>>,
+}
+
+/// A texel of the id buffer copied to `buffer`, mapped once `mapped` is set (WebGL cannot wait
+/// for the GPU: the page asks again until it is).
+struct IdRead {
+    buffer: wgpu::Buffer,
+    mapped: Arc<AtomicBool>,
 }
 
 #[wasm_bindgen]
 impl WebHandle {
     #[wasm_bindgen(constructor)]
     pub fn new() -> WebHandle {
-        WebHandle { runner: eframe::WebRunner::new() }
+        WebHandle { runner: eframe::WebRunner::new(), gpu: Rc::default(), id_read: RefCell::default() }
     }
 
     /// Opens the archives `bytes` (each a `Uint8Array`, called by the name at the same place in
@@ -68,6 +82,7 @@ impl WebHandle {
             _ => None,
         };
         let paths: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
+        let gpu = Rc::clone(&self.gpu);
         let options = ViewerOptions { platform: PlatformRef(platform), ..ViewerOptions::default() }
             .with_query(&query)
             .map_err(|e| JsValue::from_str(&e))?;
@@ -77,11 +92,13 @@ impl WebHandle {
                 eframe::WebOptions::default(),
                 Box::new(move |cc| {
                     let rs = cc.wgpu_render_state.as_ref().ok_or("the wgpu renderer is not available")?;
+                    // With the id pipeline: the tests read the id buffer (`request_drawn_id`).
                     rs.renderer.write().callback_resources.insert(crate::gpu::TimelineResources::new(
                         &rs.device,
                         rs.target_format,
-                        false,
+                        true,
                     ));
+                    *gpu.borrow_mut() = Some(rs.clone());
                     let mut app = ViewerApp::new(options);
                     match one {
                         Some(session) => app.open_session(session, &cc.egui_ctx),
@@ -110,6 +127,75 @@ impl WebHandle {
         let app = self.runner.app_mut::<ViewerApp>()?;
         let hit = app.timeline()?.pick(eframe::egui::pos2(x, y))?;
         Some(hit.element.index() as u32)
+    }
+
+    /// For tests: asks the GPU for the element its id pass draws at `(x, y)` (CSS pixels): the
+    /// plot drawn again with the id pipeline into an `R32Uint` target, the texel there copied to
+    /// a buffer and mapped; [`Self::drawn_id`] answers once the map is done. False where no
+    /// timeline is shown or `(x, y)` is past the plot.
+    pub fn request_drawn_id(&self, x: f32, y: f32) -> bool {
+        let Some(app) = self.runner.app_mut::<ViewerApp>() else { return false };
+        let Some(t) = app.timeline() else { return false };
+        let Some(rs) = self.gpu.borrow().clone() else { return false };
+        let ppp = t.pixels_per_point;
+        let viewport = eframe::egui::Rect::from_min_max(
+            (t.plot_rect.min.to_vec2() * ppp).to_pos2(),
+            (t.plot_rect.max.to_vec2() * ppp).to_pos2(),
+        );
+        let (w, h) = (viewport.right().ceil() as u32, viewport.bottom().ceil() as u32);
+        let (x, y) = ((x * ppp) as u32, (y * ppp) as u32);
+        if x >= w || y >= h {
+            return false;
+        }
+        let renderer = rs.renderer.read();
+        let Some(r) = renderer.callback_resources.get::<crate::gpu::TimelineResources>() else { return false };
+        let (ids, draw) = crate::gpu::draw_ids(&rs.device, r, t.slot, (w, h), viewport);
+        let buffer = rs.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("memviz id read"),
+            size: u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT),
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        let mut copy =
+            rs.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz id read") });
+        copy.copy_texture_to_buffer(
+            wgpu::TexelCopyTextureInfo {
+                texture: &ids,
+                mip_level: 0,
+                origin: wgpu::Origin3d { x, y, z: 0 },
+                aspect: wgpu::TextureAspect::All,
+            },
+            wgpu::TexelCopyBufferInfo {
+                buffer: &buffer,
+                layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: None, rows_per_image: None },
+            },
+            wgpu::Extent3d { width: 1, height: 1, depth_or_array_layers: 1 },
+        );
+        rs.queue.submit([draw, copy.finish()]);
+        let mapped = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&mapped);
+        buffer.slice(..).map_async(wgpu::MapMode::Read, move |r| done.store(r.is_ok(), Ordering::Release));
+        *self.id_read.borrow_mut() = Some(IdRead { buffer, mapped });
+        true
+    }
+
+    /// For tests: the element id [`Self::request_drawn_id`] asked for, once read back (`None`
+    /// until then); `u32::MAX` where the plot draws no element.
+    pub fn drawn_id(&self) -> Option<u32> {
+        let rs = self.gpu.borrow().clone()?;
+        let _ = rs.device.poll(wgpu::PollType::Poll);
+        let mut read = self.id_read.borrow_mut();
+        if !read.as_ref()?.mapped.load(Ordering::Acquire) {
+            return None;
+        }
+        let IdRead { buffer, .. } = read.take()?;
+        let id = buffer
+            .slice(..)
+            .get_mapped_range()
+            .ok()
+            .map(|data| u32::from_le_bytes([data[0], data[1], data[2], data[3]]));
+        buffer.unmap();
+        id
     }
 
     /// For tests: the pinned element, if any.

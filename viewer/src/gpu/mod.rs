@@ -440,6 +440,50 @@ impl ViewResources {
     }
 }
 
+/// Draws view `slot`'s prepared quads as raw element ids (the id pipeline) into a new `R32Uint`
+/// texture of `size` pixels, inside `viewport` (the plot, in pixels), [`EMPTY`](crate::lod::raster::EMPTY)
+/// elsewhere: the id buffer tests read back, natively and in a browser. The texture can be copied
+/// from; the commands are for the caller to submit.
+pub fn draw_ids(
+    device: &wgpu::Device,
+    resources: &TimelineResources,
+    slot: u32,
+    size: (u32, u32),
+    viewport: egui::Rect,
+) -> (wgpu::Texture, wgpu::CommandBuffer) {
+    let ids = device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("memviz ids"),
+        size: wgpu::Extent3d { width: size.0.max(1), height: size.1.max(1), depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::R32Uint,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("memviz ids") });
+    {
+        let view = ids.create_view(&wgpu::TextureViewDescriptor::default());
+        let empty = wgpu::Color { r: f64::from(crate::lod::raster::EMPTY), g: 0.0, b: 0.0, a: 0.0 };
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("memviz ids"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations { load: wgpu::LoadOp::Clear(empty), store: wgpu::StoreOp::Store },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_viewport(viewport.left(), viewport.top(), viewport.width(), viewport.height(), 0.0, 1.0);
+        resources.paint(&mut pass, slot, true);
+    }
+    (ids, encoder.finish())
+}
+
 /// A `R32Uint` texture the fragment shader reads: a texture's ids and keys, and the tables (the
 /// palette, the search's marks) — WebGL2 has no storage buffers in fragment shaders, and a
 /// texture reads the same on every backend.
