@@ -1,9 +1,10 @@
 //! The viewer in a real browser: `memviz serve` serves the page (web/index.html and its wasm, embedded
 //! in the binary) and a bundled archive, headless Chromium (software WebGL2, no GPU) opens it, and
 //! the screenshot shows the timeline drawn; a click pins, a key switches the view, the copied link
-//! reopens it, and the page `memviz export html` writes draws the same pixels from `file://`.
-//! Needs `web/build.sh` run before memviz is built and Debian's `chromium`; CI provides both,
-//! elsewhere the test says what is missing and passes.
+//! reopens it, and the page `memviz export html` writes draws the same pixels from `file://` — in
+//! Firefox too. Needs `web/build.sh` run before memviz is built, Debian's `chromium` and
+//! `firefox-esr`, and playwright-core / puppeteer-core from npm; CI provides them, elsewhere the
+//! test says what is missing and passes.
 
 use std::path::Path;
 
@@ -61,9 +62,15 @@ fn the_viewer_draws_an_archive_in_headless_chromium() {
     assert!(dom.contains("<title>memviz: first frame drawn</title>"), "{}", &dom[..dom.len().min(400)]);
     let out = chrome(&format!("--screenshot={}", shot.display()), "profile");
     assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&out.stderr));
-    let (w, h, channels, rgba) = read_png(&shot);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_plot_drawn(&shot, &stderr);
+}
+
+/// The screenshot at `shot` (1200×700) shows gpt2_small's timeline: the plot's lower band (the
+/// long-lived allocations of every step) drawn, not background, in several sites' colours.
+fn assert_plot_drawn(shot: &Path, context: &str) {
+    let (w, h, channels, rgba) = read_png(shot);
     assert_eq!((w, h), (1200, 700));
-    // The plot's lower band (the long-lived allocations of every step): drawn, not background.
     let (mut drawn, mut all) = (0, 0);
     let mut colours = std::collections::BTreeSet::new();
     for y in (h * 62 / 100)..(h * 80 / 100) {
@@ -76,19 +83,28 @@ fn the_viewer_draws_an_archive_in_headless_chromium() {
             }
         }
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(drawn * 10 > all * 8, "{drawn} of {all} pixels drawn in the plot: {stderr}");
+    assert!(drawn * 10 > all * 8, "{drawn} of {all} pixels drawn in the plot: {context}");
     // Elements in their sites' colours, not one blank page colour.
-    assert!(colours.len() >= 4, "{} colours in the plot: {stderr}", colours.len());
+    assert!(colours.len() >= 4, "{} colours in the plot: {context}", colours.len());
+}
+
+/// What the GPU draws at each pixel a client read (its id buffer: `tests/clients/drawn_ids.js`)
+/// is what the viewer picks there; elements and empty pixels among them.
+fn assert_drawn_is_picked(seen: &serde_json::Value) {
+    let drawn = seen["drawn"].as_array().unwrap_or_else(|| panic!("no id buffer read: {seen}"));
+    for d in drawn {
+        let id = d["drawn"].as_u64().unwrap_or_else(|| panic!("the id buffer read back: {d}"));
+        let picked = if id == u64::from(memviz::lod::raster::EMPTY) { serde_json::Value::Null } else { id.into() };
+        assert_eq!(d["picked"], picked, "the pick equals the drawn texel: {d}");
+    }
+    let elements = drawn.iter().filter(|d| d["picked"].is_u64()).count();
+    assert!(elements >= 3 && elements < drawn.len(), "elements and empty pixels among those read: {seen}");
 }
 
 /// Whether Node.js can load playwright-core (`npm install playwright-core`; CI puts it on
 /// `NODE_PATH`).
 fn has_playwright() -> bool {
-    std::process::Command::new("node")
-        .args(["-e", "require('playwright-core')"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    node_has("playwright-core")
 }
 
 #[test]
@@ -115,15 +131,7 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
     let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
     assert!(seen["under"].is_u64(), "an element low in the plot: {seen}");
-    // What the GPU draws at each pixel read (its id buffer) is what the viewer picks there.
-    let drawn = seen["drawn"].as_array().unwrap();
-    for d in drawn {
-        let id = d["drawn"].as_u64().unwrap_or_else(|| panic!("the id buffer read back: {d}"));
-        let picked = if id == u64::from(memviz::lod::raster::EMPTY) { serde_json::Value::Null } else { id.into() };
-        assert_eq!(d["picked"], picked, "the pick equals the drawn texel: {d}");
-    }
-    let elements = drawn.iter().filter(|d| d["picked"].is_u64()).count();
-    assert!(elements >= 3 && elements < drawn.len(), "elements and empty pixels among those read: {seen}");
+    assert_drawn_is_picked(&seen);
     assert_eq!(seen["pinned"], seen["under"], "the click pinned what the viewer picks there: {seen}");
     assert!(seen["after_empty_click"].is_null(), "a click above the data unpins: {seen}");
 
@@ -148,6 +156,54 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
         "{differ} of {} pixels differ between the exported and the served page",
         a.0 * a.1
     );
+}
+
+/// Whether Node.js can load `module` (CI puts npm's on `NODE_PATH`).
+fn node_has(module: &str) -> bool {
+    std::process::Command::new("node")
+        .args(["-e", &format!("require('{module}')")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The exported page opens from `file://` in Firefox too (Debian's firefox-esr under Xvfb, driven
+/// by puppeteer-core): the timeline drawn, and the GPU's id buffer equal to the viewer's picks.
+#[test]
+fn an_exported_page_draws_in_firefox_from_file() {
+    let firefox = Path::new("/usr/bin/firefox-esr");
+    let xvfb = Path::new("/usr/bin/xvfb-run");
+    if !repo().join("web/pkg/memviz_web.js").exists()
+        || !firefox.exists()
+        || !xvfb.exists()
+        || !node_has("puppeteer-core")
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run web/build.sh, install firefox-esr, xvfb and puppeteer-core"
+        );
+        eprintln!("skipped: web/pkg, /usr/bin/firefox-esr, xvfb-run or puppeteer-core (node) missing");
+        return;
+    }
+    let dir = tempdir();
+    let golden = data(&format!("golden/gpt2_small.v{}.memviz", memviz_format::FORMAT_VERSION));
+    let page = dir.path().join("gpt2_small.html");
+    let out = memviz(["export".as_ref(), "html".as_ref(), golden.as_os_str(), "-o".as_ref(), page.as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(xvfb)
+        .args(["-a", "-s", "-screen 0 1280x800x24", "node"])
+        .arg(repo().join("tests/clients/firefox_client.js"))
+        .arg(format!("file://{}", page.display()))
+        .arg(dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["view"], "timeline", "{seen}");
+    assert_drawn_is_picked(&seen);
+    assert_plot_drawn(&dir.path().join("firefox.png"), &format!("{seen}"));
 }
 
 #[test]

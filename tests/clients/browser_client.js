@@ -8,6 +8,7 @@
 //
 //   node browser_client.js URL [EXPORTED_URL SHOTS_DIR]
 const { chromium } = require('playwright-core');
+const { drawnIds } = require('./drawn_ids');
 
 (async () => {
   const [url, exported, shots] = process.argv.slice(2);
@@ -37,23 +38,7 @@ const { chromium } = require('playwright-core');
     seen.plot = [left, top, right, bottom];
     const x = (left + right) / 2, low = bottom - 3;
     seen.under = await page.evaluate(([x, y]) => window.memviz.element_at(x, y) ?? null, [x, low]);
-    // The id buffer: the element the GPU draws at a few pixels of the plot (its id pass, read
-    // back: WebGL maps the buffer a frame or so later), beside what the viewer picks there.
-    const drawnAt = async (px, py) => {
-      if (!await page.evaluate(([a, b]) => window.memviz.request_drawn_id(a, b), [px, py])) return 'not asked';
-      for (let i = 0; i < 200; i++) {
-        const id = await page.evaluate('window.memviz.drawn_id() ?? null');
-        if (id !== null) return id;
-        await page.waitForTimeout(20);
-      }
-      return 'never read';
-    };
-    seen.drawn = [];
-    for (const [fx, fy] of [[0.5, 0.99], [0.2, 0.95], [0.8, 0.9], [0.35, 0.7], [0.5, 0.01]]) {
-      const px = Math.floor(left + (right - left) * fx) + 0.5, py = Math.floor(top + (bottom - top) * fy) + 0.5;
-      const picked = await page.evaluate(([a, b]) => window.memviz.element_at(a, b) ?? null, [px, py]);
-      seen.drawn.push({ at: [px, py], drawn: await drawnAt(px, py), picked });
-    }
+    seen.drawn = await drawnIds(page, seen.plot);
     await page.mouse.click(x, low);
     await page.waitForTimeout(300);
     seen.pinned = await page.evaluate('window.memviz.pinned() ?? null');
