@@ -72,6 +72,13 @@ enum Made {
     Stack(StackId),
 }
 
+/// The fewest pickle bytes of an event a range holds (its dict, keys fetched from the memo, an
+/// action string, address, size, stream and time): room for its rows is made from it.
+const EVENT_BYTES_AT_LEAST: usize = 40;
+
+/// The fewest pickle bytes a memo entry a range makes takes (the MEMOIZE and what it names).
+const MADE_BYTES_AT_LEAST: usize = 8;
+
 /// What a worker read of one range.
 #[derive(Debug)]
 pub struct RangeOut {
@@ -385,6 +392,12 @@ impl<'a> Worker<'a> {
     /// serial reader's, passed over here with the memo entries they make counted).
     fn read_range(mut self, wave: &[u8], end: usize) -> Vec<RangeOut> {
         let mut pieces = Vec::new();
+        // Room for every event the range can hold (an event takes ~80 bytes of pickle, and makes
+        // a few memo entries): never grown and copied while read. Only what is written is
+        // touched, so the room costs no memory beyond it.
+        let bytes = end.saturating_sub((self.out.start - self.base) as usize);
+        self.out.rows.reserve(bytes / EVENT_BYTES_AT_LEAST);
+        self.out.made.reserve(bytes / MADE_BYTES_AT_LEAST);
         loop {
             let (stopped, at) = self.read(wave, end);
             let memo_next = self.memo_from + self.out.made.len();
