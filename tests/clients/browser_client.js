@@ -7,16 +7,12 @@
 // take both pages' screenshots on the same view. Prints what it saw as JSON.
 //
 //   node browser_client.js URL [EXPORTED_URL SHOTS_DIR]
-const { chromium } = require('playwright-core');
+const { launch } = require('./chromium');
 const { drawnIds } = require('./drawn_ids');
 
 (async () => {
   const [url, exported, shots] = process.argv.slice(2);
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  const browser = await launch();
   const seen = { errors: [] };
   // A page on `at`, once it drew its first frame.
   const open = async (at) => {

@@ -5,15 +5,11 @@
 // open two ranks one above the other. Prints what it saw as JSON.
 //
 //   node browser_job.js LISTING_URL
-const { chromium } = require('playwright-core');
+const { launch } = require('./chromium');
 
 (async () => {
   const [listing] = process.argv.slice(2);
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  const browser = await launch();
   const seen = { errors: [] };
   // A page on `at` once every rank of its strip has loaded; its cells by rank index.
   const open = async (at) => {

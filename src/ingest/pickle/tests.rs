@@ -76,6 +76,23 @@ impl Pickler {
     }
 
     /// Closes what [`Self::begin_trace`] opened and stops.
+    /// Writes frame dicts (`f{n}` in a.py at line n; `keys`: name, filename, line) until there is
+    /// a frame `f`, each left on the stack and memoized (its slot in `frames`), popped (`0`).
+    fn frames_up_to(&mut self, f: usize, frames: &mut Vec<u32>, keys: &[u32]) {
+        while frames.len() <= f {
+            let slot = self.dict();
+            self.get(keys[0]);
+            self.str(&format!("f{}", frames.len()));
+            self.get(keys[1]);
+            self.str("a.py");
+            self.get(keys[2]);
+            self.int(frames.len() as u32);
+            self.end_dict();
+            self.out.push(b'0');
+            frames.push(slot);
+        }
+    }
+
     fn end_trace(&mut self) {
         self.end_list(); // the device's events
         self.end_list(); // device_traces
@@ -100,19 +117,8 @@ fn snapshot_with_stacks(stacks: &[&[usize]]) -> Snapshot {
         p.get(keys[3]);
         p.list();
         for &f in *stack {
-            while frames.len() <= f {
-                // A frame dict is written where first used, then fetched from the memo.
-                let slot = p.dict();
-                p.get(keys[4]);
-                p.str(&format!("f{}", frames.len()));
-                p.get(keys[5]);
-                p.str("a.py");
-                p.get(keys[6]);
-                p.int(frames.len() as u32);
-                p.end_dict();
-                p.out.push(b'0');
-                frames.push(slot);
-            }
+            // A frame dict is written where first used, then fetched from the memo.
+            p.frames_up_to(f, &mut frames, &keys[4..7]);
             p.get(frames[f]);
         }
         p.end_list();
@@ -376,18 +382,7 @@ fn batched_trace() -> Vec<u8> {
             p.get(keys[3]);
             p.list();
             let f = if batch == 2 && i >= 10 { 3 } else { (i % 3) as usize };
-            while frames.len() <= f {
-                let slot = p.dict();
-                p.get(keys[4]);
-                p.str(&format!("f{}", frames.len()));
-                p.get(keys[5]);
-                p.str("a.py");
-                p.get(keys[6]);
-                p.int(frames.len() as u32);
-                p.end_dict();
-                p.out.push(b'0');
-                frames.push(slot);
-            }
+            p.frames_up_to(f, &mut frames, &keys[4..7]);
             p.get(frames[f]);
             p.get(frames[(f + 1) % frames.len()]);
             p.end_list();
