@@ -92,11 +92,10 @@ impl WebHandle {
                 eframe::WebOptions::default(),
                 Box::new(move |cc| {
                     let rs = cc.wgpu_render_state.as_ref().ok_or("the wgpu renderer is not available")?;
-                    // With the id pipeline: the tests read the id buffer (`request_drawn_id`).
                     rs.renderer.write().callback_resources.insert(crate::gpu::TimelineResources::new(
                         &rs.device,
                         rs.target_format,
-                        true,
+                        false,
                     ));
                     *gpu.borrow_mut() = Some(rs.clone());
                     let mut app = ViewerApp::new(options);
@@ -147,8 +146,9 @@ impl WebHandle {
         if x >= w || y >= h {
             return false;
         }
-        let renderer = rs.renderer.read();
-        let Some(r) = renderer.callback_resources.get::<crate::gpu::TimelineResources>() else { return false };
+        let mut renderer = rs.renderer.write();
+        let Some(r) = renderer.callback_resources.get_mut::<crate::gpu::TimelineResources>() else { return false };
+        r.make_id_pipeline(&rs.device);
         let (ids, draw) = crate::gpu::draw_ids(&rs.device, r, t.slot, (w, h), viewport);
         let buffer = rs.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("memviz id read"),

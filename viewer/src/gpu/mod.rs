@@ -67,6 +67,9 @@ pub struct Globals {
 pub struct TimelineResources {
     colour_pipeline: wgpu::RenderPipeline,
     id_pipeline: Option<wgpu::RenderPipeline>,
+    /// What the id pipeline is made from when it is first wanted.
+    shader: wgpu::ShaderModule,
+    layout: wgpu::PipelineLayout,
     globals_layout: wgpu::BindGroupLayout,
     texture_layout: wgpu::BindGroupLayout,
     views: HashMap<u32, ViewResources>,
@@ -138,7 +141,7 @@ struct Instance {
 }
 
 impl TimelineResources {
-    /// Builds the pipelines for `target` (and an id pipeline writing `R32Uint`, offscreen).
+    /// Builds the pipelines for `target` (and the id pipeline writing `R32Uint`, offscreen).
     pub fn new(device: &wgpu::Device, target: wgpu::TextureFormat, with_id_pipeline: bool) -> Self {
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("memviz timeline"),
@@ -172,50 +175,30 @@ impl TimelineResources {
             bind_group_layouts: &[Some(&globals_layout), Some(&texture_layout)],
             immediate_size: 0,
         });
-        let pipeline = |entry: &str, format: wgpu::TextureFormat| {
-            device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&layout),
-                vertex: wgpu::VertexState {
-                    module: &shader,
-                    entry_point: Some("vs"),
-                    compilation_options: Default::default(),
-                    buffers: &[Some(wgpu::VertexBufferLayout {
-                        array_stride: std::mem::size_of::<Instance>() as u64,
-                        step_mode: wgpu::VertexStepMode::Instance,
-                        attributes: &wgpu::vertex_attr_array![0 => Float32x4, 1 => Float32x4],
-                    })],
-                },
-                fragment: Some(wgpu::FragmentState {
-                    module: &shader,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    targets: &[Some(wgpu::ColorTargetState {
-                        format,
-                        blend: None,
-                        write_mask: wgpu::ColorWrites::ALL,
-                    })],
-                }),
-                primitive: wgpu::PrimitiveState {
-                    topology: wgpu::PrimitiveTopology::TriangleStrip,
-                    ..Default::default()
-                },
-                depth_stencil: None,
-                multisample: wgpu::MultisampleState::default(),
-                multiview_mask: None,
-                cache: None,
-            })
-        };
-        let colour_pipeline = pipeline("fs_colour", target);
-        let id_pipeline = with_id_pipeline.then(|| pipeline("fs_id", wgpu::TextureFormat::R32Uint));
-        TimelineResources {
+        let colour_pipeline = render_pipeline(device, &layout, &shader, "fs_colour", target);
+        let mut r = TimelineResources {
             colour_pipeline,
-            id_pipeline,
+            id_pipeline: None,
+            shader,
+            layout,
             globals_layout,
             texture_layout,
             views: HashMap::new(),
             clock: 0,
             uploads: 0,
+        };
+        if with_id_pipeline {
+            r.make_id_pipeline(device);
+        }
+        r
+    }
+
+    /// Builds the id pipeline ([`draw_ids`] needs it) if it is not built yet: a page builds it
+    /// only when a test first reads its id buffer, so a page's start never compiles it.
+    pub fn make_id_pipeline(&mut self, device: &wgpu::Device) {
+        if self.id_pipeline.is_none() {
+            let format = wgpu::TextureFormat::R32Uint;
+            self.id_pipeline = Some(render_pipeline(device, &self.layout, &self.shader, "fs_id", format));
         }
     }
 
@@ -438,6 +421,41 @@ impl ViewResources {
             }
         }
     }
+}
+
+/// The timeline's pipeline with fragment entry point `entry`, writing `format`.
+fn render_pipeline(
+    device: &wgpu::Device,
+    layout: &wgpu::PipelineLayout,
+    shader: &wgpu::ShaderModule,
+    entry: &str,
+    format: wgpu::TextureFormat,
+) -> wgpu::RenderPipeline {
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some(entry),
+        layout: Some(layout),
+        vertex: wgpu::VertexState {
+            module: shader,
+            entry_point: Some("vs"),
+            compilation_options: Default::default(),
+            buffers: &[Some(wgpu::VertexBufferLayout {
+                array_stride: std::mem::size_of::<Instance>() as u64,
+                step_mode: wgpu::VertexStepMode::Instance,
+                attributes: &wgpu::vertex_attr_array![0 => Float32x4, 1 => Float32x4],
+            })],
+        },
+        fragment: Some(wgpu::FragmentState {
+            module: shader,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            targets: &[Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })],
+        }),
+        primitive: wgpu::PrimitiveState { topology: wgpu::PrimitiveTopology::TriangleStrip, ..Default::default() },
+        depth_stencil: None,
+        multisample: wgpu::MultisampleState::default(),
+        multiview_mask: None,
+        cache: None,
+    })
 }
 
 /// Draws view `slot`'s prepared quads as raw element ids (the id pipeline) into a new `R32Uint`
