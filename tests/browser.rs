@@ -10,6 +10,13 @@ use std::path::Path;
 
 use crate::support::*;
 
+/// One browser at a time: each test's browser starts many threads (SwiftShader's, Mesa's), and
+/// two side by side on a 2-core machine can starve one past its budget.
+fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `memviz serve` over the golden archives (the page it embeds), its cache in `dir`, and the
 /// page's URL on gpt2_small's archive.
 fn serve_page(dir: &Path) -> (crate::serve::Server, String) {
@@ -36,6 +43,7 @@ fn read_png(path: &Path) -> (usize, usize, usize, Vec<u8>) {
 
 #[test]
 fn the_viewer_draws_an_archive_in_headless_chromium() {
+    let _one = one_browser();
     let glue = repo().join("web/pkg/memviz_web.js");
     let chromium = Path::new("/usr/bin/chromium");
     if !glue.exists() || !chromium.exists() {
@@ -109,6 +117,7 @@ fn has_playwright() -> bool {
 
 #[test]
 fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_draws_the_same() {
+    let _one = one_browser();
     if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
         assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
         eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");
@@ -170,6 +179,7 @@ fn node_has(module: &str) -> bool {
 /// by puppeteer-core): the timeline drawn, and the GPU's id buffer equal to the viewer's picks.
 #[test]
 fn an_exported_page_draws_in_firefox_from_file() {
+    let _one = one_browser();
     let firefox = Path::new("/usr/bin/firefox-esr");
     let xvfb = Path::new("/usr/bin/xvfb-run");
     if !repo().join("web/pkg/memviz_web.js").exists()
@@ -237,6 +247,7 @@ fn export_html_writes_one_page_with_the_snapshots_archive_inline() {
 
 #[test]
 fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
+    let _one = one_browser();
     if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
         assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
         eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");

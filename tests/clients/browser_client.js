@@ -7,7 +7,7 @@
 // take both pages' screenshots on the same view. Prints what it saw as JSON.
 //
 //   node browser_client.js URL [EXPORTED_URL SHOTS_DIR]
-const { launch } = require('./chromium');
+const { launch, openPage } = require('./chromium');
 const { drawnIds } = require('./drawn_ids');
 
 (async () => {
@@ -15,13 +15,7 @@ const { drawnIds } = require('./drawn_ids');
   const browser = await launch();
   const seen = { errors: [] };
   // A page on `at`, once it drew its first frame.
-  const open = async (at) => {
-    const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
-    page.on('pageerror', (e) => seen.errors.push(String(e)));
-    await page.goto(at);
-    await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 60000 });
-    return page;
-  };
+  const open = (at) => openPage(browser, at, seen.errors);
   const state = async (page) => ({
     view: await page.evaluate('window.memviz.view()'),
     pinned: await page.evaluate('window.memviz.pinned() ?? null'),

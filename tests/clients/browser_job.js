@@ -5,7 +5,7 @@
 // open two ranks one above the other. Prints what it saw as JSON.
 //
 //   node browser_job.js LISTING_URL
-const { launch } = require('./chromium');
+const { launch, openPage } = require('./chromium');
 
 (async () => {
   const [listing] = process.argv.slice(2);
@@ -13,10 +13,7 @@ const { launch } = require('./chromium');
   const seen = { errors: [] };
   // A page on `at` once every rank of its strip has loaded; its cells by rank index.
   const open = async (at) => {
-    const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
-    page.on('pageerror', (e) => seen.errors.push(String(e)));
-    await page.goto(at);
-    await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 120000 });
+    const page = await openPage(browser, at, seen.errors, 120000);
     await page.waitForFunction('(() => { const r = window.memviz.ranks(); return r.length > 2 && r[0] === r[1]; })()',
       null, { timeout: 60000 });
     await page.waitForTimeout(300);

@@ -8,4 +8,14 @@ const launch = () => chromium.launch({
          '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
 
-module.exports = { launch };
+// A 1200×700 page of `browser` on `at` once the viewer drew its first frame, its page errors
+// pushed to `errors`.
+const openPage = async (browser, at, errors, timeout = 60000) => {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(at);
+  await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout });
+  return page;
+};
+
+module.exports = { launch, openPage };
