@@ -44,11 +44,8 @@ fn read_png(path: &Path) -> (usize, usize, usize, Vec<u8>) {
 #[test]
 fn the_viewer_draws_an_archive_in_headless_chromium() {
     let _one = one_browser();
-    let glue = repo().join("web/pkg/memviz_web.js");
     let chromium = Path::new("/usr/bin/chromium");
-    if !glue.exists() || !chromium.exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh and install chromium");
-        eprintln!("skipped: web/pkg (web/build.sh) or /usr/bin/chromium missing");
+    if !ready(has_page() && chromium.exists(), "web/pkg (web/build.sh) and /usr/bin/chromium") {
         return;
     }
     let dir = tempdir();
@@ -109,18 +106,22 @@ fn assert_drawn_is_picked(seen: &serde_json::Value) {
     assert!(elements >= 3 && elements < drawn.len(), "elements and empty pixels among those read: {seen}");
 }
 
-/// Whether Node.js can load playwright-core (`npm install playwright-core`; CI puts it on
-/// `NODE_PATH`).
-fn has_playwright() -> bool {
-    node_has("playwright-core")
+/// Whether web/build.sh made the page's glue.
+fn has_page() -> bool {
+    repo().join("web/pkg/memviz_web.js").exists()
+}
+
+/// [`ready`] for a test that drives Chromium with playwright-core (`npm install
+/// playwright-core`; CI puts it on `NODE_PATH`).
+fn playwright_ready() -> bool {
+    let have = has_page() && Path::new("/usr/bin/chromium").exists() && node_has("playwright-core");
+    ready(have, "web/pkg (web/build.sh), /usr/bin/chromium and playwright-core (node)")
 }
 
 #[test]
 fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_draws_the_same() {
     let _one = one_browser();
-    if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
-        eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");
+    if !playwright_ready() {
         return;
     }
     let dir = tempdir();
@@ -182,16 +183,8 @@ fn an_exported_page_draws_in_firefox_from_file() {
     let _one = one_browser();
     let firefox = Path::new("/usr/bin/firefox-esr");
     let xvfb = Path::new("/usr/bin/xvfb-run");
-    if !repo().join("web/pkg/memviz_web.js").exists()
-        || !firefox.exists()
-        || !xvfb.exists()
-        || !node_has("puppeteer-core")
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run web/build.sh, install firefox-esr, xvfb and puppeteer-core"
-        );
-        eprintln!("skipped: web/pkg, /usr/bin/firefox-esr, xvfb-run or puppeteer-core (node) missing");
+    let have = has_page() && firefox.exists() && xvfb.exists() && node_has("puppeteer-core");
+    if !ready(have, "web/pkg (web/build.sh), /usr/bin/firefox-esr, xvfb-run and puppeteer-core (node)") {
         return;
     }
     let dir = tempdir();
@@ -218,9 +211,7 @@ fn an_exported_page_draws_in_firefox_from_file() {
 
 #[test]
 fn export_html_writes_one_page_with_the_snapshots_archive_inline() {
-    if !repo().join("web/pkg/memviz_web_bg.wasm.gz").exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh before building memviz");
-        eprintln!("skipped: web/pkg (web/build.sh) missing");
+    if !ready(repo().join("web/pkg/memviz_web_bg.wasm.gz").exists(), "web/pkg (web/build.sh, before memviz is built)") {
         return;
     }
     let dir = tempdir();
@@ -248,9 +239,7 @@ fn export_html_writes_one_page_with_the_snapshots_archive_inline() {
 #[test]
 fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
     let _one = one_browser();
-    if !repo().join("web/pkg/memviz_web.js").exists() || !Path::new("/usr/bin/chromium").exists() || !has_playwright() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run web/build.sh, install chromium and playwright-core");
-        eprintln!("skipped: web/pkg, /usr/bin/chromium or playwright-core (node) missing");
+    if !playwright_ready() {
         return;
     }
     let dir = tempdir();

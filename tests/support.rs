@@ -170,3 +170,14 @@ where
 pub fn native_options() -> memviz::viewer::ViewerOptions {
     memviz::viewer::ViewerOptions { platform: memviz::native::platform(), ..Default::default() }
 }
+
+/// Whether what a test `needs` from outside the tree (a browser, a Python package, the page
+/// web/build.sh makes) is here (`have`): CI must provide it; elsewhere the test says what is
+/// missing and passes.
+pub fn ready(have: bool, needs: &str) -> bool {
+    if !have {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide {needs}");
+        eprintln!("skipped: {needs} missing");
+    }
+    have
+}
