@@ -1,5 +1,5 @@
 //! The pickle decoder alone (issue 17: ≥ 600 MB/s): the snapshot read into memory once, then
-//! decoded into the model several times — no file reads, no layout, no row observer.
+//! decoded into the model several times — no file reads, no layout, no row sink.
 //!
 //!     cargo bench --bench decode [-- SNAPSHOT.pickle [RUNS]]   (default: scale_2m7, 8 runs)
 

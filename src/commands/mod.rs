@@ -348,7 +348,8 @@ pub fn export_segments(args: &ExportArgs, opening: &Opening<'_>) -> anyhow::Resu
         }
     }
     export_with(args, cache, |loaded, views, w| {
-        let layouts: Vec<Layout> = views.iter().map(|l| Layout::segments(&loaded.snapshot, l.device)).collect();
+        let layouts: Vec<Layout> =
+            views.iter().map(|l| Layout::segments(&loaded.snapshot, &loaded.snapshot.events, l.device)).collect();
         let doc = export::LayoutExport { devices: layouts.iter().map(|l| export::device_layout(l.view())).collect() };
         Ok(serde_json::to_writer(w, &doc)?)
     })

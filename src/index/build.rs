@@ -18,7 +18,7 @@ use crate::file::write::{FirstLods, Heads};
 use crate::ingest::SourceInfo;
 use crate::layout::{Checkpoints, CheckpointsRef, ElementsRef, Layout, LayoutRef};
 use crate::lod::{self, minimap};
-use crate::model::{Action, ActionIdx, BlockState, DeviceId, Events, NO_TIME, NONE, Snapshot, Stage};
+use crate::model::{Action, ActionIdx, BlockState, DeviceId, EventValues, Events, NO_TIME, NONE, Snapshot, Stage};
 
 // The texels lod writes are the texels FORMAT.md documents.
 const _: () = assert!(lod::raster::EMPTY == memviz_format::TEXEL_EMPTY);
@@ -59,9 +59,9 @@ pub fn build_root(
     stage: &dyn Fn(BuildStage),
     begin: &mut dyn FnMut(Arc<Heads>) -> FirstLods,
 ) -> Vec<f::Device> {
-    let (columns, mut walked) = match made {
-        Some(m) => (Some(m.columns), m.walked),
-        None => (None, Vec::new()),
+    let (columns, mut walked, held) = match made {
+        Some(m) => (Some(m.columns), m.walked, m.held),
+        None => (None, Vec::new(), None),
     };
     walked.resize(layouts.len(), None);
     // The allocator passes' plans (K, from a walk over the actions) beside the rest.
@@ -69,8 +69,14 @@ pub fn build_root(
         || {
             crate::timings::timed("spans and what needs the raw events", || {
                 let spans = spans::spans(&snap);
+                // The events' values: the model's, or those the reader held where it let go of
+                // the walked trace's block events.
+                let rows: &dyn EventValues = match &held {
+                    Some(h) => h,
+                    None => &snap.events,
+                };
                 let from_events: Vec<FromEvents> =
-                    layouts.iter().zip(walked).map(|(l, w)| event_derived(&snap, &spans, l, w)).collect();
+                    layouts.iter().zip(walked).map(|(l, w)| event_derived(&snap, rows, &spans, l, w)).collect();
                 (spans, from_events)
             })
         },
@@ -83,6 +89,7 @@ pub fn build_root(
     );
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();
+    drop(held);
     snap.events.drop_rows();
     let devices = crate::timings::timed("device heads", || {
         layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect()
@@ -250,20 +257,26 @@ struct FromEvents {
     segments: (Layout, Vec<u32>),
 }
 
-/// `walked`: the columns the layout's walk made beside the reader, else they are made here.
-fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Option<Walked>) -> FromEvents {
+/// `walked`: the columns the layout's walk made beside the reader, else they are made here;
+/// `rows`: where the events' values are.
+fn event_derived(
+    snap: &Snapshot,
+    rows: &dyn EventValues,
+    spans: &[spans::Span],
+    l: &Layout,
+    walked: Option<Walked>,
+) -> FromEvents {
     let device = l.device;
     let view = l.view();
     let trace = snap.trace(device);
     let (action_time_us, action_time_chunks, stack, first_event_time) = match walked {
         Some(w) => (w.action_time_us, w.action_time_chunks, w.element_stack, w.first_time_us),
         None => {
-            let ev = &snap.events;
-            let first = trace.clone().map(|e| ev.values(e).map_or(NO_TIME, |v| v.time_us)).find(|&t| t != NO_TIME);
+            let first = trace.clone().map(|e| rows.values(e).map_or(NO_TIME, |v| v.time_us)).find(|&t| t != NO_TIME);
             (model_action_times(snap, view), Vec::new(), sites::element_stacks(snap, view), first)
         }
     };
-    let reserved = reserved::timeline(snap, device);
+    let reserved = reserved::timeline(snap, rows, device);
     let spans = spans
         .iter()
         .filter(|s| s.on(device))
@@ -274,8 +287,8 @@ fn event_derived(snap: &Snapshot, spans: &[spans::Span], l: &Layout, walked: Opt
         time_us: reserved.points.iter().map(|p| p.0).collect(),
         bytes: reserved.points.iter().map(|p| p.1).collect(),
     };
-    let segments = Layout::segments(snap, device);
-    let segment_stacks = sites::segment_stacks(snap, segments.view());
+    let segments = Layout::segments(snap, rows, device);
+    let segment_stacks = sites::segment_stacks(snap, rows, segments.view());
     let oom_events =
         trace.clone().filter(|&e| snap.events.action[e] == Action::Oom).map(|e| (e - trace.start) as u32).collect();
     FromEvents {

@@ -12,9 +12,10 @@ use rayon::prelude::*;
 
 use memviz_format::schema::{Chunk, EventTable};
 
+use super::held::{RowSlices, RowValuesColumns};
 use crate::allocator::EventColumns;
 use crate::archive::chunks::{self, CHUNK_ROWS};
-use crate::model::{Action, Events, RestoredRows, StrId};
+use crate::model::{Action, Events, StrId};
 
 /// One chunk of rows of the large columns, copied out of the events being read, with the text
 /// of each `annotate` among them (for the layout's walk).
@@ -30,15 +31,16 @@ pub struct RawRows {
 }
 
 impl RawRows {
-    pub fn of(ev: &Events, rows: Range<usize>) -> RawRows {
-        RawRows::default().refill(ev, rows)
+    /// Rows `rows` of `ev`, their large columns from `values`.
+    pub fn of(ev: &Events, values: &RowSlices<'_>, rows: Range<usize>) -> RawRows {
+        RawRows::default().refill(ev, values, rows)
     }
 
     /// These columns' memory holding `rows` of `ev` instead (a chunk's rows reuse a chunk's
     /// capacity: allocating and freeing them each chunk made the heap trim and fault fresh
     /// pages back in).
-    /// `rows` are held (not forgotten: [`Events::forget_rows`]).
-    pub fn refill(mut self, ev: &Events, rows: Range<usize>) -> RawRows {
+    /// `values` holds `rows` (an index read lets go of rows: `super::held`).
+    pub fn refill(mut self, ev: &Events, values: &RowSlices<'_>, rows: Range<usize>) -> RawRows {
         let action = &ev.action[rows.clone()];
         self.first = rows.start;
         self.annotations.clear();
@@ -50,11 +52,11 @@ impl RawRows {
         );
         self.action.clear();
         self.action.extend(action.iter().map(|&a| a as u8));
-        let held = rows.start - ev.forgotten..rows.end - ev.forgotten;
-        ev.addr[held.clone()].clone_into(&mut self.addr);
-        ev.size[held.clone()].clone_into(&mut self.size);
-        ev.time_us[held.clone()].clone_into(&mut self.time_us);
-        ev.stack[held].clone_into(&mut self.stack);
+        let held = rows.start - values.first..rows.end - values.first;
+        values.addr[held.clone()].clone_into(&mut self.addr);
+        values.size[held.clone()].clone_into(&mut self.size);
+        values.time_us[held.clone()].clone_into(&mut self.time_us);
+        values.stack[held].clone_into(&mut self.stack);
         self
     }
 
@@ -83,7 +85,7 @@ pub struct Columns {
 impl Columns {
     /// Every row of `ev`, its chunks compressed in parallel.
     pub fn compress(ev: &Events) -> Columns {
-        Columns::default().complete(ev)
+        Columns::default().complete(ev, &RowSlices::of(ev))
     }
 
     /// Takes the next chunk, `rows` compressed.
@@ -106,9 +108,9 @@ impl Columns {
         self.rows += rows;
     }
 
-    /// Rows `0..rows` decompressed (`rows` at most [`Self::rows`]): what an index read forgot,
-    /// put back with [`Events::restore_rows`].
-    pub fn restore(&self, rows: usize) -> RestoredRows {
+    /// Rows `0..rows` decompressed (`rows` at most [`Self::rows`]): the rows an index read let go,
+    /// made whole again with [`super::held::Held::put_into`].
+    pub fn restore(&self, rows: usize) -> RowValuesColumns {
         fn column<T: Send>(
             chunks: &[Chunk],
             rows: usize,
@@ -122,7 +124,7 @@ impl Columns {
             out.truncate(rows);
             out
         }
-        RestoredRows {
+        RowValuesColumns {
             addr: column(&self.addr, rows, chunks::decode_owned),
             size: column(&self.size, rows, chunks::decode_owned),
             time_us: column(&self.time_us, rows, chunks::decode_deltas_owned),
@@ -130,15 +132,16 @@ impl Columns {
         }
     }
 
-    /// The rows of `ev` past those already compressed (a multiple of `CHUNK_ROWS`), in parallel.
-    pub fn complete(mut self, ev: &Events) -> Columns {
+    /// The rows of `ev` past those already compressed (a multiple of `CHUNK_ROWS`), in parallel;
+    /// `values` holds them.
+    pub fn complete(mut self, ev: &Events, values: &RowSlices<'_>) -> Columns {
         debug_assert!(self.rows.is_multiple_of(CHUNK_ROWS));
         let starts: Vec<usize> = (self.rows..ev.len()).step_by(CHUNK_ROWS).collect();
         let done: Vec<(usize, [Chunk; 5])> = starts
             .par_iter()
             .map(|&a| {
                 let b = (a + CHUNK_ROWS).min(ev.len());
-                (b - a, RawRows::of(ev, a..b).compress())
+                (b - a, RawRows::of(ev, values, a..b).compress())
             })
             .collect();
         for (rows, chunks) in done {
@@ -237,10 +240,21 @@ mod tests {
         }
         let ev = &snap.events;
         let ranges = [0..n, 3..10, n / 2..n, 0..0, 1..n / 3, n - 1..n];
-        let mut chunk = RawRows::of(ev, 0..n / 4);
+        let all = RowSlices::of(ev);
+        let mut chunk = RawRows::of(ev, &all, 0..n / 4);
         for r in ranges {
-            chunk = chunk.refill(ev, r.clone());
-            assert_eq!(chunk, RawRows::of(ev, r.clone()), "{r:?}");
+            chunk = chunk.refill(ev, &all, r.clone());
+            assert_eq!(chunk, RawRows::of(ev, &all, r.clone()), "{r:?}");
+            // The same rows from columns that begin later (an index read let go of the first).
+            let from = r.start.min(2);
+            let later = RowSlices {
+                first: from,
+                addr: &ev.addr[from..],
+                size: &ev.size[from..],
+                time_us: &ev.time_us[from..],
+                stack: &ev.stack[from..],
+            };
+            assert_eq!(chunk, RawRows::of(ev, &later, r.clone()), "{r:?}");
         }
     }
 }

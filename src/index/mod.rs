@@ -1,6 +1,6 @@
 //! The index pipeline: a snapshot → its `.memviz` archive. `pipeline` runs the stages (read,
-//! lay out, derive, the allocator's pass, checkpoints and tiles) while `reading` takes the rows
-//! the decoder completes and `columns` compresses the event table; `build` makes the rkyv root
+//! lay out, derive, the allocator's pass, checkpoints and tiles) while `held` holds the rows the
+//! decoder completes, `reading` takes them on two workers and `columns` compresses the event table; `build` makes the rkyv root
 //! and `series` its allocator section; `cache` finds, reuses or rebuilds a snapshot's archive;
 //! `folder` indexes a job's folder of per-rank snapshots. The file itself is `crate::file`'s.
 
@@ -8,6 +8,7 @@ pub mod build;
 pub mod cache;
 pub mod columns;
 pub mod folder;
+pub mod held;
 pub mod pipeline;
 pub mod reading;
 pub mod series;

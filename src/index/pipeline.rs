@@ -12,7 +12,6 @@ use memviz_format::SourceStamp;
 use super::build::BuildStage;
 use super::cache::{PendingCache, file_name};
 use super::reading::{MadeWhileReading, WhileReading, lay_out};
-use crate::archive::chunks::CHUNK_ROWS;
 use crate::file::write::Writing;
 use crate::ingest;
 use crate::layout::Layout;
@@ -45,10 +44,9 @@ pub fn build_archive(
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let _spilling = crate::spill::activate(dir);
     // The event table is compressed and the first trace walked while the decoder reads (it uses
-    // one core of two), and the rows both took are forgotten — but from an input that cannot
-    // be read twice; without a thread for that, everything is done after reading.
-    let (beside, observe) = WhileReading::start(!ingest::is_stream(snapshot)).unzip();
-    let rows = observe.map_or_else(ingest::Observer::default, |o| ingest::Observer::new(CHUNK_ROWS, o));
+    // one core of two), and the rows both took are let go — but from an input that cannot be
+    // read twice; without a thread for that, everything is done after reading.
+    let (beside, rows) = WhileReading::start(!ingest::is_stream(snapshot)).unzip();
     let read = ingest::read_path_observed(snapshot, progress, rows);
     let (mut model, mut source) = read.with_context(|| snapshot.display().to_string())?;
     crate::timings::stage("read", started);
@@ -56,8 +54,8 @@ pub fn build_archive(
     let (layouts, made) = match beside.map(|b| b.finish(&mut model)) {
         Some(Some((layouts, made))) => (layouts, Some(made)),
         Some(None) => {
-            // A row the reader forgot was asked for (a pickle that fetches an event dict long
-            // after making it): read again, forgetting nothing.
+            // A row the reader let go was asked for (a pickle that fetches an event dict long
+            // after making it): read again, letting go of nothing.
             message("reading again");
             (model, source) =
                 ingest::read_path_progress(snapshot, progress).with_context(|| snapshot.display().to_string())?;

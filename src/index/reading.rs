@@ -3,10 +3,10 @@
 //! fed to the layout's walk of the trace that starts at the first row — the walk
 //! [`Layout::build`] would make after reading. Both take the same copy of the rows
 //! ([`RawRows`]), each on its own named worker; the second one done with a copy sends it back,
-//! and the observer fills its memory with a later chunk's rows.
+//! and the reader's sink fills its memory with a later chunk's rows.
 //!
 //! ```text
-//!   decoder ──rows──▶ observer ──Arc<RawRows>──┬──▶ memviz-compress   → Columns
+//!   decoder ──rows──▶ HeldRows ──Arc<RawRows>──┬──▶ memviz-compress   → Columns
 //!                                              └──▶ memviz-lay-out    → TraceWalk of rows 0..m,
 //!                                                                       its action times and
 //!                                                                       element stacks
@@ -16,15 +16,14 @@
 //! the time of each action's event and the stack of each element's — while the rows are at hand:
 //! after reading, on a large snapshot, they were passes over spilled columns faulted back.
 //!
-//! Once both workers took a chunk, the reader forgets the rows before it ([`Events::forget_rows`]:
-//! the large columns are ~29 bytes an event, and kept until the archive was written they were
-//! most of an index's memory and their first touches a tenth of the decoder's thread:
-//! docs/design/06). What is derived after the read from the walked trace's rows comes
-//! from the walk (the first event's time) or from the rows kept of the rare events (reserved
-//! memory, the segment timeline). When more is needed — a device the walk does not belong to,
-//! rows rewritten after they were handed over — the forgotten rows are decompressed back from
-//! the chunks first; when a forgotten row was asked for while reading ([`Events::lost`]), the
-//! pipeline reads the file again, forgetting nothing.
+//! The reader's rows are held by [`super::held`] (the reader's [`crate::ingest::RowSink`]),
+//! which hands each chunk over and, once both workers took it, lets go of the rows before it.
+//! What is derived after the read from the walked trace's rows comes from the walk (the first
+//! event's time) or from the rows kept of the rare events (reserved memory, the segment
+//! timeline: [`MadeWhileReading::held`]). When more is needed — a device the walk does not
+//! belong to, rows rewritten after they were handed over — the rows let go are decompressed
+//! back from the chunks first and the model made whole; when a row let go was asked for while
+//! reading ([`Held::lost`]), the pipeline reads the file again, letting go of nothing.
 //!
 //! After reading, [`WhileReading::finish`] completes both with the rows past the last full chunk
 //! and lays out every other device as before. Which device the walk belongs to is known only
@@ -43,12 +42,12 @@ use memviz_format::schema::Chunk;
 use rayon::prelude::*;
 
 use super::columns::{Columns, RawRows};
+use super::held::{Hand, Held, HeldRows, RowSlices, RowValuesColumns};
 use crate::archive::chunks::{self, CHUNK_ROWS};
 use crate::derive::sites;
 use crate::derive::timeline::model_action_times;
-use crate::ingest::Forget;
 use crate::layout::{Layout, TraceWalk};
-use crate::model::{Action, ElementId, Events, NO_TIME, NONE, Snapshot, StrId};
+use crate::model::{Action, ElementId, EventValues, NO_TIME, NONE, Snapshot, StrId};
 
 /// Chunks in flight to each worker (2 MB each): the decoder waits rather than holding more.
 const IN_FLIGHT: usize = 4;
@@ -58,6 +57,8 @@ pub struct WhileReading {
     compress: JoinHandle<Columns>,
     walk: JoinHandle<Walking>,
     stale: Arc<AtomicBool>,
+    /// What the reader's rows held when it was done.
+    held: Receiver<Held>,
 }
 
 /// What was made beside the reader, for the archive: the event table compressed, and for each
@@ -65,6 +66,9 @@ pub struct WhileReading {
 pub struct MadeWhileReading {
     pub columns: Columns,
     pub walked: Vec<Option<Walked>>,
+    /// The rows the reader held, where the model is not whole (it let go of the walked trace's
+    /// block events): what is derived from the rest of the events reads them here.
+    pub held: Option<Held>,
 }
 
 /// A walked trace's columns that need its events' times and stacks.
@@ -118,13 +122,19 @@ impl Walking {
         }
     }
 
-    /// The events from the walk's next up to `end` (held: the walk took every row forgotten),
-    /// then the layout of `device` and its columns.
-    fn finish(mut self, snap: &Snapshot, device: crate::model::DeviceId, end: usize) -> (Layout, Walked) {
+    /// The events from the walk's next up to `end` (held in `rows`: the walk took every row let
+    /// go), then the layout of `device` and its columns.
+    fn finish(
+        mut self,
+        snap: &Snapshot,
+        rows: &dyn EventValues,
+        device: crate::model::DeviceId,
+        end: usize,
+    ) -> (Layout, Walked) {
         let ev = &snap.events;
         for e in self.walk.next()..end {
             let text = || ev.user_metadata.get(e as u32);
-            let v = ev.values(e).expect("the rows past the walk are held");
+            let v = rows.values(e).expect("the rows past the walk are held");
             self.step((ev.action[e], v.addr, v.size), v.time_us, v.stack, text);
         }
         let layout = self.walk.finish(snap, device);
@@ -143,32 +153,34 @@ impl Walking {
 }
 
 impl WhileReading {
-    /// The workers and the observer to give the reader (every
-    /// [`crate::archive::chunks::CHUNK_ROWS`] rows); `None` when a thread cannot be started
+    /// The workers and the row sink to give the reader; `None` when a thread cannot be started
     /// (everything is done after reading then).
-    /// `forget`: the reader may forget the rows both workers took (an input that can be read
-    /// again, should a forgotten row be asked for).
-    pub fn start(forget: bool) -> Option<(WhileReading, crate::ingest::RowObserver)> {
+    /// `forget`: the reader may let go of the rows both workers took (an input that can be read
+    /// again, should one be asked for).
+    pub fn start(forget: bool) -> Option<(WhileReading, Box<dyn crate::ingest::RowSink>)> {
         let (to_compress, compress_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
         let (to_walk, walk_rx) = sync_channel::<Arc<RawRows>>(IN_FLIGHT);
-        // Chunks both workers are done with, back to the observer to be filled again.
+        // Chunks both workers are done with, back to the sink to be filled again.
         let (done, spare) = sync_channel::<RawRows>(2 * IN_FLIGHT + 2);
         let done_too = done.clone();
         let compress = spawn("memviz-compress", move || compress_all(&compress_rx, &done))?;
         let walk = spawn("memviz-lay-out", move || walk_all(&walk_rx, &done_too))?;
         let stale = Arc::new(AtomicBool::new(false));
-        let observe = observer(to_compress, to_walk, spare, stale.clone(), forget);
-        Some((WhileReading { compress, walk, stale }, observe))
+        let (out, held) = sync_channel(1);
+        let sink = HeldRows::new(Hand { to_compress, to_walk, spare }, forget, stale.clone(), out);
+        Some((WhileReading { compress, walk, stale, held }, Box::new(sink)))
     }
 
-    /// Once the reader is done (its observer dropped): every device laid out, in
-    /// [`Snapshot::device_ids`] order, and what was made beside the reader. `None` when rows
-    /// the reader forgot are needed and cannot be had back (one was asked for while reading,
-    /// or the compressing worker failed): the snapshot must be read again.
+    /// Once the reader is done (its sink dropped): every device laid out, in
+    /// [`Snapshot::device_ids`] order, and what was made beside the reader; the model is made
+    /// whole unless only the walked trace's rows were let go. `None` when rows the reader let go
+    /// are needed and cannot be had back (one was asked for while reading, or the compressing
+    /// worker failed): the snapshot must be read again.
     pub fn finish(self, snap: &mut Snapshot) -> Option<(Vec<Layout>, MadeWhileReading)> {
         let (columns, walk) = (self.compress.join().ok(), self.walk.join().ok());
         let stale = self.stale.load(Ordering::Relaxed);
-        if snap.events.lost {
+        let held = self.held.try_recv().ok()?;
+        if held.lost() {
             return None;
         }
         // The walk's device, if one takes it; every other device is laid out from the rows.
@@ -176,69 +188,40 @@ impl WhileReading {
         let walked_device = walk.as_ref().and_then(|w| walked_device(snap, &ids, w));
         let others_read_rows =
             ids.iter().enumerate().any(|(i, &d)| Some(i) != walked_device && !snap.trace(d).is_empty());
-        let forgotten = snap.events.forgotten;
-        if forgotten > 0 && (stale || walked_device.is_none() || others_read_rows) {
-            let restored = columns.as_ref().filter(|c| c.rows() >= forgotten)?.restore(forgotten);
-            snap.events.restore_rows(restored);
-        }
+        let first = held.first();
+        let held = if first == 0 || stale || walked_device.is_none() || others_read_rows {
+            let restored = match first {
+                0 => RowValuesColumns::default(),
+                _ => columns.as_ref().filter(|c| c.rows() >= first)?.restore(first),
+            };
+            held.put_into(&mut snap.events, restored);
+            None
+        } else {
+            Some(held)
+        };
         let snap = &*snap;
         let ev = &snap.events;
         if stale {
             let layouts = lay_out(snap);
             let walked = vec![None; layouts.len()];
-            return Some((layouts, MadeWhileReading { columns: Columns::compress(ev), walked }));
+            return Some((layouts, MadeWhileReading { columns: Columns::compress(ev), walked, held }));
         }
+        let (slices, rows): (RowSlices<'_>, &dyn EventValues) = match &held {
+            Some(h) => (h.slices(), h),
+            None => (RowSlices::of(ev), ev),
+        };
         let columns = match columns {
-            Some(c) if c.rows() <= ev.len() && c.rows() >= ev.forgotten => c.complete(ev),
-            _ if ev.forgotten > 0 => return None,
+            Some(c) if c.rows() <= ev.len() && c.rows() >= slices.first => c.complete(ev, &slices),
+            _ if slices.first > 0 => return None,
             _ => Columns::compress(ev),
         };
-        let (layouts, walked) = lay_out_walked(snap, walk, walked_device).into_iter().unzip();
-        Some((layouts, MadeWhileReading { columns, walked }))
+        let (layouts, walked) = lay_out_walked(snap, rows, walk, walked_device).into_iter().unzip();
+        Some((layouts, MadeWhileReading { columns, walked, held }))
     }
 }
 
 fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> Option<JoinHandle<T>> {
     std::thread::Builder::new().name(name.into()).spawn(f).ok()
-}
-
-/// Chunks handed over between two forgettings of the rows before them: each forgetting moves the
-/// chunk still held, on the decoder's thread, so it is not done every chunk.
-pub(crate) const FORGET_EVERY: usize = 4;
-
-/// Hands each chunk of rows to both workers; a rewritten row (a range before the last one's
-/// end) marks their results stale and stops the handing over.
-fn observer(
-    to_compress: SyncSender<Arc<RawRows>>,
-    to_walk: SyncSender<Arc<RawRows>>,
-    spare: Receiver<RawRows>,
-    stale: Arc<AtomicBool>,
-    forget: bool,
-) -> crate::ingest::RowObserver {
-    let mut senders = Some((to_compress, to_walk));
-    let mut end = 0;
-    let mut handed = 0usize;
-    Box::new(move |ev: &Events, rows: std::ops::Range<usize>| {
-        if rows.start < end {
-            stale.store(true, Ordering::Relaxed);
-            senders = None;
-        }
-        end = rows.end;
-        if let Some((to_compress, to_walk)) = &senders {
-            let rows = Arc::new(match spare.try_recv() {
-                Ok(old) => old.refill(ev, rows),
-                Err(_) => RawRows::of(ev, rows),
-            });
-            let sent = to_compress.send(rows.clone()).is_ok();
-            handed += 1;
-            // Forgetting moves the chunk still held to the columns' front: done every
-            // FORGET_EVERY chunks, it moves that much less (the columns hold a few chunks more).
-            if to_walk.send(rows).is_ok() && sent && forget && handed.is_multiple_of(FORGET_EVERY) {
-                return Forget::Before;
-            }
-        }
-        Forget::Nothing
-    })
 }
 
 fn compress_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Columns {
@@ -286,6 +269,7 @@ fn walked_device(snap: &Snapshot, ids: &[crate::model::DeviceId], w: &Walking) -
 /// with its [`Walked`] columns.
 fn lay_out_walked(
     snap: &Snapshot,
+    rows: &dyn EventValues,
     walk: Option<Walking>,
     walked_device: Option<usize>,
 ) -> Vec<(Layout, Option<Walked>)> {
@@ -298,7 +282,7 @@ fn lay_out_walked(
         .zip(walks)
         .map(|(&d, w)| match w {
             Some(w) => {
-                let (layout, walked) = w.finish(snap, d, snap.trace(d).end);
+                let (layout, walked) = w.finish(snap, rows, d, snap.trace(d).end);
                 (layout, Some(walked))
             }
             None => (Layout::build(snap, d), None),
@@ -308,6 +292,7 @@ fn lay_out_walked(
 
 #[cfg(test)]
 mod tests {
+    use super::super::held::FORGET_EVERY;
     use super::*;
 
     fn same(a: &[Layout], b: &[Layout]) {
@@ -343,7 +328,7 @@ mod tests {
                 }
                 let at = walked_device(&snap, &snap.device_ids(), &walking);
                 let (layouts, walked): (Vec<Layout>, Vec<Option<Walked>>) =
-                    lay_out_walked(&snap, Some(walking), at).into_iter().unzip();
+                    lay_out_walked(&snap, &snap.events, Some(walking), at).into_iter().unzip();
                 same(&layouts, &fresh);
                 // The columns made as the walk went are the ones made from the layout after it.
                 for (l, w) in layouts.iter().zip(walked).filter_map(|(l, w)| Some((l, w?))) {
@@ -355,78 +340,88 @@ mod tests {
         }
     }
 
-    /// A rewritten row (a range handed over again) drops what both workers made: the columns are
-    /// compressed and the devices laid out afresh, the same as a read with no workers beside it.
-    #[test]
-    fn a_rewritten_row_drops_what_was_made_beside_the_reader() {
+    /// gpt2_small's events again and again, past `rows` events (a trace of several chunks).
+    fn long_model(rows: usize) -> Snapshot {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
-        let (snap, _) = crate::ingest::read_path(&path).unwrap();
-        let chunk = crate::archive::chunks::CHUNK_ROWS.min(snap.event_count());
-        let (beside, mut observe) = WhileReading::start(false).unwrap();
-        let mut wrong = snap.clone();
-        wrong.events.addr[0] ^= 0x10;
-        observe(&wrong.events, 0..chunk);
-        observe(&snap.events, 0..1);
-        drop(observe);
-        let (layouts, made) = beside.finish(&mut snap.clone()).unwrap();
-        let fresh = Columns::compress(&snap.events);
-        assert_eq!(made.columns.addr, fresh.addr);
-        assert!(made.walked.iter().all(Option::is_none));
-        same(&layouts, &lay_out(&snap));
-    }
-
-    /// A model as an index read leaves it: `whole`'s rows pushed one by one, each full chunk
-    /// handed to the workers and the rows before it forgotten when they say so; `rewrite`: the
-    /// row rewritten (`set_event`) after that many rows, as the builder does. Returns what
-    /// `finish` made, and the model it was given.
-    fn read_forgetting(
-        whole: &Snapshot,
-        rewrite: Option<(u32, usize)>,
-    ) -> (Option<(Vec<Layout>, MadeWhileReading)>, Snapshot) {
-        let chunk = crate::archive::chunks::CHUNK_ROWS;
-        let (beside, mut observe) = WhileReading::start(true).unwrap();
-        let mut read = Snapshot { events: Events::default(), ..whole.clone() };
-        for e in 0..whole.events.len() {
-            read.events.push(&whole.events.row(e as u32));
-            if (e + 1) % chunk == 0 && observe(&read.events, e + 1 - chunk..e + 1) == Forget::Before {
-                read.events.forget_rows(e + 1 - chunk);
-            }
-            if let Some((id, _)) = rewrite.filter(|&(_, at)| at == e) {
-                // The builder's set_event: the row again, and the observer told if it had it.
-                let row = read.events.row_to_reuse(id);
-                read.events.set_row(id, &row);
-                if (id as usize) < (e + 1) / chunk * chunk {
-                    let _ = observe(&read.events, id as usize..id as usize + 1);
-                }
+        let (mut whole, _) = crate::ingest::read_path(&path).unwrap();
+        let first = whole.events.len() as u32;
+        while whole.events.len() < rows {
+            for id in 0..first {
+                let row = whole.events.row(id);
+                whole.events.push(&row);
             }
         }
-        drop(observe);
+        let n = whole.events.len() as u32;
+        whole.traces = std::iter::once(0..n).collect();
+        whole
+    }
+
+    /// A model as an index read leaves it: `whole`'s rows pushed one by one through a builder
+    /// whose rows go to the index's sink; `wrong`: row 0 pushed with another address, rewritten
+    /// once a chunk was handed over; `rewrite`: the row (read back and set again) after that
+    /// many rows, as a pickle that adds keys to an event dict does. Returns what `finish` made,
+    /// and the model it was given.
+    fn read_through_the_sink(
+        whole: &Snapshot,
+        forget: bool,
+        wrong: bool,
+        rewrite: Option<(u32, usize)>,
+    ) -> (Option<(Vec<Layout>, MadeWhileReading)>, Snapshot) {
+        let (beside, sink) = WhileReading::start(forget).unwrap();
+        let mut b = crate::ingest::builder::Builder::with_rows(Some(sink));
+        b.snap = Snapshot { events: crate::model::Events::default(), ..whole.clone() };
+        for e in 0..whole.events.len() {
+            let mut row = whole.events.row(e as u32);
+            if wrong && e == 0 {
+                row.addr = row.addr.map(|a| a ^ 0x10);
+            }
+            b.push_event(&row);
+            if wrong && e == CHUNK_ROWS {
+                b.set_event(0, &whole.events.row(0));
+            }
+            if let Some((id, _)) = rewrite.filter(|&(_, at)| at == e) {
+                let row = b.event_row(id);
+                b.set_event(id, &row);
+            }
+        }
+        let traces = whole.traces.iter().map(|r| crate::ingest::builder::TraceList::Range(r.start, r.end)).collect();
+        let mut read = b.finish(traces, None, whole.legacy).unwrap();
         (beside.finish(&mut read), read)
     }
 
-    /// The rows an index read forgets are never needed again, or are had back: the layouts, the
-    /// walk's columns and the compressed columns equal those made from the whole model — one
-    /// device (the walk's, from the rows kept of the rare events), two devices (the forgotten
-    /// rows decompressed back), a row rewritten after it was handed over (stale: decompressed
-    /// back), a forgotten row asked for (lost: `None`, the pipeline reads again).
+    /// A rewritten row (one handed over already) drops what both workers made: the columns are
+    /// compressed and the devices laid out afresh, the same as a read with no workers beside it.
     #[test]
-    fn the_rows_an_index_read_forgets_are_not_missed() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt2_small.pickle");
-        let (mut whole, _) = crate::ingest::read_path(&path).unwrap();
-        // A trace of several chunks: gpt2_small's events again and again.
-        let first = whole.events.len() as u32;
-        while whole.events.len() < (FORGET_EVERY + 2) * crate::archive::chunks::CHUNK_ROWS + 1234 {
-            whole.events.append_copy(&(0..first).collect::<Vec<u32>>());
-        }
+    fn a_rewritten_row_drops_what_was_made_beside_the_reader() {
+        let whole = long_model(CHUNK_ROWS + 1000);
+        let (made, read) = read_through_the_sink(&whole, false, true, None);
+        let (layouts, made) = made.unwrap();
+        assert!(read.events.holds_values() && made.held.is_none());
+        let fresh = Columns::compress(&whole.events);
+        assert_eq!(made.columns.addr, fresh.addr);
+        assert!(made.walked.iter().all(Option::is_none));
+        same(&layouts, &lay_out(&whole));
+    }
+
+    /// The rows an index read lets go are never needed again, or are had back: the layouts, the
+    /// walk's columns and the compressed columns equal those made from the whole model — one
+    /// device (the walk's, from the rows kept of the rare events), two devices (the rows let go
+    /// decompressed back), a row rewritten after it was handed over (stale: decompressed back),
+    /// a row let go asked for (lost: `None`, the pipeline reads again).
+    #[test]
+    fn the_rows_an_index_read_lets_go_are_not_missed() {
+        let mut whole = long_model((FORGET_EVERY + 2) * CHUNK_ROWS + 1234);
         let n = whole.events.len() as u32;
         #[allow(clippy::single_range_in_vec_init)] // one device's trace: a list of one range
         for (traces, rewrite) in
             [(vec![0..n], None), (vec![0..n / 2, n / 2..n], None), (vec![0..n], Some((70_000, 140_000)))]
         {
             whole.traces = traces.clone();
-            let (made, read) = read_forgetting(&whole, rewrite);
-            let (layouts, made) = made.expect("nothing forgotten was asked for");
-            assert!(read.events.forgotten > 0 || traces.len() > 1 || rewrite.is_some(), "{traces:?}: rows forgotten");
+            let (made, read) = read_through_the_sink(&whole, true, false, rewrite);
+            let (layouts, made) = made.expect("nothing let go was asked for");
+            // Only the walked trace's rows stay let go; else the model is whole again.
+            assert_eq!(made.held.is_some(), traces.len() == 1 && rewrite.is_none(), "{traces:?}");
+            assert_eq!(read.events.holds_values(), made.held.is_none());
             same(&layouts, &lay_out(&whole));
             let fresh = Columns::compress(&whole.events);
             assert!(made.columns.addr == fresh.addr && made.columns.time_us == fresh.time_us, "{traces:?}");
@@ -436,16 +431,22 @@ mod tests {
                 assert_eq!(w.element_stack, sites::element_stacks(&whole, l.view()), "{traces:?}");
             }
             // What is derived after the read from the rows kept of the rare events.
+            let rows: &dyn EventValues = match &made.held {
+                Some(h) => h,
+                None => &read.events,
+            };
             for d in whole.device_ids() {
-                assert_eq!(crate::derive::reserved::timeline(&read, d), crate::derive::reserved::timeline(&whole, d));
-                let (a, b) = (Layout::segments(&read, d), Layout::segments(&whole, d));
+                let reserved = crate::derive::reserved::timeline;
+                assert_eq!(reserved(&read, rows, d), reserved(&whole, &whole.events, d));
+                let (a, b) = (Layout::segments(&read, rows, d), Layout::segments(&whole, &whole.events, d));
                 same(std::slice::from_ref(&a), std::slice::from_ref(&b));
-                assert_eq!(sites::segment_stacks(&read, a.view()), sites::segment_stacks(&whole, b.view()));
+                let stacks = sites::segment_stacks;
+                assert_eq!(stacks(&read, rows, a.view()), stacks(&whole, &whole.events, b.view()));
             }
         }
-        // A forgotten row asked for again long after (a pickle fetching an old event dict).
+        // A row let go asked for again long after (a pickle fetching an old event dict).
         whole.traces = std::iter::once(0..n).collect();
-        let (made, read) = read_forgetting(&whole, Some((5, (FORGET_EVERY + 1) * crate::archive::chunks::CHUNK_ROWS)));
-        assert!(read.events.lost && made.is_none());
+        let (made, _) = read_through_the_sink(&whole, true, false, Some((5, (FORGET_EVERY + 1) * CHUNK_ROWS)));
+        assert!(made.is_none());
     }
 }

@@ -6,7 +6,7 @@ use std::io::Read;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::builder::{Builder, NotASnapshot, Observer, TraceList};
+use super::builder::{Builder, NotASnapshot, RowSink, TraceList};
 use super::schema::{self, AnnotationRow, BlockRow, Field, FrameRow, Scalar, SegmentRow};
 use crate::model::{EventRow, Snapshot};
 
@@ -19,12 +19,12 @@ pub enum JsonError {
 }
 
 pub fn decode<R: Read>(reader: R) -> Result<Snapshot, JsonError> {
-    decode_observed(reader, Observer::default())
+    decode_observed(reader, None)
 }
 
-/// [`decode`], handing `rows` the event rows as they are pushed.
-pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<Snapshot, JsonError> {
-    let mut b = Builder::observed(rows);
+/// [`decode`], its events' large columns going to `rows` (`None`: into the model).
+pub fn decode_observed<R: Read>(reader: R, rows: Option<Box<dyn RowSink>>) -> Result<Snapshot, JsonError> {
+    let mut b = Builder::with_rows(rows);
     let mut traces = Vec::new();
     let mut host = None;
     let mut legacy = false;

@@ -17,7 +17,7 @@ pub mod pickle;
 
 pub use crate::schema;
 pub use crate::schema::builder;
-pub use crate::schema::builder::{Forget, Observer, RowObserver};
+pub use crate::schema::builder::RowSink;
 
 use std::fmt;
 use std::fs::File;
@@ -136,14 +136,14 @@ pub fn read_path(path: &Path) -> Result<(Snapshot, SourceInfo), IngestError> {
 /// [`read_path`], calling `progress` with the number of file bytes read so far. A compressed
 /// regular file is decompressed on a thread of its own (`ahead`) while the decoder reads.
 pub fn read_path_progress(path: &Path, progress: &dyn Fn(u64)) -> Result<(Snapshot, SourceInfo), IngestError> {
-    read_path_observed(path, progress, Observer::default())
+    read_path_observed(path, progress, None)
 }
 
-/// [`read_path_progress`], handing `rows` the event rows as the decoder pushes them.
+/// [`read_path_progress`], its events' large columns going to `rows` as the decoder pushes them (`None`: into the model).
 pub fn read_path_observed(
     path: &Path,
     progress: &dyn Fn(u64),
-    rows: Observer,
+    rows: Option<Box<dyn RowSink>>,
 ) -> Result<(Snapshot, SourceInfo), IngestError> {
     let read_bytes = AtomicU64::new(0);
     let report = Report { n: &read_bytes, report: progress };
@@ -202,7 +202,7 @@ impl<R: Read> Read for Reported<'_, R> {
 
 /// Reads a snapshot from any byte stream (`file_bytes` is only reported back).
 pub fn read<R: Read + Send>(reader: R, file_bytes: u64) -> Result<(Snapshot, SourceInfo), IngestError> {
-    read_inner(reader, file_bytes, None, false, Observer::default())
+    read_inner(reader, file_bytes, None, false, None)
 }
 
 /// `ahead`: decompress on a thread of its own (a regular file only).
@@ -211,7 +211,7 @@ fn read_inner<'r, R: Read + Send + 'r>(
     file_bytes: u64,
     report: Option<Report<'_>>,
     ahead: bool,
-    rows: Observer,
+    rows: Option<Box<dyn RowSink>>,
 ) -> Result<(Snapshot, SourceInfo), IngestError> {
     let read_in = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut raw = BufReader::with_capacity(1 << 16, Counting { inner: reader, bytes: std::sync::Arc::clone(&read_in) });
@@ -321,7 +321,7 @@ fn decode<R: Read>(
     inner: R,
     compression: Compression,
     file_bytes: u64,
-    rows: Observer,
+    rows: Option<Box<dyn RowSink>>,
 ) -> Result<(Snapshot, SourceInfo), IngestError> {
     let mut counted = Counted { inner, n: 0 };
     let mut peek = BufReader::with_capacity(1 << 16, &mut counted);

@@ -694,7 +694,7 @@ pub fn classify_model(
     let every = (layout.actions.len() as u32).max(1).next_power_of_two();
     let cps = crate::layout::Checkpoints::build_every(layout, every);
     let attrs = crate::derive::attrs::ModelAttrs { snap, layout };
-    let seg = crate::layout::Layout::segments(snap, device);
+    let seg = crate::layout::Layout::segments(snap, &snap.events, device);
     let seg_attrs = crate::derive::attrs::ModelAttrs { snap, layout: seg.view() };
     let dump = crate::derive::attrs::dump_pools(snap, device);
     use crate::derive::timeline::Attributes as _;

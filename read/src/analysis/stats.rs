@@ -356,7 +356,7 @@ fn reserved_stats(
     device: crate::model::DeviceId,
     since: &dyn Fn(Option<i64>) -> Option<i64>,
 ) -> ReservedStats {
-    let reserved = reserved::timeline(snap, device);
+    let reserved = reserved::timeline(snap, &snap.events, device);
     let (peak_bytes, peak_time) = reserved.peak();
     ReservedStats {
         peak_bytes,

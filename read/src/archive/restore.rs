@@ -253,7 +253,6 @@ fn events(t: &memviz_format::schema::ArchivedEventTable) -> Result<Events, Chunk
         device_free: t.device_free.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
         forward_stack: t.forward_stack.iter().map(|p| (p.0.to_native(), p.1.to_native())).collect(),
         pool_id: t.pool_id.iter().map(|p| (p.0.to_native(), (p.1.0.to_native(), p.1.1.to_native()))).collect(),
-        ..Events::default()
     };
     if [ev.addr.len(), ev.size.len(), ev.time_us.len(), ev.stack.len(), ev.action.len()]
         .iter()

@@ -4,7 +4,7 @@
 //! The trace says how reserved memory changed, the dump says where it ended (the segments'
 //! total size), so the level before the trace is the end minus every change (never below 0).
 
-use crate::model::{DeviceId, NO_TIME, Snapshot};
+use crate::model::{DeviceId, EventValues, NO_TIME, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ReservedTimeline {
@@ -16,15 +16,16 @@ pub struct ReservedTimeline {
     pub final_bytes: u64,
 }
 
-pub fn timeline(snap: &Snapshot, device: DeviceId) -> ReservedTimeline {
+/// `rows`: where the events' values are (`&snap.events` but for an index read's model).
+pub fn timeline(snap: &Snapshot, rows: &dyn EventValues, device: DeviceId) -> ReservedTimeline {
     let ev = &snap.events;
     let mut delta: i128 = 0;
     let mut path = Vec::new();
     for e in snap.trace(device) {
         let sign = ev.action[e].reserved_sign();
         if sign != 0 {
-            // A segment event's row is held even where an index read forgot the block events'.
-            let v = ev.values(e).expect("segment events' rows are kept");
+            // A segment event's row is held even where an index read let go of the block events'.
+            let v = rows.values(e).expect("segment events' rows are kept");
             delta += i128::from(sign) * v.size as i128;
             path.push((v.time_us, delta));
         }
@@ -82,13 +83,16 @@ mod tests {
             b.push_segment(&seg, &[BlockRow::default()].map(|r| BlockRow { size: Some(total), ..r }), false).unwrap();
         }
         let snap = b.finish(vec![TraceList::Range(0, 4)], None, false).unwrap();
-        let r = timeline(&snap, DeviceId(0));
+        let r = timeline(&snap, &snap.events, DeviceId(0));
         assert_eq!(
             r,
             ReservedTimeline { initial: 100, points: vec![(10, 200), (20, 250), (30, 150)], final_bytes: 150 }
         );
         assert_eq!(r.peak(), (250, Some(20)));
         // A device with no segment events: flat at what the dump holds.
-        assert_eq!(timeline(&snap, DeviceId(1)), ReservedTimeline { initial: 0, points: vec![], final_bytes: 0 });
+        assert_eq!(
+            timeline(&snap, &snap.events, DeviceId(1)),
+            ReservedTimeline { initial: 0, points: vec![], final_bytes: 0 }
+        );
     }
 }

@@ -2,12 +2,13 @@
 //! the `stack` column of a device's elements (colour by site, tables by site).
 
 use crate::layout::{LayoutRef, Origin};
-use crate::model::{ElementId, Snapshot, StackId};
+use crate::model::{ElementId, EventValues, Snapshot, StackId};
 
 /// The stack of each segment of a segment timeline (`Layout::segments`): its `segment_alloc`
 /// (or, for one whose alloc the trace lost, its `segment_free`) event's, for a segment of the
 /// dump the dump's.
-pub fn segment_stacks(snap: &Snapshot, segments: LayoutRef<'_>) -> Vec<StackId> {
+/// `rows`: where the events' values are (`&snap.events` but for an index read's model).
+pub fn segment_stacks(snap: &Snapshot, rows: &dyn EventValues, segments: LayoutRef<'_>) -> Vec<StackId> {
     let dump: std::collections::HashMap<u64, StackId> =
         snap.device_segments(segments.device).map(|s| (s.address, s.stack)).collect();
     (0..segments.elements.len())
@@ -15,8 +16,8 @@ pub fn segment_stacks(snap: &Snapshot, segments: LayoutRef<'_>) -> Vec<StackId> 
             let el = segments.element(ElementId::at(i));
             match el.origin {
                 Origin::Ghost => dump.get(&el.addr).copied().unwrap_or(crate::model::NONE),
-                // A segment event's row is held even where an index read forgot the block events'.
-                _ => snap.events.values(el.event().index()).expect("segment events' rows are kept").stack,
+                // A segment event's row is held even where an index read let go of the block events'.
+                _ => rows.values(el.event().index()).expect("segment events' rows are kept").stack,
             }
         })
         .collect()

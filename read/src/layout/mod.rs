@@ -26,7 +26,9 @@ pub use stack::{DEAD, LazyChange, LazyStack, LiveStack, StackChange};
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Action, ActionIdx, BlockState, DeviceId, ElementId, EventIdx, Events, NONE, Snapshot, StrId};
+use crate::model::{
+    Action, ActionIdx, BlockState, DeviceId, ElementId, EventIdx, EventValues, Events, NONE, Snapshot, StrId,
+};
 
 /// Where an element comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -242,8 +244,8 @@ impl Layout {
     pub fn build(snap: &Snapshot, device: DeviceId) -> Layout {
         let trace = snap.trace(device);
         assert!(
-            trace.is_empty() || snap.events.forgotten <= trace.start,
-            "a layout built from rows an index read forgot"
+            trace.is_empty() || snap.events.holds_values(),
+            "a layout built from a model whose rows an index read kept elsewhere"
         );
         let mut walk = TraceWalk::new(trace.start);
         walk.walk(&snap.events, trace.end);
@@ -255,7 +257,8 @@ impl Layout {
     /// alloc is missing is `free_only`), and a segment of the dump the trace never allocated is a
     /// ghost of its `total_size`. `segment_map` / `segment_unmap` (expandable segments) are not
     /// actions: they grow and shrink a segment in place, which this view does not draw.
-    pub fn segments(snap: &Snapshot, device: DeviceId) -> Layout {
+    /// `rows`: where the events' values are (`&snap.events` but for an index read's model).
+    pub fn segments(snap: &Snapshot, rows: &dyn EventValues, device: DeviceId) -> Layout {
         let ev = &snap.events;
         let mut els = Elements::default();
         let mut actions = Vec::new();
@@ -266,8 +269,8 @@ impl Layout {
             if !matches!(action, Action::SegmentAlloc | Action::SegmentFree) {
                 continue;
             }
-            // A segment event's row is held even where an index read forgot the block events'.
-            let v = ev.values(e).expect("segment events' rows are kept");
+            // A segment event's row is held even where an index read let go of the block events'.
+            let v = rows.values(e).expect("segment events' rows are kept");
             let (addr, size, e32) = (v.addr, v.size, e as u32);
             match action {
                 Action::SegmentAlloc => {

@@ -128,22 +128,12 @@ pub struct Events {
     pub forward_stack: Vec<(u32, StackId)>,
     /// `(event, pool id)` when the event names a private memory pool.
     pub pool_id: Vec<(u32, (i64, i64))>,
-    /// Rows `0..forgotten` of `addr`, `size`, `time_us` and `stack` are not held: an index read
-    /// hands each chunk of rows to its workers, which compress and walk them, and the reader
-    /// then forgets them ([`Self::forget_rows`]); those columns hold rows `forgotten..len()`
-    /// (`action` holds every row). 0 in every other model.
-    pub forgotten: usize,
-    /// The forgotten rows of the events that are not block events (segment events, OOMs,
-    /// annotations, snapshots, unknown actions): few, and read after an index read (reserved
-    /// memory, the segment timeline). By event.
-    pub kept: Vec<(u32, RowValues)>,
-    /// A forgotten row was asked for or rewritten (a pickle that fetches an event dict long
-    /// after making it, or lists traces out of order): this model is not whole, and the reader
-    /// that forgot rows reads again, forgetting none.
-    pub lost: bool,
 }
 
-/// The columns of one row that [`Events::forget_rows`] lets go.
+/// The large columns of one row (`addr`, `size`, `time_us`, `stack`): ~28 bytes an event, the
+/// bulk of a model. A reader that keeps them elsewhere (an index read hands them to its workers
+/// and lets them go) pushes events without them ([`Events::push_without_values`]) and answers
+/// for them through [`EventValues`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RowValues {
     pub addr: u64,
@@ -152,7 +142,8 @@ pub struct RowValues {
     pub stack: StackId,
 }
 
-/// Every action but the block events (the rows an index read keeps when it forgets a chunk).
+/// Whether `a` is a block event (an index read lets go of their rows; it keeps the rest: segment
+/// events, OOMs, annotations, snapshots, unknown actions).
 pub fn is_block_event(a: Action) -> bool {
     matches!(a, Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::Free)
 }
@@ -214,77 +205,32 @@ impl Events {
         self.size = Vec::new();
         self.time_us = Vec::new();
         self.stack = Vec::new();
-        self.kept = Vec::new();
-        self.forgotten = 0;
     }
 
-    /// Event `e`'s address, size, time and stack: from the columns, or for a forgotten row from
-    /// the rows kept of the rare events; `None` for a forgotten block event.
+    /// Whether the large columns hold every row (not so for a model an index read made: its
+    /// reader kept them elsewhere, see [`EventValues`]).
+    pub fn holds_values(&self) -> bool {
+        self.addr.len() == self.action.len()
+    }
+
+    /// Event `e`'s address, size, time and stack; `None` past the columns.
     pub fn values(&self, e: usize) -> Option<RowValues> {
-        match e.checked_sub(self.forgotten) {
-            Some(i) => Some(RowValues {
-                addr: *self.addr.get(i)?,
-                size: self.size[i],
-                time_us: self.time_us[i],
-                stack: self.stack[i],
-            }),
-            None => {
-                let j = self.kept.binary_search_by_key(&(e as u32), |k| k.0).ok()?;
-                Some(self.kept[j].1)
-            }
-        }
-    }
-
-    /// Lets go of rows `forgotten..end` of the large columns (an index read, once its workers
-    /// took them), keeping those of the rare events in [`Self::kept`]. The columns' memory is
-    /// reused by the rows that follow.
-    pub fn forget_rows(&mut self, end: usize) {
-        let end = end.min(self.len());
-        let Some(n) = end.checked_sub(self.forgotten) else { return };
-        for i in 0..n {
-            let e = self.forgotten + i;
-            if !is_block_event(self.action[e]) {
-                let v = RowValues {
-                    addr: self.addr[i],
-                    size: self.size[i],
-                    time_us: self.time_us[i],
-                    stack: self.stack[i],
-                };
-                self.kept.push((e as u32, v));
-            }
-        }
-        self.addr.drain(..n);
-        self.size.drain(..n);
-        self.time_us.drain(..n);
-        self.stack.drain(..n);
-        self.forgotten = end;
-    }
-
-    /// Puts back rows `0..forgotten` (decompressed by whoever compressed them), making the
-    /// model whole again.
-    pub fn restore_rows(&mut self, forgotten: RestoredRows) {
-        let RestoredRows { mut addr, mut size, mut time_us, mut stack } = forgotten;
-        assert!(
-            [addr.len(), size.len(), time_us.len(), stack.len()] == [self.forgotten; 4],
-            "restoring {} forgotten rows from columns of other lengths",
-            self.forgotten
-        );
-        addr.append(&mut self.addr);
-        size.append(&mut self.size);
-        time_us.append(&mut self.time_us);
-        stack.append(&mut self.stack);
-        (self.addr, self.size, self.time_us, self.stack) = (addr, size, time_us, stack);
-        self.forgotten = 0;
-        self.kept = Vec::new();
+        Some(RowValues { addr: *self.addr.get(e)?, size: self.size[e], time_us: self.time_us[e], stack: self.stack[e] })
     }
 
     pub fn push(&mut self, row: &EventRow) -> u32 {
-        let id = self.action.len() as u32;
-        self.action.push(row.action);
         self.addr.push(row.addr.unwrap_or(0));
         self.size.push(row.size.unwrap_or(0));
         self.time_us.push(row.time_us);
         self.stack.push(row.stack);
+        self.push_without_values(row)
+    }
+
+    /// Pushes every column of `row` but the large ones ([`RowValues`]), which the reader keeps
+    /// elsewhere.
+    pub fn push_without_values(&mut self, row: &EventRow) -> u32 {
+        let id = self.action.len() as u32;
+        self.action.push(row.action);
         self.stream.push(id, row.stream);
         self.compile_context.push(id, row.compile_context);
         self.user_metadata.push(id, row.user_metadata);
@@ -305,23 +251,15 @@ impl Events {
         id
     }
 
-    /// Event `id` as a row, for a reader that goes on with it: a forgotten block event's row
-    /// (see [`Self::forget_rows`]) has no values any more, so the model is marked
-    /// [`Self::lost`] (and the row has zeros there).
-    pub fn row_to_reuse(&mut self, id: u32) -> EventRow {
-        if self.values(id as usize).is_none() {
-            self.lost = true;
-        }
-        self.row(id)
+    /// Reads one event back as a row (the inverse of [`Events::push`]).
+    pub fn row(&self, id: u32) -> EventRow {
+        self.row_with(id, self.values(id as usize).unwrap_or_default())
     }
 
-    /// Reads one event back as a row (the inverse of [`Events::push`]; zeros where a forgotten
-    /// block event's values were).
-    pub fn row(&self, id: u32) -> EventRow {
-        let i = id as usize;
-        let v = self.values(i).unwrap_or_default();
+    /// Event `id` as a row, its large columns `v` (from wherever the reader keeps them).
+    pub fn row_with(&self, id: u32, v: RowValues) -> EventRow {
         EventRow {
-            action: self.action[i],
+            action: self.action[id as usize],
             other_action: sparse_get(&self.other_action, id).unwrap_or(NONE),
             addr: Some(v.addr),
             size: Some(v.size),
@@ -339,20 +277,18 @@ impl Events {
     }
 
     /// Overwrites one event (used when a pickle adds keys to an event dict after creating it).
-    /// A forgotten row ([`Self::forget_rows`]) cannot be overwritten: the model is marked
-    /// [`Self::lost`] instead.
     pub fn set_row(&mut self, id: u32, row: &EventRow) {
         let i = id as usize;
-        self.action[i] = row.action;
-        match i.checked_sub(self.forgotten) {
-            Some(h) => {
-                self.addr[h] = row.addr.unwrap_or(0);
-                self.size[h] = row.size.unwrap_or(0);
-                self.time_us[h] = row.time_us;
-                self.stack[h] = row.stack;
-            }
-            None => self.lost = true,
-        }
+        self.addr[i] = row.addr.unwrap_or(0);
+        self.size[i] = row.size.unwrap_or(0);
+        self.time_us[i] = row.time_us;
+        self.stack[i] = row.stack;
+        self.set_row_without_values(id, row);
+    }
+
+    /// [`Self::set_row`] but for the large columns, which the reader keeps elsewhere.
+    pub fn set_row_without_values(&mut self, id: u32, row: &EventRow) {
+        self.action[id as usize] = row.action;
         self.stream.set(id, row.stream);
         self.compile_context.set(id, row.compile_context);
         self.user_metadata.set(id, row.user_metadata);
@@ -376,25 +312,21 @@ impl Events {
             known => known.name(),
         }
     }
-
-    /// Appends rows `range` again at the end (re-orders a trace that was not contiguous).
-    pub fn append_copy(&mut self, ids: &[u32]) -> std::ops::Range<u32> {
-        let start = self.len() as u32;
-        for &id in ids {
-            let row = self.row_to_reuse(id);
-            self.push(&row);
-        }
-        start..self.len() as u32
-    }
 }
 
-/// Rows `0..forgotten` of the large columns, put back by [`Events::restore_rows`].
-#[derive(Debug, Default)]
-pub struct RestoredRows {
-    pub addr: Vec<u64>,
-    pub size: Vec<u64>,
-    pub time_us: Vec<i64>,
-    pub stack: Vec<StackId>,
+/// Where each event's large columns ([`RowValues`]) are: the model's own columns
+/// ([`Events`]), or the rows a reader kept of them (an index read keeps the rare events' and
+/// the last chunks': `index::held` in the native crate). What reads them from a model being
+/// indexed (the segment timeline, reserved memory, a walked trace's last rows) takes one.
+pub trait EventValues: Sync {
+    /// Event `e`'s values, `None` when they are not held.
+    fn values(&self, e: usize) -> Option<RowValues>;
+}
+
+impl EventValues for Events {
+    fn values(&self, e: usize) -> Option<RowValues> {
+        Events::values(self, e)
+    }
 }
 
 /// Sparse tables are sorted by event id because events are pushed in order.

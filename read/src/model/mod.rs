@@ -27,7 +27,7 @@ mod tolerated;
 
 pub use category::Category;
 pub use device::{DeviceId, pick_devices};
-pub use events::{Action, EventRow, Events, RestoredRows, RowValues, Runs, is_block_event};
+pub use events::{Action, EventRow, EventValues, Events, RowValues, Runs, is_block_event};
 pub use ids::{ActionIdx, DeviceIdx, ElementId, EventIdx};
 pub use intern::{Frame, FrameInterner, FxInfo, Stacks, Strings};
 pub use job::{COMPRESSED_SUFFIXES, Job, RankFile, SNAPSHOT_SUFFIXES, rank_in_name, ranked, snapshot_stem};
@@ -169,7 +169,7 @@ impl Snapshot {
     /// The earliest `time_us` of any event (µs since the Unix epoch): what every printed time
     /// counts from.
     pub fn start_time_us(&self) -> Option<i64> {
-        assert!(self.events.forgotten == 0, "the start time of a model whose rows an index read forgot");
+        assert!(self.events.holds_values(), "the start time of a model whose rows an index read kept elsewhere");
         self.events.time_us.iter().copied().filter(|&t| t != NO_TIME).min()
     }
 

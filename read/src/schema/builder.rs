@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::{BlockRow, FrameRow, SchemaError, SegmentRow};
 use crate::model::{
-    Annotation, Block, BlockState, DeviceId, EventRow, Frame, FrameId, FrameInterner, Oddity, Segment, Snapshot,
-    StackId, StrId, Strings, Tolerated,
+    Annotation, Block, BlockState, DeviceId, EventRow, Events, Frame, FrameId, FrameInterner, Oddity, RowValues,
+    Segment, Snapshot, StackId, StrId, Strings, Tolerated,
 };
 
 /// Where one device's trace events ended up while reading.
@@ -18,66 +18,41 @@ pub enum TraceList {
     Ids(Vec<u32>),
 }
 
-/// Gets the events read so far and the rows just completed, every [`Observer::new`]'s `rows`. A range
-/// that starts before the end of the one handed over last says that a row already handed over
-/// was rewritten (a pickle that adds keys to an event dict after creating it): what the observer
-/// made of the rows so far is stale.
-///
-/// It returns [`Forget::Before`] when the rows before the ones just handed over are no longer
-/// needed in memory (they were taken, and the input can be read again should a forgotten row be
-/// asked for: [`crate::model::Events::forget_rows`]). The rows just handed over stay one chunk
-/// longer, so a pickle that adds keys to the last event dict of a chunk right after it still
-/// finds its row.
-pub type RowObserver = Box<dyn FnMut(&crate::model::Events, std::ops::Range<usize>) -> Forget>;
-
-/// What the reader may do with the rows before those it just handed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Forget {
-    Before,
-    Nothing,
-}
-
-/// A reader's row observer: who to tell, and when next. A reader takes one as a parameter
-/// ([`Builder::observed`]); the default tells nobody.
-pub struct Observer {
-    every: usize,
-    next: usize,
-    observe: Option<RowObserver>,
-}
-
-impl Observer {
-    /// Hands `observe` every `rows` events as they are pushed (the index pipeline compresses
-    /// them meanwhile).
-    pub fn new(rows: usize, observe: RowObserver) -> Observer {
-        let every = rows.max(1);
-        Observer { every, next: every, observe: Some(observe) }
-    }
-}
-
-impl Default for Observer {
-    fn default() -> Self {
-        Observer { every: usize::MAX, next: usize::MAX, observe: None }
-    }
-}
-
-impl std::fmt::Debug for Observer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Observer").field("every", &self.every).finish()
-    }
+/// Where a reader's events' large columns ([`RowValues`]) go instead of the model: an index
+/// read hands them to its workers a chunk at a time and lets go of what both took
+/// (`index::held` in the native crate). A reader takes one as a parameter
+/// ([`Builder::with_rows`]); without one they go into the model's columns.
+pub trait RowSink: Send {
+    /// Event `id` (every event, in order) was pushed: `events` holds its other columns.
+    fn push(&mut self, events: &Events, id: u32, row: &EventRow);
+    /// Event `id` was rewritten (a pickle that adds keys to an event dict after creating it).
+    fn set(&mut self, events: &Events, id: u32, row: &EventRow);
+    /// Event `id`'s values, for a reader that reads a row back; `None` when they are no longer
+    /// held (the sink notes it: the model cannot be whole).
+    fn values(&mut self, id: u32) -> Option<RowValues>;
+    /// The reader is done (`events` complete but for traces placed out of order).
+    fn finish(&mut self, events: &Events);
 }
 
 /// Collects a snapshot while a reader walks its input.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Builder {
     pub snap: Snapshot,
     frames: FrameInterner,
     unknown: HashMap<(&'static str, StrId), u64>,
-    rows: Observer,
+    /// Where the events' large columns go; `None`: into the model's.
+    rows: Option<Box<dyn RowSink>>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder").field("snap", &self.snap).field("rows_elsewhere", &self.rows.is_some()).finish()
+    }
 }
 
 impl Builder {
-    /// A builder whose pushed rows `rows` watches.
-    pub fn observed(rows: Observer) -> Builder {
+    /// A builder whose events' large columns go to `rows` (`None`: into the model).
+    pub fn with_rows(rows: Option<Box<dyn RowSink>>) -> Builder {
         Builder { rows, ..Builder::default() }
     }
 
@@ -149,30 +124,45 @@ impl Builder {
     }
 
     pub fn push_event(&mut self, row: &EventRow) -> u32 {
-        let id = self.snap.events.push(row);
-        if id as usize + 1 == self.rows.next {
-            let end = self.rows.next;
-            self.rows.next = end.saturating_add(self.rows.every);
-            if let Some(observe) = self.rows.observe.as_mut() {
-                let start = end - self.rows.every;
-                if observe(&self.snap.events, start..end) == Forget::Before {
-                    self.snap.events.forget_rows(start);
-                }
+        match self.rows.as_mut() {
+            None => self.snap.events.push(row),
+            Some(sink) => {
+                let id = self.snap.events.push_without_values(row);
+                sink.push(&self.snap.events, id, row);
+                id
             }
         }
-        id
     }
 
-    /// Overwrites event `id` (a pickle that adds keys to an event dict after creating it), telling
-    /// the observer when it was already handed that row.
+    /// Overwrites event `id` (a pickle that adds keys to an event dict after creating it).
     pub fn set_event(&mut self, id: u32, row: &EventRow) {
-        self.snap.events.set_row(id, row);
-        let handed_over = self.rows.next.saturating_sub(self.rows.every);
-        if (id as usize) < handed_over
-            && let Some(observe) = self.rows.observe.as_mut()
-        {
-            let _ = observe(&self.snap.events, id as usize..id as usize + 1);
+        match self.rows.as_mut() {
+            None => self.snap.events.set_row(id, row),
+            Some(sink) => {
+                self.snap.events.set_row_without_values(id, row);
+                sink.set(&self.snap.events, id, row);
+            }
         }
+    }
+
+    /// Event `id` read back, for a reader that goes on with it (zeros where its values are no
+    /// longer held: the sink noted that).
+    pub fn event_row(&mut self, id: u32) -> EventRow {
+        let v = match self.rows.as_mut() {
+            None => self.snap.events.values(id as usize),
+            Some(sink) => sink.values(id),
+        };
+        self.snap.events.row_with(id, v.unwrap_or_default())
+    }
+
+    /// Pushes events `ids` again at the end (re-orders a trace that was not contiguous).
+    fn append_copy(&mut self, ids: impl IntoIterator<Item = u32>) -> std::ops::Range<u32> {
+        let start = self.snap.events.len() as u32;
+        for id in ids {
+            let row = self.event_row(id);
+            self.push_event(&row);
+        }
+        start..self.snap.events.len() as u32
     }
 
     pub fn event_count(&self) -> usize {
@@ -253,9 +243,12 @@ impl Builder {
                     next = next.max(*b);
                     *a..*b
                 }
-                TraceList::Range(a, b) => self.snap.events.append_copy(&(*a..*b).collect::<Vec<_>>()),
-                TraceList::Ids(ids) => self.snap.events.append_copy(ids),
+                TraceList::Range(a, b) => self.append_copy(*a..*b),
+                TraceList::Ids(ids) => self.append_copy(ids.iter().copied()),
             });
+        }
+        if let Some(sink) = self.rows.as_mut() {
+            sink.finish(&self.snap.events);
         }
         if host.is_some() {
             self.snap.host_trace = ranges.pop().unwrap_or(0..0);

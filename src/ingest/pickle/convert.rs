@@ -16,7 +16,7 @@ use super::memo::Memo;
 use super::recent::RecentStrings;
 use super::value::{Obj, Pool, Val};
 use super::{PickleError, malformed};
-use crate::ingest::builder::{Builder, Observer};
+use crate::ingest::builder::{Builder, RowSink};
 use crate::ingest::schema::{self, Field, FrameRow, Scalar};
 use crate::model::{Action, EventRow, NONE, Oddity, StackId};
 
@@ -54,9 +54,9 @@ pub struct State {
 }
 
 impl State {
-    /// A state whose builder hands `rows` the event rows as they are pushed.
-    pub fn observed(rows: Observer) -> State {
-        State { b: Builder::observed(rows), ..State::default() }
+    /// A state whose builder sends its events' large columns to `rows` (`None`: into the model).
+    pub fn with_rows(rows: Option<Box<dyn RowSink>>) -> State {
+        State { b: Builder::with_rows(rows), ..State::default() }
     }
 
     fn push_obj(&mut self, obj: Obj) -> Val {
@@ -223,7 +223,7 @@ impl State {
             Val::Event(id) => {
                 // A pickler that splits an event dict over several SETITEMS (never seen in
                 // practice, legal pickle): apply the extra keys to the row.
-                let mut row = self.b.snap.events.row_to_reuse(id);
+                let mut row = self.b.event_row(id);
                 self.apply_event(&mut row, items, at)?;
                 self.b.set_event(id, &row);
                 *target = Val::Event(id);

@@ -41,7 +41,7 @@ use convert::Wave;
 use input::Input;
 use value::{Obj, Val, long_from_le};
 
-use super::builder::{NotASnapshot, Observer};
+use super::builder::{NotASnapshot, RowSink};
 use super::schema::SchemaError;
 use crate::model::{NONE, Snapshot};
 
@@ -79,11 +79,14 @@ pub struct PickleInfo {
 
 /// Decodes one snapshot pickle from `reader`.
 pub fn decode<R: Read>(reader: R) -> Result<(Snapshot, PickleInfo), PickleError> {
-    decode_observed(reader, Observer::default())
+    decode_observed(reader, None)
 }
 
-/// [`decode`], handing `rows` the event rows as they are pushed.
-pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<(Snapshot, PickleInfo), PickleError> {
+/// [`decode`], its events' large columns going to `rows` (`None`: into the model).
+pub fn decode_observed<R: Read>(
+    reader: R,
+    rows: Option<Box<dyn RowSink>>,
+) -> Result<(Snapshot, PickleInfo), PickleError> {
     decode_with(reader, rows, range_bytes())
 }
 
@@ -91,15 +94,15 @@ pub fn decode_observed<R: Read>(reader: R, rows: Observer) -> Result<(Snapshot, 
 /// current pool, as `memviz index` does on more than one thread: the same snapshot, or the same
 /// error (for the tests and the differential fuzz target that check it).
 pub fn decode_in_ranges<R: Read>(reader: R, every: usize) -> Result<(Snapshot, PickleInfo), PickleError> {
-    decode_with(reader, Observer::default(), Some(every.max(1)))
+    decode_with(reader, None, Some(every.max(1)))
 }
 
 fn decode_with<R: Read>(
     reader: R,
-    rows: Observer,
+    rows: Option<Box<dyn RowSink>>,
     every: Option<usize>,
 ) -> Result<(Snapshot, PickleInfo), PickleError> {
-    let st = State::observed(rows);
+    let st = State::with_rows(rows);
     let inp = match every {
         Some(_) => Input::with_window(reader, WAVE),
         None => Input::new(reader),

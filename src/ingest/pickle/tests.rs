@@ -143,9 +143,10 @@ fn each_event_gets_its_own_stack() {
     assert_eq!(snap.events.stack[4], snap.events.stack[5]);
 }
 
-/// A pickler may split an event dict over two SETITEMS. The row is handed to the row observer
-/// when it is pushed (at the first), so the second must hand it over again: the observer's
-/// compressed chunk and layout walk of that row would be stale otherwise.
+/// A pickler may split an event dict over two SETITEMS. The row goes to the reader's row sink
+/// when it is pushed (at the first), so the second must tell the sink again, reading the row
+/// back from it: an index's compressed chunk and layout walk of that row would be stale
+/// otherwise.
 #[test]
 fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
     let mut p = Pickler::default();
@@ -173,19 +174,39 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
     }
     p.end_trace();
 
-    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let log = seen.clone();
-    let rows = crate::ingest::Observer::new(
-        2,
-        Box::new(move |ev: &crate::model::Events, rows: std::ops::Range<usize>| {
-            log.borrow_mut().push((rows.clone(), ev.time_us[rows].to_vec()));
-            crate::ingest::Forget::Nothing
-        }),
-    );
-    let snap = super::decode_observed(&p.out[..], rows).expect("a valid snapshot").0;
-    assert_eq!(snap.events.time_us, [10, 99, 12, 13, 14]);
+    /// A sink that holds the rows' values and notes what it is told: (pushed?, event, time).
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<(bool, u32, i64)>>>, Vec<crate::model::RowValues>);
+    fn values(row: &crate::model::EventRow) -> crate::model::RowValues {
+        let (addr, size) = (row.addr.unwrap_or(0), row.size.unwrap_or(0));
+        crate::model::RowValues { addr, size, time_us: row.time_us, stack: row.stack }
+    }
+    impl crate::ingest::RowSink for Log {
+        fn push(&mut self, _: &crate::model::Events, id: u32, row: &crate::model::EventRow) {
+            self.0.lock().unwrap().push((true, id, row.time_us));
+            self.1.push(values(row));
+        }
+        fn set(&mut self, _: &crate::model::Events, id: u32, row: &crate::model::EventRow) {
+            self.0.lock().unwrap().push((false, id, row.time_us));
+            self.1[id as usize] = values(row);
+        }
+        fn values(&mut self, id: u32) -> Option<crate::model::RowValues> {
+            self.1.get(id as usize).copied()
+        }
+        fn finish(&mut self, events: &crate::model::Events) {
+            assert!(!events.holds_values(), "the values went to the sink, not the model");
+            assert_eq!(
+                self.1[1],
+                crate::model::RowValues { addr: 8192, size: 512, time_us: 99, stack: crate::model::NONE }
+            );
+        }
+    }
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Log(seen.clone(), Vec::new());
+    let snap = super::decode_observed(&p.out[..], Some(Box::new(sink))).expect("a valid snapshot").0;
+    assert_eq!(snap.events.len(), 5);
     let none = crate::model::NO_TIME;
-    assert_eq!(*seen.borrow(), [(0..2, vec![10, none]), (1..2, vec![99]), (2..4, vec![12, 13])]);
+    let told = [(true, 0, 10), (true, 1, none), (false, 1, 99), (true, 2, 12), (true, 3, 13), (true, 4, 14)];
+    assert_eq!(*seen.lock().unwrap(), told);
 }
 
 /// The snapshot read with and without the event fast path (`convert/fast.rs`), as the model's
@@ -439,18 +460,18 @@ fn damaged_events_read_the_same_either_way() {
 }
 
 /// A pickle that adds a key to an event dict long after making it (legal, though torch never
-/// does): an index read has forgotten that row by then (`Events::forget_rows`), so the model is
-/// marked lost and the pipeline reads the file again, forgetting nothing. The archive is the one
+/// does): an index read has let go of that row by then (`index::held`), so the read is lost and
+/// the pipeline reads the file again, letting go of nothing. The archive is the one
 /// built from the whole model.
 #[test]
 fn an_event_dict_rewritten_long_after_is_indexed_by_reading_again() {
     use crate::archive::chunks::CHUNK_ROWS;
     use crate::file::write;
-    use crate::index::{cache, pipeline, reading};
+    use crate::index::{cache, held, pipeline, reading};
     let mut p = Pickler::default();
     let keys = p.begin_trace(&["action", "addr", "size", "time_us"]);
     let mut fifth = 0;
-    for i in 0..((reading::FORGET_EVERY + 1) * CHUNK_ROWS + 100) as u32 {
+    for i in 0..((held::FORGET_EVERY + 1) * CHUNK_ROWS + 100) as u32 {
         let slot = p.dict();
         if i == 5 {
             fifth = slot;
@@ -477,11 +498,10 @@ fn an_event_dict_rewritten_long_after_is_indexed_by_reading_again() {
     let path = dir.path().join("rewritten.pickle");
     std::fs::write(&path, &p.out).unwrap();
 
-    // Read as an index reads it: the rewrite finds its row forgotten.
-    let (beside, observe) = reading::WhileReading::start(true).unwrap();
-    let rows = crate::ingest::Observer::new(CHUNK_ROWS, observe);
-    let (mut model, _) = crate::ingest::read_path_observed(&path, &|_| {}, rows).unwrap();
-    assert!(model.events.lost && model.events.forgotten > 0);
+    // Read as an index reads it: the rewrite finds its row let go.
+    let (beside, rows) = reading::WhileReading::start(true).unwrap();
+    let (mut model, _) = crate::ingest::read_path_observed(&path, &|_| {}, Some(rows)).unwrap();
+    assert!(!model.events.holds_values());
     assert!(beside.finish(&mut model).is_none());
 
     let stamp = write::stamp(&path).unwrap();
