@@ -27,7 +27,7 @@ fn an_archive_with_ids_out_of_range_is_one_line_never_a_panic() {
     // zooming in make the viewer replay from the checkpoints) ends in the same line.
     let (mut gpu, mut app) = open(&bad, 1000, 600);
     let whole = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1000.0, 600.0));
-    let rect = app.timeline().map_or(whole, |t| t.plot_rect);
+    let rect = app.timeline().map_or(whole, |t| t.plot.plot_rect);
     for i in 0..40 {
         let p = egui::pos2(rect.left() + rect.width() * (i as f32 + 0.5) / 40.0, rect.center().y);
         let click = |pressed| egui::Event::PointerButton {

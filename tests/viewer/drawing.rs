@@ -23,7 +23,7 @@ fn oom_markers_are_drawn_at_their_actions() {
     let marks = t.ooms().unwrap().to_vec();
     assert_eq!(marks.len(), 2);
     assert!(marks[1].verdict.contains("fragmentation"), "{}", marks[1].verdict);
-    let rect = t.plot_rect;
+    let rect = t.plot.plot_rect;
     let x = t.doc.view.screen_from_action(rect, marks[0].action as f64 + 1.0).round() as usize;
     let y = rect.center().y as usize;
     let i = (y * gpu.width as usize + x) * 4;
@@ -35,7 +35,7 @@ fn oom_markers_are_drawn_at_their_actions() {
 fn colour_frame_shows_the_data_and_the_pinned_outline() {
     let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
     let rgba = gpu.read_rgba();
-    let rect = app.timeline().unwrap().plot_rect;
+    let rect = app.timeline().unwrap().plot.plot_rect;
     // Inside the plot, low rows are covered by elements: not the background colour.
     let bg = memviz::viewer::theme::BACKGROUND;
     let px = |x: usize, y: usize| &rgba[(y * gpu.width as usize + x) * 4..][..3];
@@ -151,7 +151,7 @@ fn viewer_time_base_and_narrow_top_bar() {
 
     let (_, wide) = open(&archive, 1600, 600);
     let (_, narrow) = open(&archive, 800, 600);
-    let (w, n) = (wide.timeline().unwrap().plot_rect, narrow.timeline().unwrap().plot_rect);
+    let (w, n) = (wide.timeline().unwrap().plot.plot_rect, narrow.timeline().unwrap().plot.plot_rect);
     assert!(n.top() > w.top(), "the top bar takes a second row at 800 px ({} vs {})", n.top(), w.top());
     assert!(n.right() <= 800.0);
 }
@@ -236,14 +236,14 @@ fn colour_by_category_paints_each_element_in_its_category_colour() {
 fn the_minimap_draws_each_columns_peak_and_floor() {
     let (mut gpu, mut app) = open(&golden_archive(), 900, 500);
     // Zoomed in at the right, so the view's brush (shading what it covers) leaves the rest as drawn.
-    let plot = app.timeline().unwrap().plot_rect;
+    let plot = app.timeline().unwrap().plot.plot_rect;
     for _ in 0..6 {
         gpu.frame(&mut app, memviz::viewer::bench::wheel(egui::pos2(plot.right() - 2.0, plot.center().y), 60.0, false));
     }
     gpu.settle(&mut app, 3000);
     let rgba = gpu.read_rgba();
     let t = app.timeline().unwrap();
-    let rect = t.minimap_rect;
+    let rect = t.plot.minimap_rect;
     let brush_left = rect.left() + (t.doc.view.x0 / t.stacked().layout.actions.len() as f64) as f32 * rect.width();
     let golden = json_file(&data("gpt2_small.layout.json"));
     let totals: Vec<u64> =
@@ -286,7 +286,7 @@ fn coarse_columns_show_their_floor() {
     gpu.frame(&mut app, Vec::new());
     let rgba = gpu.read_rgba();
     let t = app.timeline().unwrap();
-    let (rect, view) = (t.plot_rect, t.doc.view);
+    let (rect, view) = (t.plot.plot_rect, t.doc.view);
     let golden = json_file(&data("gpt2_small.layout.json"));
     let totals: Vec<u64> =
         golden["devices"][0]["totals"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
@@ -347,7 +347,7 @@ fn lines_stay_on_the_plot_and_saves_never_overwrite() {
 fn the_timeline_legend_is_drawn_under_the_plot() {
     let (gpu, app) = open(&golden_archive(), 1000, 600);
     let rgba = gpu.read_rgba();
-    let rect = app.timeline().unwrap().plot_rect;
+    let rect = app.timeline().unwrap().plot.plot_rect;
     let oom = memviz::viewer::reserved::OOM;
     let (mut below, mut inside) = (0, 0);
     for (i, c) in rgba.chunks_exact(4).enumerate() {

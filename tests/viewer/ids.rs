@@ -175,7 +175,7 @@ fn the_pools_view_draws_each_private_pool_as_one_band() {
     // screen, and the id buffer there is the band, not an element.
     let k = n - 1;
     assert!(pools.bands[0][k] > 0 && pools.bands[1][k] > 0);
-    let rect = t.plot_rect;
+    let rect = t.plot.plot_rect;
     let x = t.doc.view.screen_from_action(rect, k as f64 + 0.5).round().min(rect.right() - 2.0);
     let y = t.doc.view.screen_from_bytes(rect, pools.bands[0][k] as f64 / 2.0).round();
     let rgba = gpu.read_rgba();
@@ -218,9 +218,10 @@ fn stored_tile_keys_draw_what_keys_from_the_sites_draw() {
         let (gpu, app) = open(archive, 1000, 600);
         let t = app.timeline().unwrap();
         let coarsest = t.doc.session.elements(DeviceIdx(0)).tiles.len() - 1;
-        let tile = t.textures.texels(&tile_key(DeviceIdx(0), Plane::Elements, coarsest, 0)).expect("the coarsest tile");
+        let tile =
+            t.plot.textures.texels(&tile_key(DeviceIdx(0), Plane::Elements, coarsest, 0)).expect("the coarsest tile");
         let stored = tile.site_keys.is_some();
-        let rect = t.plot_rect;
+        let rect = t.plot.plot_rect;
         let rgba = gpu.read_rgba();
         let row = |y: usize| &rgba[(y * gpu.width as usize + rect.left() as usize) * 4..][..rect.width() as usize * 4];
         let plot: Vec<u8> = (rect.top() as usize..rect.bottom() as usize).flat_map(row).copied().collect();

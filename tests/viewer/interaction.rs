@@ -41,7 +41,7 @@ fn go_to_peak_pins_the_largest_live_allocation() {
 fn input_drives_the_view_and_the_selection() {
     use egui::{Event, Modifiers, PointerButton, pos2, vec2};
     let (mut gpu, mut app) = open(&golden_archive(), 1000, 600);
-    let rect = app.timeline().unwrap().plot_rect;
+    let rect = app.timeline().unwrap().plot.plot_rect;
     let view = |app: &ViewerApp| app.timeline().unwrap().doc.view;
     let at = |fx: f32, fy: f32| pos2(rect.left() + rect.width() * fx, rect.top() + rect.height() * fy);
     let wheel = |p: egui::Pos2, dy: f32, m: Modifiers| memviz::viewer::bench::wheel(p, dy, m.shift);
@@ -220,12 +220,12 @@ fn search_highlights_the_matches_and_enter_pins_them() {
 fn a_copied_link_reopens_the_same_view() {
     let golden = golden_archive();
     let (mut gpu, mut app) = open(&golden, 1000, 600);
-    let rect = app.timeline().unwrap().plot_rect;
+    let rect = app.timeline().unwrap().plot.plot_rect;
     {
         let t = app.timeline_mut().unwrap();
         t.doc.view.x0 = 812.5;
         t.doc.view.x1 = 1290.0;
-        t.invalidate_raster();
+        t.plot.invalidate_raster();
     }
     gpu.settle(&mut app, 3000);
     let hit = app.timeline().unwrap().pick(egui::pos2(rect.center().x, rect.bottom() - 30.0)).expect("an element");

@@ -98,7 +98,7 @@ pub fn open_with(archive: &Path, options: ViewerOptions, w: u32, h: u32) -> (Off
 /// The elements drawn at 12 points of a timeline's plot equal what its own archive has there
 /// (the live stack at the column's highest action, the element covering the row's middle byte):
 /// how many points hit an element.
-pub fn assert_ids_are_its_own(gpu: &mut Offscreen, t: &memviz::viewer::timeline::Timeline) -> usize {
+pub fn assert_ids_are_its_own(gpu: &mut Offscreen, t: &memviz::viewer::timeline::Open) -> usize {
     let (rect, ids) = gpu.read_ids_of(t);
     let s = t.doc.session.elements(t.doc.device);
     let (l, view) = (s.layout, t.doc.view);

@@ -78,7 +78,7 @@ fn the_rank_strip_marks_the_outlier_opens_a_rank_and_compares_two() {
         cmp.a.doc.session.archive.path.ends_with("rank0.memviz")
             && cmp.b.doc.session.archive.path.ends_with("rank3.memviz")
     );
-    assert!(cmp.a.plot_rect.bottom() <= cmp.b.plot_rect.top(), "rank 0 above rank 3");
+    assert!(cmp.a.plot.plot_rect.bottom() <= cmp.b.plot.plot_rect.top(), "rank 0 above rank 3");
     // Each half draws its own archive's elements (two views in one frame, each its own GPU state).
     let Some(memviz::viewer::app::Content::Compare(cmp)) = Some(&app.content) else { unreachable!() };
     let (a, b) = (&cmp.a, &cmp.b);

@@ -13,7 +13,7 @@ use super::categories::DeviceCategories;
 use super::data::Session;
 use super::document::Document;
 use super::theme;
-use super::timeline::Timeline;
+use super::timeline::Open;
 use crate::analysis::frames::{self, FrameSource};
 use crate::analysis::groups::GroupBy;
 use crate::analysis::live::{self, LiveSet};
@@ -136,7 +136,7 @@ impl Icicle {
 }
 
 impl AnswersPanel {
-    pub fn ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
+    pub fn ui(&mut self, ui: &mut egui::Ui, t: &Open) {
         egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
             ui.heading("Live at cursor");
             self.live_ui(ui, t);
@@ -152,10 +152,10 @@ impl AnswersPanel {
     }
 
     /// The answer to `ask` on the device shown, once it is in.
-    fn answer(&mut self, t: &Timeline, ask: Ask) -> Option<Arc<Answer>> {
+    fn answer(&mut self, t: &Open, ask: Ask) -> Option<Arc<Answer>> {
         if self.worker.as_ref().is_none_or(|(s, _)| !Arc::ptr_eq(s, &t.doc.session)) {
             let session = Arc::clone(&t.doc.session);
-            let worker = Latest::start("answers", t.ctx().clone(), move |key: &Key| answer(&session, key));
+            let worker = Latest::start("answers", t.plot.ctx().clone(), move |key: &Key| answer(&session, key));
             self.worker = Some((Arc::clone(&t.doc.session), worker));
         }
         let (_, worker) = self.worker.as_ref()?;
@@ -163,7 +163,7 @@ impl AnswersPanel {
         worker.get(&Key { device: t.doc.device, ask, categories })
     }
 
-    fn live_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
+    fn live_ui(&mut self, ui: &mut egui::Ui, t: &Open) {
         let at = t.doc.selection.focus().and_then(|h| t.action_at(h.x));
         let Some(k) = at else {
             ui.weak("Hover over (or pin) the timeline to see everything live at that moment.");
@@ -205,7 +205,7 @@ impl AnswersPanel {
         icicle_ui(ui, &t.doc, icicle);
     }
 
-    fn range_ui(&mut self, ui: &mut egui::Ui, t: &Timeline) {
+    fn range_ui(&mut self, ui: &mut egui::Ui, t: &Open) {
         let Some((a, b)) = t.doc.selection.range else {
             ui.weak("Ctrl/Cmd + drag over the timeline to select a range.");
             return;

@@ -13,7 +13,7 @@ use super::open_view::{apply_view, new_timeline, open_file};
 use super::screen::{Screen, timeline_screen};
 use super::tabs::{OpenAt, Tab};
 use super::theme;
-use super::timeline::Timeline;
+use super::timeline::Open;
 
 /// Options from the command line.
 #[derive(Debug, Clone, Default)]
@@ -52,7 +52,7 @@ pub enum Content {
         total: u64,
         done: Receiver<Result<Arc<Session>, String>>,
     },
-    Open(Box<Timeline>),
+    Open(Box<Open>),
     /// A job's ranks as small multiples (`memviz open DIR`).
     Ranks,
     /// Two ranks one above the other, x axes linked by step.
@@ -121,15 +121,15 @@ impl ViewerApp {
     /// The strip's or a comparison's work in flight, or the allocator state being made for the
     /// State view (for screenshots and tests to wait on).
     pub fn busy(&self) -> bool {
-        let timeline_busy = |t: &Timeline| {
-            t.worker.busy()
-                || t.textures.pending() > 0
+        let timeline_busy = |t: &Open| {
+            t.plot.worker.busy()
+                || t.plot.textures.pending() > 0
                 || (t.doc.colour_by_category && t.categories_ready().is_none())
-                || t.shapes_pending()
-                || t.raster_pending
-                || t.details_pending()
-                || t.reserved_cache.busy()
-                || t.times_pending()
+                || t.plot.shapes_pending()
+                || t.plot.raster_pending
+                || t.plot.details_pending()
+                || t.plot.reserved_cache.busy()
+                || t.plot.times_pending()
                 || t.doc.search.pending()
                 || t.segment_minimap_pending()
         };
@@ -198,7 +198,7 @@ impl ViewerApp {
         self.content = super::indexing::start(&self.options.platform, path, ctx, !self.options.no_cache);
     }
 
-    pub fn timeline(&self) -> Option<&Timeline> {
+    pub fn timeline(&self) -> Option<&Open> {
         match &self.content {
             Content::Open(t) => Some(t),
             _ => None,
@@ -225,7 +225,7 @@ impl ViewerApp {
         }
     }
 
-    pub fn timeline_mut(&mut self) -> Option<&mut Timeline> {
+    pub fn timeline_mut(&mut self) -> Option<&mut Open> {
         match &mut self.content {
             Content::Open(t) => Some(t),
             _ => None,
@@ -300,7 +300,7 @@ impl ViewerApp {
             }
         }
         if let Content::Open(t) = &mut self.content {
-            let t: &mut Timeline = t;
+            let t: &mut Open = t;
             let screen = Screen {
                 tab: &mut self.tab,
                 map: &mut self.map,

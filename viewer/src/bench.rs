@@ -58,7 +58,7 @@ pub fn run(gpu: &mut Offscreen, app: &mut ViewerApp) -> BenchResult {
     gpu.settle(app, 500);
     // The plot, or the whole window for the rank strip (its cells fill it).
     let rect = match app.timeline() {
-        Some(t) => t.plot_rect,
+        Some(t) => t.plot.plot_rect,
         None if app.ranks.is_some() => {
             egui::Rect::from_min_size(pos2(0.0, 0.0), vec2(gpu.width as f32, gpu.height as f32)).shrink(40.0)
         }

@@ -9,12 +9,12 @@ use super::app::ViewerOptions;
 use super::open_view::new_timeline;
 use super::ranks::{RankCurve, StepAxis};
 use super::screen::plot_ui;
-use super::timeline::Timeline;
+use super::timeline::Open;
 use super::view::View;
 
 pub struct Compare {
-    pub a: Timeline,
-    pub b: Timeline,
+    pub a: Open,
+    pub b: Open,
     pub axes: [StepAxis; 2],
     pub names: [String; 2],
     /// Each view as last drawn: the one that changed since leads.
@@ -56,7 +56,7 @@ impl Compare {
         if x1 - x0 > 0.1 {
             dst.doc.view.x0 = x0;
             dst.doc.view.x1 = x1;
-            dst.invalidate_raster();
+            dst.plot.invalidate_raster();
         }
         self.last = [self.a.doc.view, self.b.doc.view];
     }

@@ -1,6 +1,7 @@
 //! An open archive as the viewer shows it: which device and plane, the view, the colour mode,
 //! the selection and the search — what "copy link" carries and what the panels read. The plot
-//! (`timeline::Timeline`) draws a document; its workers, textures and caches are the plot's.
+//! (`timeline::Timeline`) draws a document and holds only what drawing takes — workers,
+//! textures, caches; `timeline::Open` is the two together.
 
 use std::sync::Arc;
 

@@ -6,13 +6,12 @@
 use eframe::egui;
 
 use super::document::Document;
-use super::memory_map::{MemoryMap, action_before, action_event, map_event};
-use super::timeline::Timeline;
+use super::memory_map::{MemoryMap, action_before, action_event};
 use crate::allocator::EventColumns as _;
 use crate::archive::events::ArchiveEvents;
 
-pub fn ui(ui: &mut egui::Ui, t: &mut Timeline, map: &mut MemoryMap) {
-    let trace = t.doc.session.trace(t.doc.device);
+pub fn ui(ui: &mut egui::Ui, doc: &mut Document, map: &mut MemoryMap, at: Option<i64>) {
+    let trace = doc.session.trace(doc.device);
     let n = trace.len();
     ui.strong(format!("events ({})", crate::analysis::units::thousands(n as u64)));
     let field = ui.make_persistent_id("memviz-address-jump");
@@ -22,36 +21,36 @@ pub fn ui(ui: &mut egui::Ui, t: &mut Timeline, map: &mut MemoryMap) {
     if edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
         match parse_hex(&text) {
             Some(addr) => {
-                if let Some(e) = next_at(&t.doc, addr) {
-                    t.doc.selection.event = Some(e);
+                if let Some(e) = next_at(doc, addr) {
+                    doc.selection.event = Some(e);
                 }
             }
             None => text = format!("not an address: {text}"),
         }
     }
     ui.data_mut(|d| d.insert_temp(field, text));
-    let selected = map_event(t);
+    let selected = at;
     // Scroll to the selection when it moved (keys, a jump, a click on the timeline).
     let last = ui.make_persistent_id("memviz-events-scrolled");
     let scrolled: Option<i64> = ui.data_mut(|d| d.get_temp(last).unwrap_or_default());
     let mut area = egui::ScrollArea::vertical().auto_shrink(false);
-    if t.doc.selection.hovered.is_none() && t.doc.selection.event != scrolled {
-        let row = t.doc.selection.event.unwrap_or(0).max(0) as f32;
+    if doc.selection.hovered.is_none() && doc.selection.event != scrolled {
+        let row = doc.selection.event.unwrap_or(0).max(0) as f32;
         let pitch = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
         area = area.vertical_scroll_offset((row * pitch - 120.0).max(0.0));
-        ui.data_mut(|d| d.insert_temp(last, t.doc.selection.event));
+        ui.data_mut(|d| d.insert_temp(last, doc.selection.event));
     }
     let mut clicked = None;
     ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
     let row_h = ui.spacing().interact_size.y;
     // The rows on screen come from the state worker (each read decompresses a chunk of three
     // columns); until they do, the rows it sent last, or just the index.
-    let worker = map.worker(t, ui.ctx());
+    let worker = map.worker(doc, ui.ctx());
     area.show_rows(ui, row_h, n, |ui, rows| {
-        worker.ask_rows((t.doc.device, rows.start, rows.end));
+        worker.ask_rows((doc.device, rows.start, rows.end));
         let texts = worker.rows();
         for i in rows {
-            let text = texts.and_then(|r| r.get(t.doc.device, i)).map_or_else(|| format!("{i:>8}"), str::to_owned);
+            let text = texts.and_then(|r| r.get(doc.device, i)).map_or_else(|| format!("{i:>8}"), str::to_owned);
             let label = egui::RichText::new(text).monospace().size(11.0);
             if ui.selectable_label(selected == Some(i as i64), label).clicked() {
                 clicked = Some(i as i64);
@@ -59,16 +58,16 @@ pub fn ui(ui: &mut egui::Ui, t: &mut Timeline, map: &mut MemoryMap) {
         }
     });
     if clicked.is_some() {
-        t.doc.selection.event = clicked;
+        doc.selection.event = clicked;
     }
 }
 
 /// ←/→, PgUp/PgDn, Home/End, unless a text field has the keyboard.
-pub fn keys(ui: &egui::Ui, t: &mut Timeline) {
+pub fn keys(ui: &egui::Ui, doc: &mut Document, at: Option<i64>) {
     if ui.ctx().memory(|m| m.focused().is_some()) {
         return;
     }
-    let n = t.doc.session.trace(t.doc.device).len() as i64;
+    let n = doc.session.trace(doc.device).len() as i64;
     let count = |k: egui::Key| ui.input_mut(|i| i.count_and_consume_key(egui::Modifiers::NONE, k)) as i64;
     let (right, left) = (count(egui::Key::ArrowRight), count(egui::Key::ArrowLeft));
     let (down, up) = (count(egui::Key::PageDown), count(egui::Key::PageUp));
@@ -76,7 +75,7 @@ pub fn keys(ui: &egui::Ui, t: &mut Timeline) {
     if right + left + down + up + home + end == 0 {
         return;
     }
-    let mut e = t.doc.selection.event.or_else(|| map_event(t)).unwrap_or(-1);
+    let mut e = doc.selection.event.or(at).unwrap_or(-1);
     if home > 0 {
         e = -1;
     }
@@ -84,18 +83,18 @@ pub fn keys(ui: &egui::Ui, t: &mut Timeline) {
         e = n - 1;
     }
     e += right - left;
-    let actions = t.doc.session.elements(t.doc.device).layout.actions.len() as i64;
+    let actions = doc.session.elements(doc.device).layout.actions.len() as i64;
     for _ in 0..down {
-        let k = action_before(&t.doc, e) + 1;
-        e = if k < actions { action_event(&t.doc, k as usize) } else { n - 1 };
+        let k = action_before(doc, e) + 1;
+        e = if k < actions { action_event(doc, k as usize) } else { n - 1 };
     }
     for _ in 0..up {
-        let k = action_before(&t.doc, e);
-        let k = if k >= 0 && action_event(&t.doc, k as usize) == e { k - 1 } else { k };
-        e = if k >= 0 { action_event(&t.doc, k as usize) } else { -1 };
+        let k = action_before(doc, e);
+        let k = if k >= 0 && action_event(doc, k as usize) == e { k - 1 } else { k };
+        e = if k >= 0 { action_event(doc, k as usize) } else { -1 };
     }
-    t.doc.selection.event = Some(e.clamp(-1, n - 1));
-    t.doc.selection.hovered = None;
+    doc.selection.event = Some(e.clamp(-1, n - 1));
+    doc.selection.hovered = None;
 }
 
 fn parse_hex(s: &str) -> Option<u64> {

@@ -8,7 +8,7 @@ use eframe::egui::{self, Rect, pos2};
 
 use super::data::Plane;
 use super::theme;
-use super::timeline::Timeline;
+use super::timeline::Open;
 use crate::lod::minimap;
 
 /// What a column's floors were computed for: device, the view's x range (bits), columns.
@@ -17,7 +17,7 @@ pub type FloorKey = (crate::model::DeviceIdx, u64, u64, usize);
 /// Columns covering fewer actions than this show every action: no floor to draw.
 const MIN_ACTIONS_PER_COLUMN: f64 = 2.0;
 
-impl Timeline {
+impl Open {
     /// Per pixel column of the plot, the floor (`None` where a column shows single actions).
     fn floors(&self, columns: usize) -> Vec<Option<u64>> {
         let l = self.stacked().layout;
@@ -42,13 +42,13 @@ impl Timeline {
         if self.doc.time_axis || self.doc.plane != Plane::Elements || self.doc.pools_view {
             return;
         }
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let columns = rect.width().floor().max(1.0) as usize;
         let key = (self.doc.device, self.doc.view.x0.to_bits(), self.doc.view.x1.to_bits(), columns);
-        if self.floor_cache.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.floor_cache = Some((key, std::sync::Arc::new(self.floors(columns))));
+        if self.plot.floor_cache.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.plot.floor_cache = Some((key, std::sync::Arc::new(self.floors(columns))));
         }
-        let Some((_, floors)) = &self.floor_cache else { return };
+        let Some((_, floors)) = &self.plot.floor_cache else { return };
         // Pixel-aligned marks, side by side ones at the same rows joined (`strip::joined_mesh`):
         // lavapipe pays for every triangle on every frame (a feathered rectangle per column was
         // ten, a quad per column two).
@@ -64,6 +64,6 @@ impl Timeline {
                 Rect::from_min_max(pos2(x, (y - 1.0).max(rect.top())), pos2(x + 1.0, (y + 1.0).min(rect.bottom())));
             marks.push((mark, theme::FLOOR));
         }
-        painter.with_clip_rect(rect).add(super::strip::joined_mesh(&marks, self.pixels_per_point));
+        painter.with_clip_rect(rect).add(super::strip::joined_mesh(&marks, self.plot.pixels_per_point));
     }
 }

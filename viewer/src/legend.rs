@@ -8,7 +8,7 @@ use super::data::Plane;
 use super::memory_map::{FREE, LARGEST_HOLE, PENDING, SEGMENT_EDGE};
 use super::reserved::{OOM, RESERVED_LINE, UNALLOCATED};
 use super::theme;
-use super::timeline::Timeline;
+use super::timeline::Open;
 
 /// How a legend entry is drawn.
 #[derive(Clone, Copy)]
@@ -59,7 +59,7 @@ fn draw(painter: &egui::Painter, r: Rect, swatch: Swatch) {
 
 /// The legend of the timeline shown: the lines and shades drawn over the element timeline (and
 /// the pools' bands in the pools view), or the segment timeline's colours.
-pub fn timeline_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+pub fn timeline_ui(ui: &mut egui::Ui, t: &mut Open) {
     if t.doc.plane == Plane::Segments {
         let key = |k: u32| {
             let [r, g, b, _] = theme::palette(k).to_le_bytes();

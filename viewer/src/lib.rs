@@ -148,7 +148,7 @@ fn offscreen_run(args: &OpenArgs) -> anyhow::Result<()> {
     // Textures are uploaded with the frame that first draws them; the coarsest tile is decoded
     // on open, so normally the first frame already shows the whole trace.
     for _ in 0..500 {
-        if args.job.is_some() || !app.draws_timeline() || app.timeline().is_none_or(|t| t.textures.uploaded > 0) {
+        if args.job.is_some() || !app.draws_timeline() || app.timeline().is_none_or(|t| t.plot.textures.uploaded > 0) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));

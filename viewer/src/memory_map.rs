@@ -19,7 +19,7 @@ use super::data::Session;
 use super::document::Document;
 use super::state_worker::{StateWork, StateWorker};
 use super::theme;
-use super::timeline::{Timeline, stacked_in};
+use super::timeline::{Open, stacked_in};
 use crate::allocator::{Block, SegmentMap, State, Summary};
 use crate::model::{ActionIdx, DeviceIdx, ElementId};
 
@@ -209,11 +209,11 @@ pub struct MemoryMap {
 
 impl MemoryMap {
     /// The worker of `t`'s archive, started on first use (and again for another archive).
-    pub fn worker(&mut self, t: &Timeline, ctx: &egui::Context) -> &mut StateWorker {
-        if self.worker.as_ref().is_some_and(|w| !Arc::ptr_eq(w.session(), &t.doc.session)) {
+    pub fn worker(&mut self, doc: &Document, ctx: &egui::Context) -> &mut StateWorker {
+        if self.worker.as_ref().is_some_and(|w| !Arc::ptr_eq(w.session(), &doc.session)) {
             *self = MemoryMap::default();
         }
-        self.worker.get_or_insert_with(|| StateWorker::start(Arc::clone(&t.doc.session), ctx.clone()))
+        self.worker.get_or_insert_with(|| StateWorker::start(Arc::clone(&doc.session), ctx.clone()))
     }
 
     /// A state or rows asked for are still being made: what screenshots and tests wait for.
@@ -228,9 +228,9 @@ impl MemoryMap {
 
     /// Asks for the state after device-relative event `event` and takes the one that came back,
     /// if one did; `self.shown` stays the last one until then.
-    fn follow(&mut self, t: &Timeline, ctx: &egui::Context, event: i64) {
-        let worker = self.worker(t, ctx);
-        worker.ask_map((t.doc.device, event));
+    fn follow(&mut self, doc: &Document, ctx: &egui::Context, event: i64) {
+        let worker = self.worker(doc, ctx);
+        worker.ask_map((doc.device, event));
         if let Some((_, shown)) = worker.take_map() {
             self.unreadable = shown.is_none();
             self.shown = shown;
@@ -238,22 +238,22 @@ impl MemoryMap {
         }
     }
 
-    pub fn ui(&mut self, ui: &mut egui::Ui, t: &mut Timeline) {
-        let Some(event) = map_event(t) else {
+    pub fn ui(&mut self, ui: &mut egui::Ui, doc: &mut Document, at: Option<i64>) {
+        let Some(event) = at else {
             return note_ui(
                 ui,
                 "Hover or pin the timeline, or step with the Left / Right arrow keys, to see the allocator's state at that event.",
             );
         };
-        if t.doc.session.device(t.doc.device).allocator.states.is_empty() {
+        if doc.session.device(doc.device).allocator.states.is_empty() {
             return note_ui(
                 ui,
                 "This archive was made before format 3, without the allocator's states: re-index to see this.",
             );
         }
-        self.follow(t, ui.ctx(), event);
+        self.follow(doc, ui.ctx(), event);
         let gone = self.worker.as_ref().is_some_and(StateWorker::gone);
-        let Some(s) = self.shown.as_ref().filter(|s| s.device == t.doc.device) else {
+        let Some(s) = self.shown.as_ref().filter(|s| s.device == doc.device) else {
             return note_ui(
                 ui,
                 if self.unreadable || gone {
@@ -268,7 +268,7 @@ impl MemoryMap {
         ui.label(format!(
             "after event {} of device {}: {} segments · reserved {} · allocated {} · pending free {} · free {} (largest hole {})",
             crate::analysis::units::thousands(s.event.max(0) as u64),
-            t.doc.session.ordinal(t.doc.device),
+            doc.session.ordinal(doc.device),
             segs.len(),
             b(s.summary.reserved),
             b(s.summary.allocated),
@@ -284,9 +284,9 @@ impl MemoryMap {
         let g = Geometry::new(segs, inner, self.view);
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 0.0, theme::BACKGROUND);
-        let sites = stacked_in(&t.doc.session, t.doc.device, super::data::Plane::Elements).sites;
+        let sites = stacked_in(&doc.session, doc.device, super::data::Plane::Elements).sites;
         super::map_draw::draw(&painter, &g, s, &|block: &Block| s.colour(sites, block));
-        if let Some((i, addr, size)) = linked_block(&t.doc, s) {
+        if let Some((i, addr, size)) = linked_block(doc, s) {
             g.each_piece(g.along(segs, i, addr), g.along(segs, i, addr + size), |r| {
                 painter.rect_stroke(r, 0.0, Stroke::new(2.0, Color32::WHITE), egui::StrokeKind::Outside);
             });
@@ -297,21 +297,21 @@ impl MemoryMap {
             });
         }
         self.hovered = response.hover_pos().and_then(|p| hit(s, &g, p));
-        t.doc.selection.map_hover = match self.hovered {
+        doc.selection.map_hover = match self.hovered {
             Some(MapHit::Block { element, .. }) => element,
             _ => None,
         };
         // A click on a block pins its element: the bottom bar shows it as for the timeline.
         if response.clicked()
-            && let Some(element) = t.doc.selection.map_hover
+            && let Some(element) = doc.selection.map_hover
         {
-            let l = t.doc.session.elements(t.doc.device).layout;
+            let l = doc.session.elements(doc.device).layout;
             let el = l.element(element);
             let x = el.start_opt().map_or(0.0, |k| f64::from(k.0) + 0.5);
-            t.doc.selection.pinned = Some(super::selection::Hit { element, x, byte: el.size as f64 / 2.0 });
+            doc.selection.pinned = Some(super::selection::Hit { element, x, byte: el.size as f64 / 2.0 });
         }
         if let Some(h) = self.hovered {
-            let lines = hit_lines(&t.doc, s, h);
+            let lines = hit_lines(doc, s, h);
             response.on_hover_ui_at_pointer(|ui| super::panels::info_grid_ui(ui, &lines, "map-tooltip"));
         }
         self.geometry = Some(g);
@@ -368,7 +368,7 @@ fn zoom_pan(view: &mut MapView, ui: &egui::Ui, response: &egui::Response, segs: 
 }
 
 /// The event the map shows: the hovered action's on the timeline, else the selected one.
-pub fn map_event(t: &Timeline) -> Option<i64> {
+pub fn map_event(t: &Open) -> Option<i64> {
     if let Some(k) = t.doc.selection.hovered.and_then(|h| t.action_at(h.x)) {
         return Some(action_event(&t.doc, k));
     }

@@ -191,12 +191,12 @@ impl Offscreen {
     }
 
     /// [`Self::read_ids`] of timeline `t`, one of those on screen (two when comparing ranks).
-    pub fn read_ids_of(&mut self, t: &super::timeline::Timeline) -> (Rect, Vec<u32>) {
-        let rect = t.plot_rect;
+    pub fn read_ids_of(&mut self, t: &super::timeline::Open) -> (Rect, Vec<u32>) {
+        let rect = t.plot.plot_rect;
         let Some(r) = self.renderer.callback_resources.get::<TimelineResources>() else {
             return (rect, Vec::new());
         };
-        let (ids, commands) = super::gpu::draw_ids(&self.device, r, t.slot, (self.width, self.height), rect);
+        let (ids, commands) = super::gpu::draw_ids(&self.device, r, t.plot.slot, (self.width, self.height), rect);
         self.queue.submit([commands]);
         let bytes = read_texture(&self.device, &self.queue, &ids, 4);
         (rect, bytemuck::cast_slice(&bytes).to_vec())

@@ -10,7 +10,7 @@ use super::app::ViewerOptions;
 use super::data::Session;
 use super::document::Document;
 use super::tabs::{OpenAt, Pin, Tab};
-use super::timeline::Timeline;
+use super::timeline::Open;
 
 /// Opens the archive at `path` (any thread: `memviz open` starts it beside the window).
 pub fn open_file(platform: &crate::platform::PlatformRef, path: &Path) -> Result<Arc<Session>, String> {
@@ -20,10 +20,10 @@ pub fn open_file(platform: &crate::platform::PlatformRef, path: &Path) -> Result
 /// A timeline of an opened archive with the settings the options ask for (its ids and checksum
 /// are checked, and the action times read for the time axis, in the background:
 /// `Platform::start_checks`).
-pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Timeline {
+pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Open {
     let first_frame = Arc::new(crate::platform::FirstFrame::default());
     options.platform.start_checks(&session, &first_frame);
-    let mut t = Timeline::new(session, ctx);
+    let mut t = Open::new(session, ctx);
     t.doc.first_frame = first_frame;
     t.doc.max_entries = options.max_entries;
     t.doc.capacity = options.gpu.map(|g| g.1);
@@ -35,7 +35,7 @@ pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: 
 
 /// Applies the view options to a timeline just opened: the device, the instant, the x range and
 /// the pinned element; what does not exist is said the way the commands say it.
-pub(super) fn apply_view(t: &mut Timeline, o: &ViewerOptions) -> Result<(), String> {
+pub(super) fn apply_view(t: &mut Open, o: &ViewerOptions) -> Result<(), String> {
     if let Some(want) = o.device {
         let ordinals: Vec<_> = t.doc.session.device_indices().map(|d| t.doc.session.ordinal(d)).collect();
         let d = crate::model::pick_devices(&ordinals, Some(want))?;
@@ -198,7 +198,7 @@ impl ViewerOptions {
 
 /// Applies `--event`, `--action` or `--oom` to a timeline just opened: the memory map's event,
 /// and the view centred on its action; what does not exist is said the way the commands say it.
-pub(super) fn open_at(t: &mut Timeline, at: OpenAt) -> Result<(), String> {
+pub(super) fn open_at(t: &mut Open, at: OpenAt) -> Result<(), String> {
     let device = t.doc.session.ordinal(t.doc.device);
     let events = t.doc.session.trace(t.doc.device).len() as i64;
     let actions = t.doc.session.elements(t.doc.device).layout.actions.len() as i64;

@@ -5,14 +5,14 @@ use eframe::egui::{self, Rect, Sense, Stroke, pos2, vec2};
 
 use super::data::Plane;
 use super::span_marks::Axis;
-use super::timeline::{Drag, Timeline};
+use super::timeline::{Drag, Open};
 use super::{axis, theme};
 use crate::analysis::annotations::AnnotationFilter;
 
-impl Timeline {
+impl Open {
     /// Grid lines, painted before the GPU quads so the data covers them.
     pub fn grid(&self, painter: &egui::Painter) {
-        let (rect, v) = (self.plot_rect, &self.doc.view);
+        let (rect, v) = (self.plot.plot_rect, &self.doc.view);
         for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
             painter.hline(rect.x_range(), v.screen_from_bytes(rect, t), Stroke::new(1.0, theme::GRID));
         }
@@ -24,7 +24,7 @@ impl Timeline {
     /// Axis labels, capacity line, rulers and selection, painted by egui over and around the
     /// GPU quads.
     pub fn overlays(&self, painter: &egui::Painter, full: Rect, capacity: Option<(&str, u64)>) {
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let v = &self.doc.view;
         let font = egui::FontId::monospace(11.0);
         for t in axis::ticks(v.y0, v.y1, (rect.height() / 60.0).max(2.0) as usize, true) {
@@ -66,7 +66,7 @@ impl Timeline {
                 );
             }
         }
-        match (self.drag, self.drag_end) {
+        match (self.plot.drag, self.plot.drag_end) {
             (Drag::Range(start), Some(end)) => {
                 let a = v.screen_from_action(rect, start);
                 let sel = Rect::from_x_y_ranges(a.min(end.x)..=a.max(end.x), rect.y_range());
@@ -111,7 +111,7 @@ impl Timeline {
         };
         let painter = ui.painter_at(lane);
         let v = &self.doc.view;
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let axis = if self.doc.time_axis { Axis::Micros } else { Axis::Actions };
         let per_pixel = (v.x1 - v.x0) / f64::from(rect.width().max(1.0));
         let font = egui::FontId::proportional(11.0);

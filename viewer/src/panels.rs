@@ -7,7 +7,7 @@ use super::data::Plane;
 use super::document::Document;
 use super::tabs::Tab;
 use super::theme;
-use super::timeline::Timeline;
+use super::timeline::Open;
 use crate::analysis::{frames, units};
 use crate::model::{DeviceId, DeviceIdx};
 
@@ -18,7 +18,7 @@ pub fn device_label(d: DeviceId) -> String {
 
 pub fn top_bar_ui(
     ui: &mut egui::Ui,
-    t: &mut Timeline,
+    t: &mut Open,
     options: &super::ViewerOptions,
     tab: &mut Tab,
     answers_open: &mut bool,
@@ -115,7 +115,7 @@ pub fn info_grid_ui(ui: &mut egui::Ui, lines: &[(String, String)], id: &str) {
 
 pub fn bottom_bar_ui(
     ui: &mut egui::Ui,
-    t: &mut Timeline,
+    t: &mut Open,
     options: &super::ViewerOptions,
     filter: &mut String,
     full_paths: &mut bool,
@@ -198,12 +198,12 @@ fn fx_nodes(root: &impl frames::FrameSource, stack: u32) -> Vec<(&'static str, &
 
 /// Total memory over the whole trace (min/max per pixel) with a brush showing the view; click or
 /// drag to move the view there.
-pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Open) {
     let rect = ui.available_rect_before_wrap().shrink2(egui::vec2(4.0, 4.0));
     let rect = Rect::from_min_max(pos2(rect.left() + theme::Y_AXIS_WIDTH - 4.0, rect.top()), rect.max);
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let painter = ui.painter_at(rect);
-    t.minimap_rect = rect;
+    t.plot.minimap_rect = rect;
     let session = std::sync::Arc::clone(&t.doc.session);
     let l = super::timeline::stacked_in(&session, t.doc.device, t.doc.plane).layout;
     let n = l.actions.len();
@@ -231,7 +231,7 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Timeline) {
     };
     let rects = minimap_rects(rect, l.totals, l.peak_bytes, &levels);
     let ppp = ui.ctx().pixels_per_point();
-    t.minimap_strip.draw(&painter, "memviz minimap", rect, ppp, &rects);
+    t.plot.minimap_strip.draw(&painter, "memviz minimap", rect, ppp, &rects);
     brush_ui(&painter, &response, rect, &mut t.doc, n);
 }
 
@@ -288,22 +288,22 @@ pub fn segment_levels(session: &super::data::Session, d: DeviceIdx) -> Vec<crate
     session.stacked(d, Plane::Segments).map_or_else(Vec::new, |s| crate::lod::minimap::build(s.layout.totals))
 }
 
-impl Timeline {
+impl Open {
     /// The segment timeline's minimap levels (asked for on a named thread on first call; `None`
     /// meanwhile).
     pub fn segment_minimap(&mut self) -> Option<std::sync::Arc<Vec<crate::lod::minimap::MinMax>>> {
-        if self.segment_minimap.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.segment_minimap =
+        if self.plot.segment_minimap.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.plot.segment_minimap =
                 Some(super::background::Pending::start("minimap", &self.doc.session, self.doc.device, |s, d| {
                     std::sync::Arc::new(segment_levels(s, d))
                 }));
         }
-        self.segment_minimap.as_ref().and_then(super::background::Pending::get).cloned()
+        self.plot.segment_minimap.as_ref().and_then(super::background::Pending::get).cloned()
     }
 
     /// True while the segment timeline's minimap levels asked for are being built.
     pub fn segment_minimap_pending(&self) -> bool {
-        self.doc.plane == Plane::Segments && self.segment_minimap.as_ref().is_some_and(|p| p.get().is_none())
+        self.doc.plane == Plane::Segments && self.plot.segment_minimap.as_ref().is_some_and(|p| p.get().is_none())
     }
 }
 
@@ -332,7 +332,7 @@ fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, doc:
 
 /// The stacked category overview in the minimap's place: per pixel column, the categories'
 /// bytes at the column's highest total, stacked in legend order (hidden ones dimmed).
-fn category_overview(painter: &egui::Painter, rect: Rect, t: &Timeline, per: f64) {
+fn category_overview(painter: &egui::Painter, rect: Rect, t: &Open, per: f64) {
     use crate::model::Category;
     let Some(c) = t.categories_ready() else { return };
     let peak = c.peak as f32;
@@ -364,7 +364,7 @@ fn category_overview(painter: &egui::Painter, rect: Rect, t: &Timeline, per: f64
 /// The legend of "colour by category": a chip per category present, with its share of the
 /// peak; a click hides or shows it (hidden ones are drawn dim, here, on the timeline and in the
 /// overview).
-pub fn legend_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+pub fn legend_ui(ui: &mut egui::Ui, t: &mut Open) {
     use crate::model::Category;
     let Some(c) = t.categories_ready() else {
         ui.horizontal(|ui| {

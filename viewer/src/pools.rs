@@ -110,7 +110,7 @@ pub fn compute(session: &Session, d: DeviceIdx) -> Option<Pools> {
 }
 
 /// The pools of one device, filled in by a background thread.
-impl super::timeline::Timeline {
+impl super::timeline::Open {
     /// The pools view's bands over the raster's grey band: one colour per pool, stacked from 0 in
     /// the order of [`Pools::ids`], column by column of the raster drawn (the same sample action
     /// as its texels, which the raster's worker found); hovering one tells its pool, live and
@@ -121,10 +121,10 @@ impl super::timeline::Timeline {
             return;
         }
         let Some(pools) = self.pools().map(Arc::clone) else { return };
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         if let Some((spec, samples)) = self.drawn_raster_samples() {
             let columns = self.band_rects(&pools, &spec, &samples);
-            ui.painter_at(rect).add(super::strip::joined_mesh(&columns, self.pixels_per_point));
+            ui.painter_at(rect).add(super::strip::joined_mesh(&columns, self.plot.pixels_per_point));
         }
         let Some(p) = ui.input(|i| i.pointer.hover_pos()).filter(|p| rect.contains(*p)) else { return };
         let (x, byte) = self.doc.view.data_from_screen(rect, p);
@@ -150,7 +150,7 @@ impl super::timeline::Timeline {
         samples: &[Option<u32>],
     ) -> Vec<(eframe::egui::Rect, eframe::egui::Color32)> {
         use eframe::egui::{Rect, pos2};
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let w = (spec.x1 - spec.x0) / samples.len().max(1) as f64;
         let mut bottoms: Vec<u64> = vec![0; samples.len()];
         let mut out = Vec::with_capacity(samples.len() * pools.bands.len());

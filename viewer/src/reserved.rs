@@ -12,7 +12,7 @@ use eframe::egui::{self, Color32, Rect, Stroke, pos2};
 
 use super::background::Latest;
 use super::data::Plane;
-use super::timeline::Timeline;
+use super::timeline::Open;
 use crate::archive::chunks::{self, CHUNK_ROWS};
 use crate::lod::raster::{action_columns, time_columns};
 use crate::model::DeviceIdx;
@@ -36,7 +36,7 @@ impl ReservedCache {
 
     /// The highest reserved bytes after any action of `[a, b)`; `None` without the series, or
     /// while a chunk it needs is being decoded.
-    fn max(&mut self, t: &Timeline, a: usize, b: usize) -> Option<u64> {
+    fn max(&mut self, t: &Open, a: usize, b: usize) -> Option<u64> {
         let series = &t.doc.session.device(t.doc.device).allocator.reserved;
         if series.chunks.is_empty() || a >= b {
             return None;
@@ -54,7 +54,7 @@ impl ReservedCache {
         }
         let loader = self.chunks.get_or_insert_with(|| {
             let session = Arc::clone(&t.doc.session);
-            Latest::start("reserved", t.ctx().clone(), move |&(d, c): &(DeviceIdx, usize)| {
+            Latest::start("reserved", t.plot.ctx().clone(), move |&(d, c): &(DeviceIdx, usize)| {
                 let series = &session.device(d).allocator.reserved;
                 series.chunks.get(c).and_then(|ch| session.noting(chunks::decode_deltas(ch))).unwrap_or_default()
             })
@@ -70,27 +70,27 @@ impl ReservedCache {
     }
 }
 
-impl Timeline {
+impl Open {
     /// The highest reserved bytes over actions `[a, b)` (`None`: not known yet or no series).
     pub fn visible_reserved(&mut self, a: usize, b: usize) -> Option<u64> {
-        let mut cache = std::mem::take(&mut self.reserved_cache);
+        let mut cache = std::mem::take(&mut self.plot.reserved_cache);
         let max = cache.max(self, a, b);
-        self.reserved_cache = cache;
+        self.plot.reserved_cache = cache;
         max
     }
 
     /// The reserved line and the shaded gap over the allocated area (element timeline only).
     pub fn reserved_overlay(&mut self, painter: &egui::Painter) {
-        let mut cache = std::mem::take(&mut self.reserved_cache);
+        let mut cache = std::mem::take(&mut self.plot.reserved_cache);
         self.draw_reserved(painter, &mut cache);
-        self.reserved_cache = cache;
+        self.plot.reserved_cache = cache;
     }
 
     fn draw_reserved(&self, painter: &egui::Painter, cache: &mut ReservedCache) {
         if self.doc.plane != Plane::Elements {
             return;
         }
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let columns = (rect.width() / 2.0).max(1.0) as u32;
         let l = self.stacked().layout;
         let ranges: Vec<(usize, usize)> = if self.doc.time_axis {
@@ -134,7 +134,7 @@ impl Timeline {
         if !line.is_empty() {
             pieces.push(egui::Shape::line(line, Stroke::new(1.5, RESERVED_LINE)));
         }
-        painter.add(super::strip::joined_mesh(&band, self.pixels_per_point));
+        painter.add(super::strip::joined_mesh(&band, self.plot.pixels_per_point));
         painter.extend(pieces);
     }
 
@@ -145,13 +145,13 @@ impl Timeline {
         if self.doc.plane != Plane::Elements {
             return None;
         }
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let marks = Arc::clone(self.oom_marks()?);
         let painter = ui.painter_at(rect);
         let pointer = ui.input(|i| i.pointer.hover_pos());
         let clicked = ui.input(|i| i.pointer.primary_clicked());
         let data = |sx: f32| self.doc.view.action_from_screen(rect, sx);
-        let pixel = (data(rect.left() + 1.0 / self.pixels_per_point.max(1e-3)) - data(rect.left())).abs();
+        let pixel = (data(rect.left() + 1.0 / self.plot.pixels_per_point.max(1e-3)) - data(rect.left())).abs();
         for (x, _) in marks.visible(self.doc.time_axis, data(rect.left()), data(rect.right()), pixel) {
             let sx = self.doc.view.screen_from_action(rect, x);
             if sx < rect.left() || sx > rect.right() {

@@ -14,9 +14,9 @@ use super::open_view::ViewState;
 use super::app::ViewerOptions;
 use super::data::Plane;
 use super::details::stack_text;
-use super::memory_map::MemoryMap;
+use super::memory_map::{MemoryMap, map_event};
 use super::tabs::Tab;
-use super::timeline::Timeline;
+use super::timeline::Open;
 use super::{panels, theme};
 use crate::model::NONE;
 
@@ -33,7 +33,7 @@ pub(super) struct Screen<'a> {
 }
 
 /// The main screen of an open archive: the top bar with the view switch, then the view.
-pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions, s: Screen<'_>) {
+pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: Screen<'_>) {
     if let Some(tab) = view_key(ui.ctx()) {
         *s.tab = tab;
     }
@@ -69,7 +69,7 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     let has_plane = t.set_plane(plane);
     if t.doc.pools_view != (*s.tab == Tab::Pools) {
         t.doc.pools_view = *s.tab == Tab::Pools;
-        t.invalidate_raster();
+        t.plot.invalidate_raster();
     }
     if *s.tab == Tab::Settings {
         egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
@@ -96,12 +96,15 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Timeline, options: &Vie
     if *s.tab == Tab::State {
         let height = ui.available_height() * 0.55;
         egui::Panel::right("events").resizable(true).default_size(300.0).show(ui, |ui| {
-            super::events_list::ui(ui, t, s.map);
+            let at = map_event(t);
+            super::events_list::ui(ui, &mut t.doc, s.map, at);
         });
         egui::Panel::bottom("memory map").resizable(true).default_size(height).show(ui, |ui| {
-            s.map.ui(ui, t);
+            let at = map_event(t);
+            s.map.ui(ui, &mut t.doc, at);
         });
-        super::events_list::keys(ui, t);
+        let at = map_event(t);
+        super::events_list::keys(ui, &mut t.doc, at);
     } else if s.answers.open && *s.tab == Tab::Timeline {
         egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| s.answers.ui(ui, t));
     }
@@ -167,7 +170,7 @@ pub(super) fn save_png(
 }
 
 /// The search bar: the field, the count, and the next / previous match (Enter / Shift+Enter).
-pub(super) fn search_ui(ui: &mut egui::Ui, t: &mut Timeline) {
+pub(super) fn search_ui(ui: &mut egui::Ui, t: &mut Open) {
     let session = Arc::clone(&t.doc.session);
     ui.horizontal(|ui| {
         ui.label("find");
@@ -217,7 +220,7 @@ pub(super) fn search_ticks(painter: &egui::Painter, doc: &Document, rect: Rect) 
 
 /// The plot: GPU quads through a paint callback, egui overlays, input, tooltip; the OOM event
 /// whose marker was clicked.
-pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptions) -> Option<i64> {
+pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions) -> Option<i64> {
     let full = ui.available_rect_before_wrap();
     let lane = Rect::from_min_max(
         pos2(full.left() + theme::Y_AXIS_WIDTH, full.top()),
@@ -232,10 +235,10 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     }
     let response = ui.allocate_rect(rect, Sense::click_and_drag());
     let ppp = ui.ctx().pixels_per_point();
-    t.plot_rect = rect;
+    t.plot.plot_rect = rect;
     t.input(ui, &response);
     let quads = t.draw_list(rect, ppp);
-    let frame_uploads = t.textures.begin_frame();
+    let frame_uploads = t.plot.textures.begin_frame();
     if t.doc.colour_by_category && t.categories().is_none() {
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
     }
@@ -253,7 +256,7 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
         pad: 0,
     };
     let paint = TimelinePaint {
-        slot: t.slot,
+        slot: t.plot.slot,
         evict: frame_uploads.evict,
         colours_for: (t.doc.device.0 as u32 * 2 + t.doc.plane as u32, t.colour_key()),
         sites,
@@ -279,11 +282,11 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Timeline, options: &ViewerOptio
     search_ticks(ui.painter(), &t.doc, rect);
     let oom = t.oom_markers(ui);
     t.load_wanted_times();
-    if t.worker.busy() || t.textures.pending() > 0 {
+    if t.plot.worker.busy() || t.plot.textures.pending() > 0 {
         ui.ctx().request_repaint();
     }
     if let Some(hit) = t.doc.selection.hovered
-        && !t.tooltip_hidden
+        && !t.plot.tooltip_hidden
         && let Some(gathered) = t.element_info(hit.element, options)
         && let Some(mut info) = Option::clone(&gathered)
     {

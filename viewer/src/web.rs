@@ -117,7 +117,7 @@ impl WebHandle {
     /// For tests: the plot's rectangle on the canvas (CSS pixels: left, top, right, bottom).
     pub fn plot_rect(&self) -> Vec<f32> {
         let app = self.runner.app_mut::<ViewerApp>();
-        let r = app.as_ref().and_then(|a| a.timeline()).map(|t| t.plot_rect);
+        let r = app.as_ref().and_then(|a| a.timeline()).map(|t| t.plot.plot_rect);
         r.map_or_else(Vec::new, |r| vec![r.left(), r.top(), r.right(), r.bottom()])
     }
 
@@ -136,10 +136,10 @@ impl WebHandle {
         let Some(app) = self.runner.app_mut::<ViewerApp>() else { return false };
         let Some(t) = app.timeline() else { return false };
         let Some(rs) = self.gpu.borrow().clone() else { return false };
-        let ppp = t.pixels_per_point;
+        let ppp = t.plot.pixels_per_point;
         let viewport = eframe::egui::Rect::from_min_max(
-            (t.plot_rect.min.to_vec2() * ppp).to_pos2(),
-            (t.plot_rect.max.to_vec2() * ppp).to_pos2(),
+            (t.plot.plot_rect.min.to_vec2() * ppp).to_pos2(),
+            (t.plot.plot_rect.max.to_vec2() * ppp).to_pos2(),
         );
         let (w, h) = (viewport.right().ceil() as u32, viewport.bottom().ceil() as u32);
         let (x, y) = ((x * ppp) as u32, (y * ppp) as u32);
@@ -149,7 +149,7 @@ impl WebHandle {
         let mut renderer = rs.renderer.write();
         let Some(r) = renderer.callback_resources.get_mut::<crate::gpu::TimelineResources>() else { return false };
         r.make_id_pipeline(&rs.device);
-        let (ids, draw) = crate::gpu::draw_ids(&rs.device, r, t.slot, (w, h), viewport);
+        let (ids, draw) = crate::gpu::draw_ids(&rs.device, r, t.plot.slot, (w, h), viewport);
         let buffer = rs.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("memviz id read"),
             size: u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT),

@@ -4,7 +4,7 @@
 use eframe::egui::Rect;
 use memviz_format::TILE_W;
 
-use super::{Timeline, raster_key, tile_key};
+use super::{Open, Timeline, raster_key, tile_key};
 use crate::gpu::{QuadDraw, TexKey};
 use crate::worker::ViewSpec;
 
@@ -13,15 +13,15 @@ use crate::worker::ViewSpec;
 /// tall there, and an exact raster of the view is drawn instead.
 const TILES_FLOOR: f64 = 0.01;
 const TILES_MIN_SPAN: f64 = 0.66;
-impl Timeline {
+impl Open {
     /// Decides this frame's textures and quads; requests what is missing from the workers.
     pub fn draw_list(&mut self, rect: Rect, pixels_per_point: f32) -> Vec<QuadDraw> {
-        self.plot_rect = rect;
-        self.pixels_per_point = pixels_per_point;
-        for t in self.worker.poll() {
-            self.textures.arrived(t);
+        self.plot.plot_rect = rect;
+        self.plot.pixels_per_point = pixels_per_point;
+        for t in self.plot.worker.poll() {
+            self.plot.textures.arrived(t);
         }
-        self.note_arrivals();
+        self.plot.note_arrivals();
         let mut quads = Vec::new();
         if self.doc.session.is_bad() {
             // Nothing more is asked of a bad archive: its one line replaces the timeline.
@@ -61,36 +61,36 @@ impl Timeline {
                 for tile in first..last {
                     let key = tile_key(self.doc.device, self.doc.plane, li, tile);
                     let (x0, x1) = (tile as f64 * span, (tile + 1) as f64 * span);
-                    if self.textures.is_resident(&key) {
+                    if self.plot.textures.is_resident(&key) {
                         if !is_covered(&covered, x0.max(vx0), x1.min(vx1)) {
-                            self.textures.touch(&key);
+                            self.plot.textures.touch(&key);
                             chosen.push(self.quad(key, rect, x0, x1, 0.0, peak));
                             covered.push((x0, x1));
                         }
-                    } else if (li == wanted || li == levels - 1) && !self.textures.is_known(&key) {
-                        self.worker.request_tile(key, self.doc.device, self.doc.plane, li, tile);
+                    } else if (li == wanted || li == levels - 1) && !self.plot.textures.is_known(&key) {
+                        self.plot.worker.request_tile(key, self.doc.device, self.doc.plane, li, tile);
                     }
                 }
             }
             quads.extend(chosen.into_iter().rev());
         }
         // A raster of exactly this view makes every tile redundant.
-        if self.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point)) {
+        if self.plot.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point)) {
             quads.clear();
         }
         if need_raster {
             self.want_raster(rect, pixels_per_point, width_px);
         }
-        self.raster_pending = need_raster
-            && !self.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point));
-        if let Some((spec, key)) = self.raster
+        self.plot.raster_pending = need_raster
+            && !self.plot.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point));
+        if let Some((spec, key)) = self.plot.raster
             && spec.device == self.doc.device
             && spec.plane == self.doc.plane
             && spec.time_axis == self.doc.time_axis
-            && self.textures.is_resident(&key)
-            && (need_raster || self.wanted.is_none())
+            && self.plot.textures.is_resident(&key)
+            && (need_raster || self.plot.wanted.is_none())
         {
-            self.textures.touch(&key);
+            self.plot.textures.touch(&key);
             let q = self.quad(key, rect, spec.x0, spec.x1, spec.y0, spec.y1);
             // A raster that still covers the whole plot hides every tile below it.
             let [l, b, r, t] = q.screen;
@@ -105,15 +105,15 @@ impl Timeline {
     /// The raster drawn (its spec) and the sample action of each of its columns, for overlays
     /// drawn column by column over it (the pools' bands): read, never searched again.
     pub fn drawn_raster_samples(&self) -> Option<(ViewSpec, crate::worker::Samples)> {
-        let (spec, key) = self.raster?;
+        let (spec, key) = self.plot.raster?;
         let drawn = spec.device == self.doc.device
             && spec.plane == self.doc.plane
             && spec.time_axis == self.doc.time_axis
-            && self.textures.is_resident(&key);
+            && self.plot.textures.is_resident(&key);
         if !drawn {
             return None;
         }
-        Some((spec, std::sync::Arc::clone(self.worker.raster_samples(&key)?)))
+        Some((spec, std::sync::Arc::clone(self.plot.worker.raster_samples(&key)?)))
     }
 
     fn raster_matches_view(&self, r: &ViewSpec, key: &TexKey, rect: Rect, ppp: f32) -> bool {
@@ -123,7 +123,7 @@ impl Timeline {
             && r.time_axis == self.doc.time_axis
             && (r.x0, r.x1, r.y0, r.y1) == (v.x0, v.x1, v.y0, v.y1)
             && r.columns == (rect.width() * ppp).round() as u32
-            && self.textures.is_resident(key)
+            && self.plot.textures.is_resident(key)
     }
 
     /// Asks for a raster of exactly this view, unless one is on its way or already here.
@@ -144,26 +144,15 @@ impl Timeline {
         if self.doc.time_axis && self.action_times().is_none() {
             return;
         }
-        let in_flight = self.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));
-        if self.wanted.is_some_and(|(w, _)| w == spec) || in_flight {
+        let in_flight = self.plot.worker.in_flight.iter().any(|k| matches!(k, TexKey::Raster { .. }));
+        if self.plot.wanted.is_some_and(|(w, _)| w == spec) || in_flight {
             return;
         }
-        self.generation += 1;
-        let key = raster_key(&spec, self.generation);
+        self.plot.generation += 1;
+        let key = raster_key(&spec, self.plot.generation);
         let keep = self.keep_mask();
-        if self.worker.request_raster(key, spec, keep) {
-            self.wanted = Some((spec, key));
-        }
-    }
-
-    /// After textures arrived: the wanted raster becomes the current one and older rasters go.
-    pub fn note_arrivals(&mut self) {
-        if let Some((w, key)) = self.wanted
-            && self.raster.map(|r| r.1) != Some(key)
-            && self.textures.is_known(&key)
-        {
-            self.raster = Some((w, key));
-            self.textures.evict_where(|k| matches!(k, TexKey::Raster { .. }) && *k != key);
+        if self.plot.worker.request_raster(key, spec, keep) {
+            self.plot.wanted = Some((spec, key));
         }
     }
 
@@ -178,6 +167,19 @@ impl Timeline {
                 v.screen_from_bytes(rect, y1),
             ],
             uv: [0.0, 0.0, 1.0, 1.0],
+        }
+    }
+}
+
+impl Timeline {
+    /// After textures arrived: the wanted raster becomes the current one and older rasters go.
+    pub fn note_arrivals(&mut self) {
+        if let Some((w, key)) = self.wanted
+            && self.raster.map(|r| r.1) != Some(key)
+            && self.textures.is_known(&key)
+        {
+            self.raster = Some((w, key));
+            self.textures.evict_where(|k| matches!(k, TexKey::Raster { .. }) && *k != key);
         }
     }
 }

@@ -4,15 +4,15 @@
 
 use eframe::egui;
 
-use super::{Drag, Timeline};
+use super::{Drag, Open};
 
 /// How much a point of scrolling zooms: by e^(0.005 · points), so 100 points of scroll zoom by
 /// e^0.5 ≈ 1.65.
 const ZOOM_PER_POINT: f64 = 0.005;
-impl Timeline {
+impl Open {
     /// Handles pointer and keyboard input on the plot.
     pub fn input(&mut self, ui: &egui::Ui, response: &egui::Response) {
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         let (max_x0, max_x1) = self.x_extent();
         let extent = max_x1 - max_x0;
         let (scroll, shift, command, pointer, r_down, t_down) = ui.input(|i| {
@@ -42,7 +42,7 @@ impl Timeline {
             // Where the button went down: egui starts a drag a few points later.
             let origin = ui.input(|i| i.pointer.press_origin()).or(response.interact_pointer_pos()).unwrap_or_default();
             let (x, b) = self.doc.view.data_from_screen(rect, origin);
-            self.drag = if r_down {
+            self.plot.drag = if r_down {
                 Drag::ByteRuler(x, b)
             } else if t_down {
                 Drag::TimeRuler(x, b)
@@ -53,14 +53,14 @@ impl Timeline {
             };
         }
         if response.dragged() {
-            self.drag_end = response.interact_pointer_pos();
-            if self.drag == Drag::Pan {
+            self.plot.drag_end = response.interact_pointer_pos();
+            if self.plot.drag == Drag::Pan {
                 let d = response.drag_delta();
                 self.pan(d.x, d.y, max_x0, extent);
             }
         }
         if response.drag_stopped() {
-            if let (Drag::Range(start), Some(end)) = (self.drag, self.drag_end) {
+            if let (Drag::Range(start), Some(end)) = (self.plot.drag, self.plot.drag_end) {
                 let end = self.doc.view.action_from_screen(rect, end.x);
                 let (a, b) = (start.min(end), start.max(end));
                 if b - a > 1e-6 {
@@ -72,12 +72,16 @@ impl Timeline {
                     self.doc.selection.range = Some((first.min(n), last.clamp(first.min(n), n)));
                 }
             }
-            if matches!(self.drag, Drag::Pan | Drag::Range(_)) {
-                self.drag = Drag::None;
+            if matches!(self.plot.drag, Drag::Pan | Drag::Range(_)) {
+                self.plot.drag = Drag::None;
             }
         }
-        if !r_down && !t_down && matches!(self.drag, Drag::ByteRuler(..) | Drag::TimeRuler(..)) && !response.dragged() {
-            self.drag = Drag::None;
+        if !r_down
+            && !t_down
+            && matches!(self.plot.drag, Drag::ByteRuler(..) | Drag::TimeRuler(..))
+            && !response.dragged()
+        {
+            self.plot.drag = Drag::None;
         }
         if response.double_clicked() {
             self.fit_y();
@@ -85,7 +89,7 @@ impl Timeline {
         let hovered = pointer.and_then(|p| self.pick(p));
         if hovered.map(|h| h.element) != self.doc.selection.hovered.map(|h| h.element) {
             // A right-click dismisses the tooltip of one element; the next one shows again.
-            self.tooltip_hidden = false;
+            self.plot.tooltip_hidden = false;
         }
         self.doc.selection.hovered = hovered;
         if response.clicked() {
@@ -93,13 +97,13 @@ impl Timeline {
             // The memory map then stays at the clicked action's event.
             if self.doc.plane == super::Plane::Elements
                 && let Some(k) =
-                    pointer.and_then(|p| self.action_at(self.doc.view.data_from_screen(self.plot_rect, p).0))
+                    pointer.and_then(|p| self.action_at(self.doc.view.data_from_screen(self.plot.plot_rect, p).0))
             {
                 self.doc.selection.event = Some(crate::memory_map::action_event(&self.doc, k));
             }
         }
         if response.secondary_clicked() {
-            self.tooltip_hidden = true;
+            self.plot.tooltip_hidden = true;
         }
     }
 
@@ -117,7 +121,7 @@ impl Timeline {
         let mut v = self.doc.view;
         v.x0 -= min;
         v.x1 -= min;
-        v.pan(self.plot_rect, dx, dy, extent);
+        v.pan(self.plot.plot_rect, dx, dy, extent);
         v.x0 += min;
         v.x1 += min;
         self.doc.view = v;

@@ -40,11 +40,19 @@ pub enum Drag {
     TimeRuler(f64, f64),
 }
 
-/// The plot of a [`Document`]: what drawing it takes — tile and raster workers, textures, the
-/// caches of colours, floors and overlays worked out in the background, the drag in progress.
-pub struct Timeline {
-    /// What is shown: the archive, device, view, colours, selection and search.
+/// An archive open in the viewer: what is shown ([`Document`]: the archive, device, view,
+/// colours, selection and search) and its plot ([`Timeline`]). Its methods are what needs both
+/// (a device chosen resets the plot's caches; a colour asks the document's mode and the plot's
+/// cached palette); a panel that only reads what is shown takes the [`Document`].
+pub struct Open {
     pub doc: Document,
+    pub plot: Timeline,
+}
+
+/// The plot of a [`Document`], and only that: what drawing it takes — tile and raster workers,
+/// textures, the caches of colours, floors and overlays worked out in the background, the drag
+/// in progress.
+pub struct Timeline {
     categories: Option<Pending<super::categories::DeviceCategories>>,
     pub tooltip_hidden: bool,
     pub drag: Drag,
@@ -98,11 +106,10 @@ type DetailsKey = (DeviceIdx, Plane, ElementId);
 
 static NEXT_SLOT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
-impl Timeline {
-    pub fn new(session: Arc<Session>, ctx: &egui::Context) -> Timeline {
+impl Open {
+    pub fn new(session: Arc<Session>, ctx: &egui::Context) -> Open {
         let worker = Worker::start(Arc::clone(&session), ctx.clone());
-        let mut t = Timeline {
-            doc: Document::new(session),
+        let plot = Timeline {
             categories: None,
             tooltip_hidden: false,
             drag: Drag::None,
@@ -132,6 +139,7 @@ impl Timeline {
             segment_minimap: None,
             slot: NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
+        let mut t = Open { doc: Document::new(session), plot };
         t.select_device(DeviceIdx(0));
         t
     }
@@ -184,7 +192,7 @@ impl Timeline {
         let a = quiet.partition_point(|t| (t as f64) < self.doc.view.x0);
         let b = quiet.partition_point(|t| (t as f64) <= self.doc.view.x1);
         let wide =
-            b.saturating_sub(a) > crate::archive::session::TIME_SAMPLE * self.plot_rect.width().max(1.0) as usize;
+            b.saturating_sub(a) > crate::archive::session::TIME_SAMPLE * self.plot.plot_rect.width().max(1.0) as usize;
         Some(if wide { quiet } else { times })
     }
 
@@ -194,35 +202,26 @@ impl Timeline {
         if wanted.is_empty() {
             return;
         }
-        let loader = self.time_loader.get_or_insert_with(|| {
+        let loader = self.plot.time_loader.get_or_insert_with(|| {
             let session = Arc::clone(&self.doc.session);
-            super::background::Latest::start("times", self.ctx.clone(), move |&(d, c, _): &(DeviceIdx, usize, u64)| {
-                session.load_time_chunk(d, c)
-            })
+            super::background::Latest::start(
+                "times",
+                self.plot.ctx.clone(),
+                move |&(d, c, _): &(DeviceIdx, usize, u64)| session.load_time_chunk(d, c),
+            )
         });
         for (d, c) in wanted {
-            self.time_requests += 1;
-            let _ = loader.get(&(d, c, self.time_requests));
+            self.plot.time_requests += 1;
+            let _ = loader.get(&(d, c, self.plot.time_requests));
         }
-    }
-
-    /// True while chunks of action times are being decoded for the UI.
-    pub fn times_pending(&self) -> bool {
-        self.time_loader.as_ref().is_some_and(super::background::Latest::busy)
-    }
-
-    /// Forgets the current raster (the next frame asks for a new one).
-    pub fn invalidate_raster(&mut self) {
-        self.raster = None;
-        self.wanted = None;
     }
 
     fn reset(&mut self) {
         self.load_coarsest();
         self.fit();
         self.doc.selection.clear();
-        self.raster = None;
-        self.wanted = None;
+        self.plot.raster = None;
+        self.plot.wanted = None;
     }
 
     /// Decompresses the coarsest level right here (one tile of 512 KiB: under a millisecond), so
@@ -234,7 +233,7 @@ impl Timeline {
         let stacked = stacked_in(&session, self.doc.device, self.doc.plane);
         for i in 0..tiles[li].texel_chunks().len() {
             match stacked.tile(li, i) {
-                Ok((texels, keys)) => self.textures.arrived(super::gpu::TexData {
+                Ok((texels, keys)) => self.plot.textures.arrived(super::gpu::TexData {
                     key: tile_key(self.doc.device, self.doc.plane, li, i),
                     width: TILE_W,
                     height: TILE_H,
@@ -256,7 +255,7 @@ impl Timeline {
             return Arc::new(super::categories::palette(self.doc.hidden_categories));
         }
         let want = (self.doc.device, self.doc.plane, self.doc.colour_by_site);
-        if let Some((k, c)) = &self.colours
+        if let Some((k, c)) = &self.plot.colours
             && *k == want
         {
             return Arc::clone(c);
@@ -269,7 +268,7 @@ impl Timeline {
         };
         let salt = if self.doc.colour_by_site { 0 } else { 0x5bd1_e995 };
         let table = Arc::new((0..n as u32).map(|k| theme::palette(k ^ salt)).collect::<Vec<u32>>());
-        self.colours = Some((want, Arc::clone(&table)));
+        self.plot.colours = Some((want, Arc::clone(&table)));
         table
     }
 
@@ -290,37 +289,38 @@ impl Timeline {
         if self.doc.plane == Plane::Elements {
             return Arc::new(SitesRef { session: Arc::clone(&self.doc.session), device: self.doc.device });
         }
-        if let Some((d, keys)) = &self.segment_keys
+        if let Some((d, keys)) = &self.plot.segment_keys
             && *d == self.doc.device
         {
             return Arc::clone(keys) as Arc<dyn AsRef<[u32]> + Send + Sync>;
         }
         let keys = Arc::new(segment_keys(&self.doc.session, self.doc.device));
-        self.segment_keys = Some((self.doc.device, Arc::clone(&keys)));
+        self.plot.segment_keys = Some((self.doc.device, Arc::clone(&keys)));
         keys
     }
 
     /// The device's categories once worked out (asked for in the background on first call).
     pub fn categories(&mut self) -> Option<&super::categories::DeviceCategories> {
-        if self.categories.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.categories = Some(Pending::start(
+        if self.plot.categories.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.plot.categories = Some(Pending::start(
                 "categories",
                 &self.doc.session,
                 self.doc.device,
                 super::categories::DeviceCategories::compute,
             ));
         }
-        self.categories.as_ref().and_then(Pending::get)
+        self.plot.categories.as_ref().and_then(Pending::get)
     }
 
     /// The categories if already in (never starts the work).
     pub fn categories_ready(&self) -> Option<&super::categories::DeviceCategories> {
-        self.categories.as_ref().filter(|p| p.device == self.doc.device).and_then(Pending::get)
+        self.plot.categories.as_ref().filter(|p| p.device == self.doc.device).and_then(Pending::get)
     }
 
     /// The categories if already in, shared (for a worker to read).
     pub fn categories_shared(&self) -> Option<Arc<std::sync::OnceLock<super::categories::DeviceCategories>>> {
-        self.categories
+        self.plot
+            .categories
             .as_ref()
             .filter(|p| p.device == self.doc.device && p.ready.get().is_some())
             .map(|p| Arc::clone(&p.ready))
@@ -359,24 +359,14 @@ impl Timeline {
         id: ElementId,
         options: &super::ViewerOptions,
     ) -> Option<Arc<Option<super::details::ElementInfo>>> {
-        let details = self.details.get_or_insert_with(|| {
+        let details = self.plot.details.get_or_insert_with(|| {
             let session = Arc::clone(&self.doc.session);
             let (model, filter) = (options.model.clone(), options.annotations.clone());
-            super::background::Latest::start("details", self.ctx.clone(), move |&(d, plane, id): &DetailsKey| {
+            super::background::Latest::start("details", self.plot.ctx.clone(), move |&(d, plane, id): &DetailsKey| {
                 super::details::ElementInfo::gather(&session, d, plane, id, model.as_ref(), &filter)
             })
         });
         details.get(&(self.doc.device, self.doc.plane, id))
-    }
-
-    /// The context the viewer runs in (its workers ask it for a repaint when their work is in).
-    pub fn ctx(&self) -> &egui::Context {
-        &self.ctx
-    }
-
-    /// True while an element's details are being gathered.
-    pub fn details_pending(&self) -> bool {
-        self.details.as_ref().is_some_and(super::background::Latest::busy)
     }
 
     /// The annotation lane's spans of the device shown, once placed (asked for on first use).
@@ -384,13 +374,14 @@ impl Timeline {
         &mut self,
         filter: &crate::analysis::annotations::AnnotationFilter,
     ) -> Option<Arc<super::span_marks::SpanMarks>> {
-        if self.span_marks.as_ref().is_none_or(|p| p.device != self.doc.device) {
+        if self.plot.span_marks.as_ref().is_none_or(|p| p.device != self.doc.device) {
             let filter = filter.clone();
-            self.span_marks = Some(Pending::start("annotations", &self.doc.session, self.doc.device, move |s, d| {
-                Arc::new(super::span_marks::SpanMarks::compute(s, d, &filter))
-            }));
+            self.plot.span_marks =
+                Some(Pending::start("annotations", &self.doc.session, self.doc.device, move |s, d| {
+                    Arc::new(super::span_marks::SpanMarks::compute(s, d, &filter))
+                }));
         }
-        self.span_marks.as_ref().and_then(Pending::get).cloned()
+        self.plot.span_marks.as_ref().and_then(Pending::get).cloned()
     }
 
     pub fn ooms(&mut self) -> Option<&[super::ooms::OomMark]> {
@@ -399,23 +390,23 @@ impl Timeline {
 
     /// The OOM markers with their places on both axes (see [`Self::ooms`]).
     pub fn oom_marks(&mut self) -> Option<&Arc<super::ooms::OomMarks>> {
-        if self.ooms.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.ooms = Some(Pending::start("ooms", &self.doc.session, self.doc.device, |s, d| {
+        if self.plot.ooms.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.plot.ooms = Some(Pending::start("ooms", &self.doc.session, self.doc.device, |s, d| {
                 Arc::new(super::ooms::OomMarks::compute(s, d))
             }));
         }
-        self.ooms.as_ref().and_then(Pending::get)
+        self.plot.ooms.as_ref().and_then(Pending::get)
     }
 
     /// The device's private pools for the pools view, once worked out (asked for in the
     /// background on first call; `None` meanwhile, and for a device without private pools).
     pub fn pools(&mut self) -> Option<&Arc<super::pools::Pools>> {
-        if self.pools.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.pools = Some(Pending::start("pools", &self.doc.session, self.doc.device, |s, d| {
+        if self.plot.pools.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.plot.pools = Some(Pending::start("pools", &self.doc.session, self.doc.device, |s, d| {
                 super::pools::compute(s, d).map(Arc::new)
             }));
         }
-        self.pools.as_ref().and_then(Pending::get).and_then(Option::as_ref)
+        self.plot.pools.as_ref().and_then(Pending::get).and_then(Option::as_ref)
     }
 
     /// X range of the whole trace in the current axis' units.
@@ -503,7 +494,7 @@ impl Timeline {
             self.doc.view.x0 = a as f64;
             self.doc.view.x1 = (b as f64).max(self.doc.view.x0 + 1.0);
         }
-        self.raster = None;
+        self.plot.raster = None;
         self.doc.selection.hovered = None;
     }
 
@@ -546,7 +537,7 @@ impl Timeline {
             start + 0.5
         };
         self.doc.selection.pinned = Some(Hit { element: id, x, byte: offset as f64 + el.size as f64 / 2.0 });
-        self.invalidate_raster();
+        self.plot.invalidate_raster();
     }
 
     pub fn go_to_peak(&mut self) {
@@ -590,16 +581,10 @@ impl Timeline {
     }
 
     fn top_facts(&mut self) -> Option<&TopFacts> {
-        if self.candidates.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.candidates = Some(Pending::start("shapes", &self.doc.session, self.doc.device, top_facts));
+        if self.plot.candidates.as_ref().is_none_or(|p| p.device != self.doc.device) {
+            self.plot.candidates = Some(Pending::start("shapes", &self.doc.session, self.doc.device, top_facts));
         }
-        self.candidates.as_ref().and_then(Pending::get)
-    }
-
-    /// True while the shape candidates asked for are still being worked out (they change the
-    /// top bar: a screenshot waits for them).
-    pub fn shapes_pending(&self) -> bool {
-        self.candidates.as_ref().is_some_and(|p| p.get().is_none())
+        self.plot.candidates.as_ref().and_then(Pending::get)
     }
 
     /// Which elements a raster draws individually: the pools' mask in the pools view; under
@@ -611,6 +596,35 @@ impl Timeline {
             return self.pools().map_or(Keep::All, |p| Keep::Mask(Arc::clone(&p.mask)));
         }
         self.doc.max_entries.map_or(Keep::All, Keep::Largest)
+    }
+}
+
+impl Timeline {
+    /// True while chunks of action times are being decoded for the UI.
+    pub fn times_pending(&self) -> bool {
+        self.time_loader.as_ref().is_some_and(super::background::Latest::busy)
+    }
+
+    /// Forgets the current raster (the next frame asks for a new one).
+    pub fn invalidate_raster(&mut self) {
+        self.raster = None;
+        self.wanted = None;
+    }
+
+    /// The context the viewer runs in (its workers ask it for a repaint when their work is in).
+    pub fn ctx(&self) -> &egui::Context {
+        &self.ctx
+    }
+
+    /// True while an element's details are being gathered.
+    pub fn details_pending(&self) -> bool {
+        self.details.as_ref().is_some_and(super::background::Latest::busy)
+    }
+
+    /// True while the shape candidates asked for are still being worked out (they change the
+    /// top bar: a screenshot waits for them).
+    pub fn shapes_pending(&self) -> bool {
+        self.candidates.as_ref().is_some_and(|p| p.get().is_none())
     }
 }
 

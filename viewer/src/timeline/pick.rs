@@ -4,14 +4,14 @@
 use eframe::egui::Pos2;
 use memviz_format::{TILE_H, TILE_W};
 
-use super::{Hit, Timeline, tile_key};
+use super::{Hit, Open, tile_key};
 use crate::lod::raster::{AGGREGATED, EMPTY};
 use crate::model::ElementId;
 
-impl Timeline {
+impl Open {
     /// The element drawn at a screen point: read from the same texels the GPU shows.
     pub fn pick(&self, p: Pos2) -> Option<Hit> {
-        let rect = self.plot_rect;
+        let rect = self.plot.plot_rect;
         if !rect.contains(p) {
             return None;
         }
@@ -21,7 +21,7 @@ impl Timeline {
     }
 
     fn texel_at(&self, x: f64, byte: f64) -> Option<u32> {
-        if let Some((spec, key)) = self.raster
+        if let Some((spec, key)) = self.plot.raster
             && spec.device == self.doc.device
             && spec.plane == self.doc.plane
             && spec.time_axis == self.doc.time_axis
@@ -29,7 +29,7 @@ impl Timeline {
             && x < spec.x1
             && byte >= spec.y0
             && byte < spec.y1
-            && let Some(t) = self.textures.texels(&key)
+            && let Some(t) = self.plot.textures.texels(&key)
         {
             let c = ((x - spec.x0) / (spec.x1 - spec.x0) * f64::from(t.width)) as usize;
             let r = ((byte - spec.y0) / (spec.y1 - spec.y0) * f64::from(t.height)) as usize;
@@ -52,7 +52,7 @@ impl Timeline {
                 return None;
             }
             let key = tile_key(self.doc.device, self.doc.plane, li, (column / u64::from(TILE_W)) as usize);
-            if let Some(t) = self.textures.texels(&key) {
+            if let Some(t) = self.plot.textures.texels(&key) {
                 let c = (column % u64::from(TILE_W)) as usize;
                 let r = ((byte / peak) * f64::from(TILE_H)) as usize;
                 return t.texels.get(r.min(TILE_H as usize - 1) * TILE_W as usize + c).copied();
