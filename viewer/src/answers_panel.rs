@@ -135,8 +135,24 @@ impl Icicle {
     }
 }
 
+/// What the panel reads of a frame: the document shown, the action under its focus (the
+/// hovered or pinned point) and the device's categories once in — never the plot.
+pub struct PanelFrame<'a> {
+    pub doc: &'a Document,
+    pub at: Option<usize>,
+    pub categories: Option<Arc<OnceLock<DeviceCategories>>>,
+}
+
+impl<'a> PanelFrame<'a> {
+    /// This frame's, of the archive open in `t`.
+    pub fn of(t: &'a Open) -> PanelFrame<'a> {
+        let at = t.doc.selection.focus().and_then(|h| t.action_at(h.x));
+        PanelFrame { doc: &t.doc, at, categories: t.categories_shared() }
+    }
+}
+
 impl AnswersPanel {
-    pub fn ui(&mut self, ui: &mut egui::Ui, t: &Open) {
+    pub fn ui(&mut self, ui: &mut egui::Ui, t: &PanelFrame<'_>) {
         egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
             ui.heading("Live at cursor");
             self.live_ui(ui, t);
@@ -152,24 +168,23 @@ impl AnswersPanel {
     }
 
     /// The answer to `ask` on the device shown, once it is in.
-    fn answer(&mut self, t: &Open, ask: Ask) -> Option<Arc<Answer>> {
+    fn answer(&mut self, ctx: &egui::Context, t: &PanelFrame<'_>, ask: Ask) -> Option<Arc<Answer>> {
         if self.worker.as_ref().is_none_or(|(s, _)| !Arc::ptr_eq(s, &t.doc.session)) {
             let session = Arc::clone(&t.doc.session);
-            let worker = Latest::start("answers", t.plot.ctx().clone(), move |key: &Key| answer(&session, key));
+            let worker = Latest::start("answers", ctx.clone(), move |key: &Key| answer(&session, key));
             self.worker = Some((Arc::clone(&t.doc.session), worker));
         }
         let (_, worker) = self.worker.as_ref()?;
-        let categories = t.categories_shared().map(Categories);
+        let categories = t.categories.clone().map(Categories);
         worker.get(&Key { device: t.doc.device, ask, categories })
     }
 
-    fn live_ui(&mut self, ui: &mut egui::Ui, t: &Open) {
-        let at = t.doc.selection.focus().and_then(|h| t.action_at(h.x));
-        let Some(k) = at else {
+    fn live_ui(&mut self, ui: &mut egui::Ui, t: &PanelFrame<'_>) {
+        let Some(k) = t.at else {
             ui.weak("Hover over (or pin) the timeline to see everything live at that moment.");
             return;
         };
-        let Some(answer) = self.answer(t, Ask::Live(k as i64)) else {
+        let Some(answer) = self.answer(ui.ctx(), t, Ask::Live(k as i64)) else {
             ui.weak(format!("after action {}: …", units::thousands(k as u64)));
             return;
         };
@@ -202,15 +217,15 @@ impl AnswersPanel {
         }
         ui.add_space(6.0);
         ui.label("live bytes by stack (outermost frame on top)");
-        icicle_ui(ui, &t.doc, icicle);
+        icicle_ui(ui, t.doc, icicle);
     }
 
-    fn range_ui(&mut self, ui: &mut egui::Ui, t: &Open) {
+    fn range_ui(&mut self, ui: &mut egui::Ui, t: &PanelFrame<'_>) {
         let Some((a, b)) = t.doc.selection.range else {
             ui.weak("Ctrl/Cmd + drag over the timeline to select a range.");
             return;
         };
-        let Some(answer) = self.answer(t, Ask::Range(a, b)) else {
+        let Some(answer) = self.answer(ui.ctx(), t, Ask::Range(a, b)) else {
             ui.weak("…");
             return;
         };

@@ -5,10 +5,12 @@
 use eframe::egui::{self, Color32, Rect, Sense, Stroke, vec2};
 
 use super::data::Plane;
+use super::document::Document;
 use super::memory_map::{FREE, LARGEST_HOLE, PENDING, SEGMENT_EDGE};
+use super::pools::Pools;
 use super::reserved::{OOM, RESERVED_LINE, UNALLOCATED};
 use super::theme;
-use super::timeline::Open;
+use std::sync::Arc;
 
 /// How a legend entry is drawn.
 #[derive(Clone, Copy)]
@@ -58,9 +60,10 @@ fn draw(painter: &egui::Painter, r: Rect, swatch: Swatch) {
 }
 
 /// The legend of the timeline shown: the lines and shades drawn over the element timeline (and
-/// the pools' bands in the pools view), or the segment timeline's colours.
-pub fn timeline_ui(ui: &mut egui::Ui, t: &mut Open) {
-    if t.doc.plane == Plane::Segments {
+/// the pools' bands in the pools view), or the segment timeline's colours. `pools`: the
+/// device's private pools, in the pools view once worked out.
+pub fn timeline_ui(ui: &mut egui::Ui, doc: &Document, pools: Option<Arc<Pools>>) {
+    if doc.plane == Plane::Segments {
         let key = |k: u32| {
             let [r, g, b, _] = theme::palette(k).to_le_bytes();
             Color32::from_rgb(r, g, b)
@@ -90,10 +93,9 @@ pub fn timeline_ui(ui: &mut egui::Ui, t: &mut Open) {
         ),
         (Swatch::Fill(OOM), "OOM", "an out-of-memory event (hover it for the verdict, click for the memory map)"),
     ];
-    if t.doc.capacity.is_some() {
+    if doc.capacity.is_some() {
         entries.push((Swatch::Line(theme::CAPACITY), "capacity", "the card's memory (--gpu)"));
     }
-    let pools = if t.doc.pools_view { t.pools().cloned() } else { None };
     let names: Vec<String> =
         pools.iter().flat_map(|p| p.ids.iter().map(|&(a, b)| format!("pool ({a}, {b})"))).collect();
     for (i, name) in names.iter().enumerate() {

@@ -3,6 +3,7 @@
 
 use eframe::egui::{self, Color32, Rect, Sense, Stroke, pos2};
 
+use super::categories::DeviceCategories;
 use super::data::Plane;
 use super::document::Document;
 use super::tabs::Tab;
@@ -213,7 +214,9 @@ pub fn minimap_ui(ui: &mut egui::Ui, t: &mut Open) {
     let width = rect.width().max(1.0) as usize;
     let per = n as f64 / width as f64;
     if t.by_category() {
-        category_overview(&painter, rect, t, per);
+        if let Some(c) = t.categories_ready() {
+            category_overview(&painter, rect, &t.doc, c, per);
+        }
         brush_ui(&painter, &response, rect, &mut t.doc, n);
         return;
     }
@@ -332,9 +335,8 @@ fn brush_ui(painter: &egui::Painter, response: &egui::Response, rect: Rect, doc:
 
 /// The stacked category overview in the minimap's place: per pixel column, the categories'
 /// bytes at the column's highest total, stacked in legend order (hidden ones dimmed).
-fn category_overview(painter: &egui::Painter, rect: Rect, t: &Open, per: f64) {
+fn category_overview(painter: &egui::Painter, rect: Rect, doc: &Document, c: &DeviceCategories, per: f64) {
     use crate::model::Category;
-    let Some(c) = t.categories_ready() else { return };
     let peak = c.peak as f32;
     let width = rect.width().max(1.0) as usize;
     for px in 0..width {
@@ -350,7 +352,7 @@ fn category_overview(painter: &egui::Painter, rect: Rect, t: &Open, per: f64) {
                 continue;
             }
             let h = bytes as f32 / peak * rect.height();
-            let colour = if t.doc.hidden_categories & (1 << k) != 0 {
+            let colour = if doc.hidden_categories & (1 << k) != 0 {
                 super::categories::HIDDEN
             } else {
                 super::categories::colour(Category::ALL[k])
@@ -363,10 +365,10 @@ fn category_overview(painter: &egui::Painter, rect: Rect, t: &Open, per: f64) {
 
 /// The legend of "colour by category": a chip per category present, with its share of the
 /// peak; a click hides or shows it (hidden ones are drawn dim, here, on the timeline and in the
-/// overview).
-pub fn legend_ui(ui: &mut egui::Ui, t: &mut Open) {
+/// overview). `categories`: the device's, once in.
+pub fn legend_ui(ui: &mut egui::Ui, doc: &mut Document, categories: Option<&DeviceCategories>) {
     use crate::model::Category;
-    let Some(c) = t.categories_ready() else {
+    let Some(c) = categories else {
         ui.horizontal(|ui| {
             ui.spinner();
             ui.label("classifying the allocations…");
@@ -380,7 +382,7 @@ pub fn legend_ui(ui: &mut egui::Ui, t: &mut Open) {
     ui.horizontal_wrapped(|ui| {
         ui.label("categories (share of the peak; click to hide):");
         for k in present {
-            let hidden = t.doc.hidden_categories & (1 << k) != 0;
+            let hidden = doc.hidden_categories & (1 << k) != 0;
             let colour = if hidden { super::categories::HIDDEN } else { super::categories::colour(Category::ALL[k]) };
             let text = format!("{} {:.0}%", Category::ALL[k].name(), at_peak[k] as f64 * 100.0 / total as f64);
             let label = egui::RichText::new(text).color(colour);
@@ -390,7 +392,7 @@ pub fn legend_ui(ui: &mut egui::Ui, t: &mut Open) {
         }
     });
     if let Some(k) = toggle {
-        t.doc.hidden_categories ^= 1 << k;
+        doc.hidden_categories ^= 1 << k;
     }
 }
 

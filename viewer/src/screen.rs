@@ -89,9 +89,13 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
         panels::bottom_bar_ui(ui, t, options, s.stack_filter, s.full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
-    egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, t));
+    let pools = if t.doc.pools_view { t.pools().cloned() } else { None };
+    egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, &t.doc, pools));
     if t.doc.colour_by_category && t.doc.plane == Plane::Elements {
-        egui::Panel::bottom("legend").show(ui, |ui| panels::legend_ui(ui, t));
+        egui::Panel::bottom("legend").show(ui, |ui| {
+            let categories = t.plot.categories_of(t.doc.device);
+            panels::legend_ui(ui, &mut t.doc, categories);
+        });
     }
     if *s.tab == Tab::State {
         let height = ui.available_height() * 0.55;
@@ -106,7 +110,8 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
         let at = map_event(t);
         super::events_list::keys(ui, &mut t.doc, at);
     } else if s.answers.open && *s.tab == Tab::Timeline {
-        egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| s.answers.ui(ui, t));
+        let frame = super::answers_panel::PanelFrame::of(t);
+        egui::Panel::right("answers").resizable(true).default_size(380.0).show(ui, |ui| s.answers.ui(ui, &frame));
     }
     // Unfilled: the frame is cleared to the background colour already (offscreen: the pass's
     // clear; the window: `clear_color`), and on a CPU rasteriser each full-plot fill costs a

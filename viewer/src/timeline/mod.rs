@@ -314,7 +314,7 @@ impl Open {
 
     /// The categories if already in (never starts the work).
     pub fn categories_ready(&self) -> Option<&super::categories::DeviceCategories> {
-        self.plot.categories.as_ref().filter(|p| p.device == self.doc.device).and_then(Pending::get)
+        self.plot.categories_of(self.doc.device)
     }
 
     /// The categories if already in, shared (for a worker to read).
@@ -600,6 +600,11 @@ impl Open {
 }
 
 impl Timeline {
+    /// Device `d`'s categories if already in (never starts the work).
+    pub fn categories_of(&self, d: DeviceIdx) -> Option<&super::categories::DeviceCategories> {
+        self.categories.as_ref().filter(|p| p.device == d).and_then(Pending::get)
+    }
+
     /// True while chunks of action times are being decoded for the UI.
     pub fn times_pending(&self) -> bool {
         self.time_loader.as_ref().is_some_and(super::background::Latest::busy)
