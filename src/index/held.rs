@@ -19,7 +19,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use super::columns::RawRows;
 use crate::archive::chunks::CHUNK_ROWS;
 use crate::ingest::RowSink;
-use crate::model::{Action, EventRow, EventValues, Events, RowValues, StackId, is_block_event};
+use crate::model::{Action, EventValues, Events, RowValues, StackId, is_block_event};
 
 /// Chunks handed over between two lettings go of the rows before them: each moves the chunk
 /// still held to the columns' front, on the decoder's thread, so it is not done every chunk.
@@ -73,20 +73,20 @@ impl Held {
         RowSlices { first: self.first, addr: &self.addr, size: &self.size, time_us: &self.time_us, stack: &self.stack }
     }
 
-    fn push(&mut self, row: &EventRow) {
-        self.addr.push(row.addr.unwrap_or(0));
-        self.size.push(row.size.unwrap_or(0));
-        self.time_us.push(row.time_us);
-        self.stack.push(row.stack);
+    fn push(&mut self, v: RowValues) {
+        self.addr.push(v.addr);
+        self.size.push(v.size);
+        self.time_us.push(v.time_us);
+        self.stack.push(v.stack);
     }
 
-    fn set(&mut self, e: usize, row: &EventRow) {
+    fn set(&mut self, e: usize, v: RowValues) {
         match e.checked_sub(self.first) {
             Some(i) => {
-                self.addr[i] = row.addr.unwrap_or(0);
-                self.size[i] = row.size.unwrap_or(0);
-                self.time_us[i] = row.time_us;
-                self.stack[i] = row.stack;
+                self.addr[i] = v.addr;
+                self.size[i] = v.size;
+                self.time_us[i] = v.time_us;
+                self.stack[i] = v.stack;
             }
             None => self.lost = true,
         }
@@ -219,22 +219,39 @@ impl HeldRows {
     }
 }
 
-impl RowSink for HeldRows {
-    fn push(&mut self, events: &Events, id: u32, row: &EventRow) {
-        self.held.push(row);
-        if id as usize + 1 == self.next {
+impl HeldRows {
+    /// Hands over every chunk that ends at or before `rows` (the rows held so far).
+    fn hand_over_full(&mut self, events: &Events, rows: usize) {
+        while self.next <= rows {
             let end = self.next;
             self.next = end.saturating_add(CHUNK_ROWS);
             self.hand_over(events, end - CHUNK_ROWS..end);
         }
     }
+}
 
-    fn set(&mut self, _events: &Events, id: u32, row: &EventRow) {
+impl RowSink for HeldRows {
+    fn push(&mut self, events: &Events, id: u32, v: RowValues) {
+        self.held.push(v);
+        self.hand_over_full(events, id as usize + 1);
+    }
+
+    fn extend(&mut self, events: &Events, first: u32, rows: &Events) {
+        let h = &mut self.held;
+        debug_assert_eq!(h.first + h.addr.len(), first as usize);
+        h.addr.extend_from_slice(&rows.addr);
+        h.size.extend_from_slice(&rows.size);
+        h.time_us.extend_from_slice(&rows.time_us);
+        h.stack.extend_from_slice(&rows.stack);
+        self.hand_over_full(events, first as usize + rows.addr.len());
+    }
+
+    fn set(&mut self, _events: &Events, id: u32, v: RowValues) {
         if (id as usize) < self.handed_end {
             self.stale.store(true, Ordering::Relaxed);
             self.hand = None;
         }
-        self.held.set(id as usize, row);
+        self.held.set(id as usize, v);
     }
 
     fn values(&mut self, id: u32) -> Option<RowValues> {

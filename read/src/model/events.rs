@@ -142,6 +142,13 @@ pub struct RowValues {
     pub stack: StackId,
 }
 
+impl RowValues {
+    /// `row`'s (zeros where it has no address or size, as the columns hold them).
+    pub fn of(row: &EventRow) -> RowValues {
+        RowValues { addr: row.addr.unwrap_or(0), size: row.size.unwrap_or(0), time_us: row.time_us, stack: row.stack }
+    }
+}
+
 /// Whether `a` is a block event (an index read lets go of their rows; it keeps the rest: segment
 /// events, OOMs, annotations, snapshots, unknown actions).
 pub fn is_block_event(a: Action) -> bool {
@@ -224,6 +231,64 @@ impl Events {
         self.time_us.push(row.time_us);
         self.stack.push(row.stack);
         self.push_without_values(row)
+    }
+
+    /// Room for `n` more events in the per-event columns.
+    pub fn reserve(&mut self, n: usize) {
+        self.action.reserve(n);
+        self.addr.reserve(n);
+        self.size.reserve(n);
+        self.time_us.reserve(n);
+        self.stack.reserve(n);
+    }
+
+    /// Keeps the first `n` events.
+    pub fn truncate(&mut self, n: usize) {
+        self.action.truncate(n);
+        self.addr.truncate(n);
+        self.size.truncate(n);
+        self.time_us.truncate(n);
+        self.stack.truncate(n);
+        let n32 = n as u32;
+        for runs in
+            [&mut self.compile_context, &mut self.user_metadata, &mut self.internal_metadata, &mut self.category]
+        {
+            runs.truncate(n32);
+        }
+        self.stream.truncate(n32);
+        self.other_action.retain(|e| e.0 < n32);
+        self.device_free.retain(|e| e.0 < n32);
+        self.forward_stack.retain(|e| e.0 < n32);
+        self.pool_id.retain(|e| e.0 < n32);
+    }
+
+    /// Appends `other`'s events (as if each of its rows were pushed), all but their large
+    /// columns, which the reader keeps elsewhere ([`Self::append_values`] appends those);
+    /// returns the first one's id.
+    pub fn append_without_values(&mut self, other: &Events) -> u32 {
+        let first = self.action.len() as u32;
+        self.action.extend_from_slice(&other.action);
+        self.stream.append(&other.stream);
+        self.compile_context.append(&other.compile_context);
+        self.user_metadata.append(&other.user_metadata);
+        self.internal_metadata.append(&other.internal_metadata);
+        self.category.append(&other.category);
+        fn shifted<T: Copy>(into: &mut Vec<(u32, T)>, from: &[(u32, T)], first: u32) {
+            into.extend(from.iter().map(|&(e, v)| (first + e, v)));
+        }
+        shifted(&mut self.other_action, &other.other_action, first);
+        shifted(&mut self.device_free, &other.device_free, first);
+        shifted(&mut self.forward_stack, &other.forward_stack, first);
+        shifted(&mut self.pool_id, &other.pool_id, first);
+        first
+    }
+
+    /// Appends `other`'s large columns (after [`Self::append_without_values`] of the same).
+    pub fn append_values(&mut self, other: &Events) {
+        self.addr.extend_from_slice(&other.addr);
+        self.size.extend_from_slice(&other.size);
+        self.time_us.extend_from_slice(&other.time_us);
+        self.stack.extend_from_slice(&other.stack);
     }
 
     /// Pushes every column of `row` but the large ones ([`RowValues`]), which the reader keeps
@@ -381,6 +446,26 @@ impl<T: Copy + PartialEq> Runs<T> {
         self.values[self.run_of(id)]
     }
 
+    /// Appends `other`'s events after this one's `len` (as if each were pushed).
+    pub fn append(&mut self, other: &Runs<T>) {
+        let offset = self.len;
+        for (&start, &v) in other.starts.iter().zip(&other.values) {
+            if self.values.last() != Some(&v) {
+                self.starts.push(offset + start);
+                self.values.push(v);
+            }
+        }
+        self.len = offset + other.len;
+    }
+
+    /// Keeps the first `n` events.
+    pub fn truncate(&mut self, n: u32) {
+        let runs = self.starts.partition_point(|&s| s < n);
+        self.starts.truncate(runs);
+        self.values.truncate(runs);
+        self.len = self.len.min(n);
+    }
+
     /// Changes the value of one pushed event; its run is split around it.
     pub fn set(&mut self, id: u32, v: T) {
         let j = self.run_of(id);
@@ -404,7 +489,74 @@ impl<T: Copy + PartialEq> Runs<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::Runs;
+    use super::{Action, EventRow, Events, Runs};
+
+    /// Events of every kind of column: runs that change and repeat, sparse fields now and then.
+    fn rows(n: u32) -> Vec<EventRow> {
+        (0..n)
+            .map(|i| EventRow {
+                action: if i % 7 == 3 { Action::Unknown } else { Action::KNOWN[(i % 5) as usize] },
+                other_action: i % 3,
+                addr: (i % 4 != 0).then_some(u64::from(i) * 512),
+                size: Some(u64::from(i % 9)),
+                stream: u64::from(i / 10),
+                time_us: i64::from(i) * 3,
+                stack: i % 6,
+                compile_context: i / 4 % 2,
+                user_metadata: i / 5 % 3,
+                internal_metadata: i / 11,
+                category: 7,
+                device_free: (i % 13 == 0).then_some(u64::from(i)),
+                forward_stack: if i % 8 == 1 { i } else { crate::model::NONE },
+                pool_id: (i % 17 == 2).then_some((1, i64::from(i))),
+            })
+            .collect()
+    }
+
+    fn pushed(rows: &[EventRow]) -> Events {
+        let mut e = Events::default();
+        for r in rows {
+            e.push(r);
+        }
+        e
+    }
+
+    fn same(a: &Events, b: &Events) {
+        assert_eq!(
+            (&a.action, &a.addr, &a.size, &a.time_us, &a.stack),
+            (&b.action, &b.addr, &b.size, &b.time_us, &b.stack)
+        );
+        assert_eq!(
+            (&a.stream, &a.compile_context, &a.user_metadata),
+            (&b.stream, &b.compile_context, &b.user_metadata)
+        );
+        assert_eq!(
+            (&a.internal_metadata, &a.category, &a.other_action),
+            (&b.internal_metadata, &b.category, &b.other_action)
+        );
+        assert_eq!((&a.device_free, &a.forward_stack, &a.pool_id), (&b.device_free, &b.forward_stack, &b.pool_id));
+    }
+
+    /// Events appended in blocks (a joined range's) are the events pushed one by one, and a
+    /// block truncated (a range's last batch dropped) is the block of its first rows — at every
+    /// split, runs meeting across it included.
+    #[test]
+    fn appending_and_truncating_events_equals_pushing_them() {
+        let all = rows(120);
+        let whole = pushed(&all);
+        for split in [0, 1, 5, 33, 60, 119, 120] {
+            let mut joined = pushed(&all[..split]);
+            let mut rest = pushed(&all[split..]);
+            rest.truncate(rest.len());
+            let first = joined.append_without_values(&rest);
+            joined.append_values(&rest);
+            assert_eq!(first as usize, split);
+            same(&joined, &whole);
+            let mut cut = pushed(&all);
+            cut.truncate(split);
+            same(&cut, &pushed(&all[..split]));
+        }
+    }
 
     #[test]
     fn runs_push_get_set() {

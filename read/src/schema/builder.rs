@@ -23,10 +23,19 @@ pub enum TraceList {
 /// (`index::held` in the native crate). A reader takes one as a parameter
 /// ([`Builder::with_rows`]); without one they go into the model's columns.
 pub trait RowSink: Send {
-    /// Event `id` (every event, in order) was pushed: `events` holds its other columns.
-    fn push(&mut self, events: &Events, id: u32, row: &EventRow);
+    /// Event `id` (every event, in order) was pushed, its large columns `v`: `events` holds
+    /// its other columns.
+    fn push(&mut self, events: &Events, id: u32, v: RowValues);
+    /// Events `first..` were pushed at once (their large columns: `rows`, of which only
+    /// `addr`, `size`, `time_us` and `stack` are read); `events` holds their other columns.
+    fn extend(&mut self, events: &Events, first: u32, rows: &Events) {
+        for i in 0..rows.addr.len() {
+            let v = rows.values(i).expect("a row of the columns");
+            self.push(events, first + i as u32, v);
+        }
+    }
     /// Event `id` was rewritten (a pickle that adds keys to an event dict after creating it).
-    fn set(&mut self, events: &Events, id: u32, row: &EventRow);
+    fn set(&mut self, events: &Events, id: u32, v: RowValues);
     /// Event `id`'s values, for a reader that reads a row back; `None` when they are no longer
     /// held (the sink notes it: the model cannot be whole).
     fn values(&mut self, id: u32) -> Option<RowValues>;
@@ -128,10 +137,21 @@ impl Builder {
             None => self.snap.events.push(row),
             Some(sink) => {
                 let id = self.snap.events.push_without_values(row);
-                sink.push(&self.snap.events, id, row);
+                sink.push(&self.snap.events, id, RowValues::of(row));
                 id
             }
         }
+    }
+
+    /// Pushes every event of `rows` (a reader's events read apart, its ids from 0: as if each
+    /// row were pushed in turn); returns the first one's id.
+    pub fn push_events(&mut self, rows: &Events) -> u32 {
+        let first = self.snap.events.append_without_values(rows);
+        match self.rows.as_mut() {
+            None => self.snap.events.append_values(rows),
+            Some(sink) => sink.extend(&self.snap.events, first, rows),
+        }
+        first
     }
 
     /// Overwrites event `id` (a pickle that adds keys to an event dict after creating it).
@@ -140,7 +160,7 @@ impl Builder {
             None => self.snap.events.set_row(id, row),
             Some(sink) => {
                 self.snap.events.set_row_without_values(id, row);
-                sink.set(&self.snap.events, id, row);
+                sink.set(&self.snap.events, id, RowValues::of(row));
             }
         }
     }

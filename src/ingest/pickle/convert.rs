@@ -382,6 +382,28 @@ impl State {
     }
 
     /// APPEND(S): adds `items` to the list `target`.
+    /// [`Self::append`] of events `first..first + n` (a joined range's), without making the
+    /// list of them where the target holds a run of events they continue (or nothing yet).
+    pub fn append_events(&mut self, target: Val, first: u32, n: u32, at: u64) -> Result<(), PickleError> {
+        if let Val::Obj(i) = target {
+            match self.arena.get(i as usize) {
+                Some(&Obj::Events(k)) if self.event_ranges[k as usize].1 == first => {
+                    self.event_ranges[k as usize].1 = first + n;
+                    return Ok(());
+                }
+                Some(&Obj::List(p)) if self.pool.get(p).is_empty() && n > 0 => {
+                    self.pool.release(p);
+                    self.event_ranges.push((first, first + n));
+                    self.arena[i as usize] = Obj::Events((self.event_ranges.len() - 1) as u32);
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        let items: Vec<Val> = (first..first + n).map(Val::Event).collect();
+        self.append(target, &items, at)
+    }
+
     pub fn append(&mut self, target: Val, items: &[Val], at: u64) -> Result<(), PickleError> {
         let Val::Obj(i) = target else {
             return Err(malformed("APPENDS on a value that is not a list", at));

@@ -138,6 +138,14 @@ impl Memo {
         })
     }
 
+    /// Room for `n` more entries.
+    pub fn reserve(&mut self, n: usize) {
+        match &mut self.slots {
+            Slots::Narrow(s) => s.reserve(n),
+            Slots::Wide(s) => s.reserve(n),
+        }
+    }
+
     #[inline]
     pub fn push(&mut self, v: Val) {
         let i = self.len();

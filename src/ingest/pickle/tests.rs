@@ -176,18 +176,14 @@ fn a_row_rewritten_after_it_was_handed_over_is_handed_over_again() {
 
     /// A sink that holds the rows' values and notes what it is told: (pushed?, event, time).
     struct Log(std::sync::Arc<std::sync::Mutex<Vec<(bool, u32, i64)>>>, Vec<crate::model::RowValues>);
-    fn values(row: &crate::model::EventRow) -> crate::model::RowValues {
-        let (addr, size) = (row.addr.unwrap_or(0), row.size.unwrap_or(0));
-        crate::model::RowValues { addr, size, time_us: row.time_us, stack: row.stack }
-    }
     impl crate::ingest::RowSink for Log {
-        fn push(&mut self, _: &crate::model::Events, id: u32, row: &crate::model::EventRow) {
-            self.0.lock().unwrap().push((true, id, row.time_us));
-            self.1.push(values(row));
+        fn push(&mut self, _: &crate::model::Events, id: u32, v: crate::model::RowValues) {
+            self.0.lock().unwrap().push((true, id, v.time_us));
+            self.1.push(v);
         }
-        fn set(&mut self, _: &crate::model::Events, id: u32, row: &crate::model::EventRow) {
-            self.0.lock().unwrap().push((false, id, row.time_us));
-            self.1[id as usize] = values(row);
+        fn set(&mut self, _: &crate::model::Events, id: u32, v: crate::model::RowValues) {
+            self.0.lock().unwrap().push((false, id, v.time_us));
+            self.1[id as usize] = v;
         }
         fn values(&mut self, id: u32) -> Option<crate::model::RowValues> {
             self.1.get(id as usize).copied()

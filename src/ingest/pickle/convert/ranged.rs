@@ -37,7 +37,7 @@ use crate::ingest::pickle::op;
 use crate::ingest::pickle::recent::RecentStrings;
 use crate::ingest::pickle::value::{Obj, Val};
 use crate::ingest::schema::{self, Field};
-use crate::model::{Action, EventRow, NONE, StackId, Stacks, StrId, Strings, Tolerated};
+use crate::model::{Action, EventRow, Events, NONE, StackId, Stacks, StrId, Strings, Tolerated};
 
 /// The bytes a batch of events starts with: MARK, then an event dict's EMPTY_DICT MEMOIZE MARK.
 const BATCH: &[u8] = b"(}\x94(";
@@ -93,7 +93,13 @@ pub struct RangeOut {
     stacks_from: u32,
     strings: Vec<Box<str>>,
     stacks: Vec<Box<[u32]>>,
-    rows: Vec<EventRow>,
+    /// The range's events, ids from 0, stored as the model stores them (the join appends them
+    /// whole): strings and stacks in the range's numbering (its own past `strings_from` /
+    /// `stacks_from`, aliases from [`ALIAS`]).
+    events: Events,
+    /// The rows whose action string is an alias, as read (the join checks each again with its
+    /// action, as the serial reader checks it).
+    aliased: Vec<(u32, EventRow)>,
     made: Vec<Made>,
     tolerated: Tolerated,
 }
@@ -121,7 +127,7 @@ impl Wave {
 /// Whether the first of `ranges` read anything (a wave whose first range read nothing is not
 /// worth taking again soon).
 pub fn first_read(ranges: &[RangeOut]) -> bool {
-    ranges.first().is_some_and(|r| !r.rows.is_empty())
+    ranges.first().is_some_and(|r| !r.events.is_empty())
 }
 
 /// Where a walk over opcodes stopped: at or past where it was to go, or where it could not go on
@@ -368,7 +374,8 @@ impl<'a> Worker<'a> {
             stacks_from: f.stacks.len() as StackId,
             strings: Vec::new(),
             stacks: Vec::new(),
-            rows: Vec::new(),
+            events: Events::default(),
+            aliased: Vec::new(),
             made: Vec::new(),
             tolerated: Tolerated::default(),
         };
@@ -396,13 +403,13 @@ impl<'a> Worker<'a> {
         // a few memo entries): never grown and copied while read. Only what is written is
         // touched, so the room costs no memory beyond it.
         let bytes = end.saturating_sub((self.out.start - self.base) as usize);
-        self.out.rows.reserve(bytes / EVENT_BYTES_AT_LEAST);
+        self.out.events.reserve(bytes / EVENT_BYTES_AT_LEAST);
         self.out.made.reserve(bytes / MADE_BYTES_AT_LEAST);
         loop {
             let (stopped, at) = self.read(wave, end);
             let memo_next = self.memo_from + self.out.made.len();
             let (f, base) = (self.f, self.base);
-            if !self.out.rows.is_empty() {
+            if !self.out.events.is_empty() {
                 pieces.push(self.out);
             }
             if !stopped {
@@ -437,8 +444,11 @@ impl<'a> Worker<'a> {
                             row.stack = self.stack();
                         }
                         let (o, stack) = (&mut self.out, row.stack);
-                        o.made.push(Made::Event(o.rows.len() as u32));
-                        o.rows.push(row);
+                        let id = o.events.push(&row);
+                        o.made.push(Made::Event(id));
+                        if row.other_action >= ALIAS && row.other_action != NONE {
+                            o.aliased.push((id, row));
+                        }
                         for &v in &read.made[..read.n_made] {
                             o.made.push(if v == LIST { Made::Stack(stack) } else { Made::Val(v) });
                         }
@@ -455,13 +465,14 @@ impl<'a> Worker<'a> {
                 break;
             }
             let o = &self.out;
-            kept = (at, o.rows.len(), o.made.len(), o.strings.len(), o.stacks.len(), o.tolerated.clone());
+            kept = (at, o.events.len(), o.made.len(), o.strings.len(), o.stacks.len(), o.tolerated.clone());
         }
         // Back to the end of the last whole batch.
         let (end, rows, made, strings, stacks, tolerated) = kept;
         let out = &mut self.out;
         out.end = self.base + end as u64;
-        out.rows.truncate(rows);
+        out.events.truncate(rows);
+        out.aliased.retain(|a| (a.0 as usize) < rows);
         out.made.truncate(made);
         out.strings.truncate(strings);
         out.stacks.truncate(stacks);
@@ -617,43 +628,41 @@ impl State {
             wave.ranges.pop_front();
         }
         let Some(r) = wave.ranges.front().filter(|r| r.start == at) else { return Ok(None) };
-        if r.rows.is_empty() || self.memo.len() != r.memo_at {
+        if r.events.is_empty() || self.memo.len() != r.memo_at {
             return Ok(None);
         }
-        // Every alias checked before anything is committed.
+        // Every alias checked before anything is committed (a run's value is some row's).
         let frames_ok = r
             .stacks
             .iter()
             .flatten()
             .filter(|&&f| f >= ALIAS)
             .all(|&a| self.alias_value(r, a, Memo::frame_at).is_some());
-        let text_fields =
-            |row: &EventRow| [row.compile_context, row.user_metadata, row.internal_metadata, row.category];
-        let strings_ok = r
-            .rows
-            .iter()
-            .flat_map(text_fields)
+        let ev = &r.events;
+        let strings_ok = [&ev.compile_context, &ev.user_metadata, &ev.internal_metadata, &ev.category]
+            .into_iter()
+            .flat_map(|runs| runs.values.iter().copied())
             .filter(|&s| s != NONE && s >= ALIAS)
             .all(|a| self.alias_value(r, a, Memo::str_at).is_some());
         // An action made before the range: its event checked again with it (what it tolerates
         // counted), as the serial reader checks it.
         let mut tolerated = r.tolerated.clone();
-        let mut actions = Vec::new();
-        for row in r.rows.iter().filter(|row| row.other_action >= ALIAS && row.other_action != NONE) {
+        let mut actions = Vec::with_capacity(r.aliased.len());
+        for (id, row) in &r.aliased {
             let Some(s) = self.alias_value(r, row.other_action, Memo::str_at) else { return Ok(None) };
             let action = self.action(s);
             let checked = EventRow { action, other_action: s, ..row.clone() };
             if schema::finish_event(&checked, &mut tolerated).is_err() {
                 return Ok(None);
             }
-            actions.push(action);
+            actions.push((*id, action));
         }
         if !frames_ok || !strings_ok {
             return Ok(None);
         }
         let mut r = wave.ranges.pop_front().expect("looked at");
-        let mut rows = std::mem::take(&mut r.rows);
-        let n = rows.len();
+        let mut events = std::mem::take(&mut r.events);
+        let n = events.len();
         let strings: Vec<StrId> = r
             .strings
             .iter()
@@ -681,48 +690,56 @@ impl State {
                 s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])
             }
         };
-        let mut actions = actions.into_iter();
-        for row in &mut rows {
-            if row.other_action >= ALIAS && row.other_action != NONE {
-                row.action = actions.next().expect("one an aliased action");
+        // The range's numbering made the reader's: in the runs and the sparse table of other
+        // actions (few entries), and in the stack column when the range made stacks.
+        if !actions.is_empty() {
+            for (id, action) in actions {
+                events.action[id as usize] = action;
             }
-            for s in [
-                &mut row.other_action,
-                &mut row.compile_context,
-                &mut row.user_metadata,
-                &mut row.internal_metadata,
-                &mut row.category,
-            ] {
-                *s = string(*s);
+            // Only an unknown action keeps its name (as `Events::push` keeps it).
+            let action = &events.action;
+            events.other_action.retain(|&(e, _)| action[e as usize] == Action::Unknown);
+        }
+        for runs in [
+            &mut events.compile_context,
+            &mut events.user_metadata,
+            &mut events.internal_metadata,
+            &mut events.category,
+        ] {
+            for v in &mut runs.values {
+                *v = string(*v);
             }
         }
-        let made: Vec<Made> = r
-            .made
-            .iter()
-            .map(|m| match *m {
-                Made::Val(Val::Str(s)) => Made::Val(Val::Str(string(s))),
-                m => m,
-            })
-            .collect();
+        for (_, s) in &mut events.other_action {
+            *s = string(*s);
+        }
         let stack = |s: StackId| match s.checked_sub(r.stacks_from) {
             Some(k) if s != NONE => stacks[k as usize],
             _ => s,
         };
-        let first = self.b.event_count() as u32;
-        for mut row in rows {
-            row.stack = stack(row.stack);
-            self.b.push_event(&row);
+        if !stacks.is_empty() {
+            for s in &mut events.stack {
+                *s = stack(*s);
+            }
         }
+        let first = self.b.push_events(&events);
+        // The memo entries the range made, in the reader's numbering (a string as `string`
+        // maps it, written out here: that closure holds the memo).
+        let made = std::mem::take(&mut r.made);
+        self.memo.reserve(made.len());
         for m in made {
             let v = match m {
+                Made::Val(Val::Str(s)) if s != NONE && s >= ALIAS => {
+                    Val::Str(self.alias_value(&r, s, Memo::str_at).expect("checked"))
+                }
+                Made::Val(Val::Str(s)) => Val::Str(s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])),
                 Made::Val(v) => v,
                 Made::Event(k) => Val::Event(first + k),
                 Made::Stack(s) => self.stack_slot(stack(s)),
             };
             self.memo.push(v);
         }
-        let events: Vec<Val> = (first..first + n as u32).map(Val::Event).collect();
-        self.append(top, &events, at)?;
+        self.append_events(top, first, n as u32, at)?;
         for (o, n) in tolerated.iter() {
             self.b.snap.tolerated.add_n(o, n);
         }
