@@ -44,6 +44,7 @@ impl Default for Memo {
 const TAG_BITS: u32 = 4;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 const TAG_WIDE: u64 = 9;
+const TAG_EVENT: u64 = 7;
 /// `NewDict(i)` in slot `i`.
 const TAG_OWN_DICT: u64 = 10;
 /// Tags whose payload is a u32 id: Str, NewDict, Obj, Event, Frame.
@@ -81,7 +82,7 @@ impl Memo {
             Val::Bytes => (4, 0),
             Val::NewDict(m) => (5, m as u64),
             Val::Obj(i) => (6, i as u64),
-            Val::Event(i) => (7, i as u64),
+            Val::Event(i) => (TAG_EVENT, i as u64),
             Val::Frame(i) => (8, i as u64),
             Val::Int(_) | Val::UInt(_) | Val::Huge | Val::Float(_) => return None,
         };
@@ -130,12 +131,32 @@ impl Memo {
             4 => Val::Bytes,
             5 => Val::NewDict(payload as u32),
             6 => Val::Obj(payload as u32),
-            7 => Val::Event(payload as u32),
+            TAG_EVENT => Val::Event(payload as u32),
             8 => Val::Frame(payload as u32),
             9 => self.wide[payload as usize],
             10 => Val::NewDict(i as u32),
             _ => return None,
         })
+    }
+
+    /// `v` packed for a narrow slot `i` (what [`Self::push`] would store there), when it fits one.
+    #[inline]
+    pub fn pack_narrow(v: Val, i: usize) -> Option<u32> {
+        u32::try_from(Self::pack_inline(v, i)?).ok()
+    }
+
+    /// Appends entries packed by [`Self::pack_narrow`], each event's id raised by `events_from`
+    /// (entries packed with ids counted from 0); `false`, appending nothing, when the memo's slots
+    /// are wide or an id would not fit a narrow slot.
+    pub fn extend_packed(&mut self, packed: &[u32], events_from: u32, events: u32) -> bool {
+        let Slots::Narrow(s) = &mut self.slots else { return false };
+        let fits = u64::from(events_from) + u64::from(events) < 1 << (32 - TAG_BITS);
+        if !fits {
+            return false;
+        }
+        let base = events_from << TAG_BITS;
+        s.extend(packed.iter().map(|&p| if u64::from(p) & TAG_MASK == TAG_EVENT { p + base } else { p }));
+        true
     }
 
     /// Room for `n` more entries.
@@ -298,6 +319,33 @@ mod tests {
         assert_eq!(m.get(19), None, "gap slots are unset");
         assert_eq!(m.get(20), Some(Val::Int(1)));
         assert_eq!(m.get(21), None);
+    }
+
+    /// Entries packed apart (events counted from 0) and appended with their events' ids raised
+    /// read back as the same entries pushed one by one; a memo with wide slots, or ids that would
+    /// not fit a narrow slot, take none (the caller pushes them).
+    #[test]
+    fn packed_entries_appended_equal_entries_pushed() {
+        let made = [Val::Event(0), Val::Str(7), Val::Obj(12), Val::Event(1), Val::None, Val::Event(2)];
+        let mut pushed = Memo::default();
+        let mut packed = Memo::default();
+        for m in [&mut pushed, &mut packed] {
+            m.push(Val::Str(1));
+        }
+        let first = 40;
+        for v in made {
+            pushed.push(if let Val::Event(k) = v { Val::Event(first + k) } else { v });
+        }
+        let p: Vec<u32> = made.iter().enumerate().map(|(k, &v)| Memo::pack_narrow(v, 1 + k).unwrap()).collect();
+        assert!(packed.extend_packed(&p, first, 3));
+        assert_eq!(
+            (0..7).map(|i| packed.get(i)).collect::<Vec<_>>(),
+            (0..7).map(|i| pushed.get(i)).collect::<Vec<_>>()
+        );
+        assert!(!packed.extend_packed(&p, (1 << 28) - 2, 3), "ids past a narrow slot");
+        packed.push(Val::Obj(u32::MAX - 1));
+        assert!(!packed.extend_packed(&p, first, 3), "wide slots");
+        assert_eq!(packed.len(), 8);
     }
 
     #[test]

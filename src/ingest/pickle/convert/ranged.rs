@@ -59,6 +59,8 @@ struct Frozen<'a> {
     strings: &'a Strings,
     stacks: &'a Stacks,
     arena: &'a [Obj],
+    /// The arena slot holding each stack's frame list, where one was made (`State::stack_slot`).
+    stack_slots: &'a [u32],
 }
 
 /// A memo entry a range made.
@@ -101,7 +103,43 @@ pub struct RangeOut {
     /// action, as the serial reader checks it).
     aliased: Vec<(u32, EventRow)>,
     made: Vec<Made>,
+    /// `made` as the memo stores it ([`Memo::pack_narrow`]), an event's entry with its id in the
+    /// range — but the entries the join must make itself, listed in `fixups` (their place in
+    /// `made`): a string of the range's own, a stack with no arena slot yet. Empty when the range
+    /// could not pack them (the join then makes every entry).
+    packed: Vec<u32>,
+    fixups: Vec<u32>,
     tolerated: Tolerated,
+}
+
+impl RangeOut {
+    /// Packs the memo entries made, as the join will write them (the worker's share of the
+    /// join): an event's id counted in the range, a frozen string as it is, a stack by its arena
+    /// slot where it has one; the rest are fixups. `memo_from`: the memo index of the first.
+    fn pack(&mut self, f: &Frozen<'_>, memo_from: usize) {
+        let mut packed = Vec::with_capacity(self.made.len());
+        let mut fixups = Vec::new();
+        for (k, m) in self.made.iter().enumerate() {
+            let v = match *m {
+                Made::Val(Val::Str(s)) if s == NONE || s < self.strings_from => Some(Val::Str(s)),
+                Made::Val(Val::Str(_)) => None,
+                Made::Val(v) => Some(v),
+                Made::Event(e) => Some(Val::Event(e)),
+                Made::Stack(s) if s != NONE && (s as usize) < f.stacks.len() => {
+                    f.stack_slots.get(s as usize).filter(|&&slot| slot != NONE).map(|&slot| Val::Obj(slot))
+                }
+                Made::Stack(_) => None,
+            };
+            match v.and_then(|v| Memo::pack_narrow(v, memo_from + k)) {
+                Some(p) => packed.push(p),
+                None => {
+                    packed.push(0);
+                    fixups.push(k as u32);
+                }
+            }
+        }
+        (self.packed, self.fixups) = (packed, fixups);
+    }
 }
 
 /// The ranges the workers read, in byte order, joined as the serial reader reaches them.
@@ -377,6 +415,8 @@ impl<'a> Worker<'a> {
             events: Events::default(),
             aliased: Vec::new(),
             made: Vec::new(),
+            packed: Vec::new(),
+            fixups: Vec::new(),
             tolerated: Tolerated::default(),
         };
         Worker {
@@ -410,6 +450,7 @@ impl<'a> Worker<'a> {
             let memo_next = self.memo_from + self.out.made.len();
             let (f, base) = (self.f, self.base);
             if !self.out.events.is_empty() {
+                self.out.pack(f, self.memo_from);
                 pieces.push(self.out);
             }
             if !stopped {
@@ -606,6 +647,7 @@ impl State {
             strings: self.b.strings(),
             stacks: &self.b.snap.stacks,
             arena: &self.arena,
+            stack_slots: &self.stack_slots,
         };
         let read = |b: &[(usize, u64)]| {
             let ((start, memo_before), end) = (b[0], b[1].0);
@@ -723,21 +765,31 @@ impl State {
             }
         }
         let first = self.b.push_events(&events);
-        // The memo entries the range made, in the reader's numbering (a string as `string`
-        // maps it, written out here: that closure holds the memo).
+        // The memo entries the range made, in the reader's numbering: packed by the worker but
+        // for the fixups, made here in order (a string as `string` maps it; a new stack slot
+        // where the serial reader would make it).
         let made = std::mem::take(&mut r.made);
-        self.memo.reserve(made.len());
-        for m in made {
-            let v = match m {
-                Made::Val(Val::Str(s)) if s != NONE && s >= ALIAS => {
-                    Val::Str(self.alias_value(&r, s, Memo::str_at).expect("checked"))
-                }
-                Made::Val(Val::Str(s)) => Val::Str(s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])),
-                Made::Val(v) => v,
-                Made::Event(k) => Val::Event(first + k),
-                Made::Stack(s) => self.stack_slot(stack(s)),
-            };
-            self.memo.push(v);
+        let entry = |st: &mut State, m: Made| match m {
+            Made::Val(Val::Str(s)) if s != NONE && s >= ALIAS => {
+                Val::Str(st.alias_value(&r, s, Memo::str_at).expect("checked"))
+            }
+            Made::Val(Val::Str(s)) => Val::Str(s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])),
+            Made::Val(v) => v,
+            Made::Event(k) => Val::Event(first + k),
+            Made::Stack(s) => st.stack_slot(stack(s)),
+        };
+        let memo_at = self.memo.len();
+        if r.packed.len() == made.len() && self.memo.extend_packed(&r.packed, first, n as u32) {
+            for &k in &r.fixups {
+                let v = entry(self, made[k as usize]);
+                self.memo.set(memo_at + k as usize, v);
+            }
+        } else {
+            self.memo.reserve(made.len());
+            for m in made {
+                let v = entry(self, m);
+                self.memo.push(v);
+            }
         }
         self.append_events(top, first, n as u32, at)?;
         for (o, n) in tolerated.iter() {
