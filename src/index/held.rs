@@ -3,7 +3,7 @@
 //! were most of an index's memory, and their first touches a tenth of the decoder's thread:
 //! docs/design/06) are held a few chunks at a time. Every [`CHUNK_ROWS`] rows go to the two
 //! workers beside the reader ([`super::reading`]); once both took them, the rows before the
-//! chunk handed over last are let go ([`Held::let_go`]) — but the rare events' (segment events,
+//! chunk handed over last are let go (`Held::let_go`) — but the rare events' (segment events,
 //! OOMs, annotations, snapshots, unknown actions), kept for what is derived after the read
 //! (reserved memory, the segment timeline).
 //!
