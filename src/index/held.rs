@@ -125,11 +125,16 @@ impl Held {
             "restoring {} rows let go from columns of other lengths",
             self.first
         );
-        let Held { addr: a, size: s, time_us: t, stack: k, .. } = self;
-        addr.extend(a);
-        size.extend(s);
-        time_us.extend(t);
-        stack.extend(k);
+        let Held { addr: a, size: s, time_us: t, stack: k, first, .. } = self;
+        if first == 0 {
+            // Nothing was let go: the held columns are the model's, moved (not copied).
+            (addr, size, time_us, stack) = (a, s, t, k);
+        } else {
+            addr.extend(a);
+            size.extend(s);
+            time_us.extend(t);
+            stack.extend(k);
+        }
         assert_eq!(addr.len(), events.len(), "a model made whole from rows of another length");
         (events.addr, events.size, events.time_us, events.stack) = (addr, size, time_us, stack);
     }
