@@ -105,8 +105,9 @@ pub struct RangeOut {
     made: Vec<Made>,
     /// `made` as the memo stores it ([`Memo::pack_narrow`]), an event's entry with its id in the
     /// range — but the entries the join must make itself, listed in `fixups` (their place in
-    /// `made`): a string of the range's own, a stack with no arena slot yet. Empty when the range
-    /// could not pack them (the join then makes every entry).
+    /// `made`; a 0 stands here): a string of the range's own, a stack with no arena slot yet,
+    /// what does not fit a narrow slot. Where the memo's slots are wide, the join makes every
+    /// entry from `made`.
     packed: Vec<u32>,
     fixups: Vec<u32>,
     tolerated: Tolerated,
