@@ -381,55 +381,59 @@ impl State {
         }
     }
 
-    /// APPEND(S): adds `items` to the list `target`.
     /// [`Self::append`] of events `first..first + n` (a joined range's), without making the
-    /// list of them where the target holds a run of events they continue (or nothing yet).
+    /// list of them where the target takes them as a run ([`Self::extend_run`]).
     pub fn append_events(&mut self, target: Val, first: u32, n: u32, at: u64) -> Result<(), PickleError> {
-        if let Val::Obj(i) = target {
-            match self.arena.get(i as usize) {
-                Some(&Obj::Events(k)) if self.event_ranges[k as usize].1 == first => {
-                    self.event_ranges[k as usize].1 = first + n;
-                    return Ok(());
-                }
-                Some(&Obj::List(p)) if self.pool.get(p).is_empty() && n > 0 => {
-                    self.pool.release(p);
-                    self.event_ranges.push((first, first + n));
-                    self.arena[i as usize] = Obj::Events((self.event_ranges.len() - 1) as u32);
-                    return Ok(());
-                }
-                _ => {}
-            }
+        if let Val::Obj(i) = target
+            && self.extend_run(i, first, n)
+        {
+            return Ok(());
         }
         let items: Vec<Val> = (first..first + n).map(Val::Event).collect();
         self.append(target, &items, at)
     }
 
+    /// Events `first..first + n` (`n` > 0) appended to list object `i` as a run of event ids,
+    /// where it holds a run they continue or nothing yet; `false`, changing nothing, elsewhere.
+    fn extend_run(&mut self, i: u32, first: u32, n: u32) -> bool {
+        match self.arena.get(i as usize) {
+            Some(&Obj::Events(k)) if self.event_ranges[k as usize].1 == first => {
+                self.event_ranges[k as usize].1 = first + n;
+                true
+            }
+            Some(&Obj::List(p)) if self.pool.get(p).is_empty() && n > 0 => {
+                self.pool.release(p);
+                self.event_ranges.push((first, first + n));
+                self.arena[i as usize] = Obj::Events((self.event_ranges.len() - 1) as u32);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// APPEND(S): adds `items` to the list `target`.
     pub fn append(&mut self, target: Val, items: &[Val], at: u64) -> Result<(), PickleError> {
         let Val::Obj(i) = target else {
             return Err(malformed("APPENDS on a value that is not a list", at));
         };
         let contiguous_from = |start: u32| items.iter().enumerate().all(|(k, v)| *v == Val::Event(start + k as u32));
+        if let Some(&Val::Event(first)) = items.first()
+            && contiguous_from(first)
+            && self.extend_run(i, first, items.len() as u32)
+        {
+            return Ok(());
+        }
         match self.arena[i as usize] {
-            Obj::List(p) if self.pool.get(p).is_empty() => match items.first() {
-                Some(&Val::Event(first)) if contiguous_from(first) => {
-                    self.pool.release(p);
-                    self.event_ranges.push((first, first + items.len() as u32));
-                    self.arena[i as usize] = Obj::Events((self.event_ranges.len() - 1) as u32);
-                }
-                _ => self.pool.get_mut(p).extend_from_slice(items),
-            },
             Obj::List(p) | Obj::Set(p) => self.pool.get_mut(p).extend_from_slice(items),
-            Obj::Events(k) => {
+            // Items that do not continue its run: the list is made of the run, then them.
+            Obj::Events(k) if !items.is_empty() => {
                 let (start, end) = self.event_ranges[k as usize];
-                if contiguous_from(end) {
-                    self.event_ranges[k as usize].1 = end + items.len() as u32;
-                } else {
-                    let mut list: Vec<Val> = (start..end).map(Val::Event).collect();
-                    list.extend_from_slice(items);
-                    let p = self.pool.alloc(list);
-                    self.arena[i as usize] = Obj::List(p);
-                }
+                let mut list: Vec<Val> = (start..end).map(Val::Event).collect();
+                list.extend_from_slice(items);
+                let p = self.pool.alloc(list);
+                self.arena[i as usize] = Obj::List(p);
             }
+            Obj::Events(_) => {}
             Obj::Stack(_) => {
                 return Err(malformed("a frame list received items after it was used", at));
             }
