@@ -97,15 +97,9 @@ impl Held {
     fn let_go(&mut self, end: usize, action: &[Action]) {
         let end = end.min(self.first + self.addr.len());
         let Some(n) = end.checked_sub(self.first) else { return };
-        for i in 0..n {
-            let e = self.first + i;
-            if !is_block_event(action[e]) {
-                let v = RowValues {
-                    addr: self.addr[i],
-                    size: self.size[i],
-                    time_us: self.time_us[i],
-                    stack: self.stack[i],
-                };
+        for (e, &a) in action.iter().enumerate().take(end).skip(self.first) {
+            if !is_block_event(a) {
+                let v = self.values(e).expect("a row held");
                 self.kept.push((e as u32, v));
             }
         }

@@ -546,8 +546,7 @@ mod tests {
         let whole = pushed(&all);
         for split in [0, 1, 5, 33, 60, 119, 120] {
             let mut joined = pushed(&all[..split]);
-            let mut rest = pushed(&all[split..]);
-            rest.truncate(rest.len());
+            let rest = pushed(&all[split..]);
             let first = joined.append_without_values(&rest);
             joined.append_values(&rest);
             assert_eq!(first as usize, split);
