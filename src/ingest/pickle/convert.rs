@@ -382,7 +382,7 @@ impl State {
     }
 
     /// [`Self::append`] of events `first..first + n` (a joined range's), without making the
-    /// list of them where the target takes them as a run ([`Self::extend_run`]).
+    /// list of them where the target takes them as a run (`Self::extend_run`).
     pub fn append_events(&mut self, target: Val, first: u32, n: u32, at: u64) -> Result<(), PickleError> {
         if let Val::Obj(i) = target
             && self.extend_run(i, first, n)
