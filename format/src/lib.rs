@@ -35,3 +35,10 @@ pub const TEXEL_EMPTY: u32 = u32::MAX;
 pub const TEXEL_AGGREGATED: u32 = u32::MAX - 1;
 /// The colour key (`TileKeys`) of a texel that shows no element: empty, or the summarised band.
 pub const TEXEL_NO_KEY: u32 = u32::MAX - 1;
+
+/// Each texel's colour key: its element's entry in `table` (each element's stack id: the keys a
+/// coarse tile stores, and those the viewer makes of a texture that has none), [`TEXEL_NO_KEY`]
+/// where it shows no element.
+pub fn texel_keys(texels: &[u32], table: &[u32]) -> Vec<u32> {
+    texels.iter().map(|&id| table.get(id as usize).copied().unwrap_or(TEXEL_NO_KEY)).collect()
+}

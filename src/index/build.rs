@@ -458,7 +458,7 @@ impl Lod {
             stack.filter(|_| columns.div_ceil(TILE_W as usize) <= KEYED_LEVEL_TILES)
         };
         let encode = |level: u32, texels: &[u32]| {
-            let keys = keyed(level).map(|stack| chunks::encode::<u32>(&texel_keys(texels, stack)));
+            let keys = keyed(level).map(|stack| chunks::encode::<u32>(&memviz_format::texel_keys(texels, stack)));
             (chunks::encode::<u32>(texels), keys)
         };
         let levels = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, encode);
@@ -479,12 +479,6 @@ impl Lod {
 /// elements from the whole trace — the sites of which, read at random from a cold 10 GB
 /// archive, were most of the first frame. Finer levels show fewer, neighbouring elements.
 const KEYED_LEVEL_TILES: usize = 16;
-
-/// Each texel's colour key: its element's stack id, [`memviz_format::TEXEL_NO_KEY`] where it
-/// shows no element (the keys the viewer makes of the same texels from the sites).
-fn texel_keys(texels: &[u32], stack: &[u32]) -> Vec<u32> {
-    texels.iter().map(|&id| stack.get(id as usize).copied().unwrap_or(memviz_format::TEXEL_NO_KEY)).collect()
-}
 
 /// What the element timeline and the segment timeline both store: the layout's columns with
 /// the stack of each element, its checkpoints and its tiles.

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use eframe::egui;
 
 use super::data::{Plane, Session};
-use super::gpu::{TexData, TexKey, texel_keys};
+use super::gpu::{TexData, TexKey};
 use crate::lod::raster::{Band, action_columns, rasterize_columns, samples_for_ranges, time_columns};
-use memviz_format::{TILE_H, TILE_W};
+use memviz_format::{TILE_H, TILE_W, texel_keys};
 
 /// What a view raster covers.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -107,15 +107,6 @@ struct GpuTexture {
     size: wgpu::Extent3d,
 }
 
-/// The key of a texel that shows no element (empty, the summarized band, or an id past the table).
-const NO_ELEMENT_KEY: u32 = memviz_format::TEXEL_NO_KEY;
-
-/// Each texel's colour key: its element's entry in `table` ([`TexData::site_keys`] with the
-/// element → site table).
-pub fn texel_keys(texels: &[u32], table: &[u32]) -> Vec<u32> {
-    texels.iter().map(|&id| table.get(id as usize).copied().unwrap_or(NO_ELEMENT_KEY)).collect()
-}
-
 /// A texture's colour keys: the keys by site the archive stores for it (`site_keys`) while the
 /// view colours by site, else each texel's entry in `table`.
 fn keys_texture(
@@ -129,7 +120,7 @@ fn keys_texture(
 ) -> wgpu::TextureView {
     match site_keys.filter(|_| by_site) {
         Some(stored) => u32_texture(device, queue, "memviz keys", size, stored),
-        None => u32_texture(device, queue, "memviz keys", size, &texel_keys(texels, table)),
+        None => u32_texture(device, queue, "memviz keys", size, &memviz_format::texel_keys(texels, table)),
     }
 }
 
