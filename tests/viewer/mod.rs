@@ -17,6 +17,7 @@ mod corrupt;
 mod drawing;
 mod ids;
 mod interaction;
+mod parts;
 mod ranks;
 mod windows;
 

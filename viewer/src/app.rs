@@ -9,7 +9,7 @@ use eframe::egui;
 
 use super::data::{Plane, Session};
 use super::memory_map::MemoryMap;
-use super::open_view::{apply_view, new_timeline, open_file};
+use super::open_view::{apply_view, new_timeline, open_file, preview_timeline};
 use super::screen::{Screen, timeline_screen};
 use super::tabs::{OpenAt, Tab};
 use super::theme;
@@ -174,7 +174,26 @@ impl ViewerApp {
                 return;
             }
         };
-        let mut t = new_timeline(&self.options, session, ctx);
+        let t = new_timeline(&self.options, session, ctx);
+        self.show(t);
+    }
+
+    /// Shows the first frame of an archive of which only the parts that frame reads are here
+    /// (`Archive::first_frame_ranges`: a page fetching the rest), drawn from those alone with no
+    /// input, check or background work, until [`Self::open_session`] shows the whole archive
+    /// (with the same options: the view did not move meanwhile).
+    pub fn open_preview(&mut self, session: Arc<Session>, ctx: &egui::Context) {
+        let t = preview_timeline(&self.options, session, ctx);
+        self.show(t);
+    }
+
+    /// True while the timeline shown is an archive's first parts ([`Self::open_preview`]).
+    pub fn previewing(&self) -> bool {
+        self.timeline().is_some_and(|t| t.doc.preview)
+    }
+
+    /// Shows `t` with the view the options ask for, or the line that says why it cannot be.
+    fn show(&mut self, mut t: Open) {
         if let Err(e) = apply_view(&mut t, &self.options) {
             self.content = Content::Failed(format!("{}: {e}", t.doc.session.archive.path.display()));
             return;
@@ -400,6 +419,13 @@ impl eframe::App for ViewerApp {
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         ViewerApp::ui(self, ui);
+    }
+
+    /// While only an archive's first parts are here, nothing the user does reaches the viewer.
+    fn raw_input_hook(&mut self, _ctx: &egui::Context, raw_input: &mut egui::RawInput) {
+        if self.previewing() {
+            raw_input.events.clear();
+        }
     }
 
     /// The page reaches the app through its runner (`web::WebHandle`).

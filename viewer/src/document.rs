@@ -36,6 +36,10 @@ pub struct Document {
     pub max_entries: Option<usize>,
     /// The card's capacity drawn as a line (`--gpu`): the y fit reaches it.
     pub capacity: Option<u64>,
+    /// Only the archive's first-frame parts are here (`Archive::first_frame_ranges`: a page
+    /// draws while the rest arrives): the plot draws its coarse tiles and nothing is worked out
+    /// or checked from the rest, whose bytes are not the archive's yet.
+    pub preview: bool,
 }
 
 impl Document {
@@ -57,6 +61,7 @@ impl Document {
             pools_view: false,
             max_entries: None,
             capacity: None,
+            preview: false,
         }
     }
 }

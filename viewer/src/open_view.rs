@@ -23,8 +23,22 @@ pub fn open_file(platform: &crate::platform::PlatformRef, path: &Path) -> Result
 pub(super) fn new_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Open {
     let first_frame = Arc::new(crate::platform::FirstFrame::default());
     options.platform.start_checks(&session, &first_frame);
-    let mut t = Open::new(session, ctx);
+    let mut t = configured(options, session, ctx);
     t.doc.first_frame = first_frame;
+    t
+}
+
+/// A timeline of an archive whose first-frame parts alone are here (`Document::preview`): no
+/// check starts (the checks read every byte); the whole archive replaces it once it is in.
+pub(super) fn preview_timeline(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Open {
+    let mut t = configured(options, session, ctx);
+    t.doc.preview = true;
+    t
+}
+
+/// A timeline of `session` with the options' settings, the whole trace in view.
+fn configured(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Open {
+    let mut t = Open::new(session, ctx);
     t.doc.max_entries = options.max_entries;
     t.doc.capacity = options.gpu.map(|g| g.1);
     t.fit();

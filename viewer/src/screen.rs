@@ -34,6 +34,9 @@ pub(super) struct Screen<'a> {
 
 /// The main screen of an open archive: the top bar with the view switch, then the view.
 pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: Screen<'_>) {
+    if t.doc.preview {
+        return preview_screen(ui, t, options);
+    }
     if let Some(tab) = view_key(ui.ctx()) {
         *s.tab = tab;
     }
@@ -127,6 +130,20 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
         let stack = t.stacked().sites.get(hit.element.index()).copied().unwrap_or(NONE);
         ui.ctx().copy_text(stack_text(&t.doc.session, stack));
     }
+}
+
+/// The first frame while the rest of the archive arrives (`Document::preview`): the archive's
+/// name, the minimap, and the plot's coarse tiles with its axes — what the first parts hold.
+fn preview_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions) {
+    egui::Panel::top("top").show(ui, |ui| {
+        ui.horizontal(|ui| {
+            ui.strong(t.doc.session.root().source.name.as_str());
+            ui.separator();
+            ui.weak("the rest of the archive is on its way");
+        });
+    });
+    egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| plot_ui(ui, t, options));
 }
 
 /// The view keys 1–5 switch to (in the view switch's order), unless a text field has the keys.
@@ -279,6 +296,10 @@ pub(super) fn plot_ui(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions) 
     };
     t.grid(ui.painter());
     ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, paint));
+    if t.doc.preview {
+        t.overlays(ui.painter(), full, options.gpu);
+        return None;
+    }
     t.pools_overlay(ui);
     t.reserved_overlay(ui.painter());
     t.floor_overlay(ui.painter());

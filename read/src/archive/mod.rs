@@ -10,6 +10,7 @@ pub mod consistency;
 pub mod events;
 pub mod guard;
 pub mod open;
+pub mod parts;
 pub mod restore;
 pub mod session;
 

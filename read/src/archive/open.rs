@@ -174,6 +174,11 @@ impl Archive {
         self.header.format_version >= FIRST_BLOCKED_VERSION
     }
 
+    /// True for an archive of an older format upgraded in memory: its root is not the file's.
+    pub fn is_upgraded(&self) -> bool {
+        self.upgraded.is_some()
+    }
+
     /// The format version the file was written in (older ones lack newer sections).
     pub fn format_version(&self) -> u32 {
         self.header.format_version

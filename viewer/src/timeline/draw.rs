@@ -1,6 +1,7 @@
 //! What the timeline draws this frame: pyramid tiles from coarse to fine, or one exact raster of
 //! the view from the checkpoints (asked of the workers; tiles stand in until it arrives).
 
+use crate::archive::parts::COARSE_TILES;
 use eframe::egui::Rect;
 use memviz_format::TILE_W;
 
@@ -46,8 +47,13 @@ impl Open {
             if apx < f64::from(1u32 << finest) {
                 need_raster = true;
             }
-            let wanted =
+            let mut wanted =
                 (0..levels).find(|&li| f64::from(1u32 << tiles[li].level.to_native()) >= apx).unwrap_or(levels - 1);
+            if self.doc.preview {
+                // Only the coarse levels are here (`Archive::first_frame_ranges`).
+                wanted =
+                    (wanted..levels).find(|&li| tiles[li].texel_chunks().len() <= COARSE_TILES).unwrap_or(levels - 1);
+            }
             // Finest resident tile wins; a coarser tile is drawn only where no finer one covers
             // the view, so each pixel is shaded about once.
             let (vx0, vx1) = (self.doc.view.x0.max(0.0), self.doc.view.x1);
@@ -74,6 +80,8 @@ impl Open {
             }
             quads.extend(chosen.into_iter().rev());
         }
+        // A preview's raster would read what has not arrived: its tiles stand in.
+        need_raster &= !self.doc.preview;
         // A raster of exactly this view makes every tile redundant.
         if self.plot.raster.is_some_and(|(r, key)| self.raster_matches_view(&r, &key, rect, pixels_per_point)) {
             quads.clear();

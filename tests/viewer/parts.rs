@@ -1,0 +1,112 @@
+//! The first frame's parts (`Archive::first_frame_ranges`, what a browser fetches first): an
+//! archive whose other bytes are overwritten draws the same settled first frame as the archive
+//! itself, where the page's viewer draws it before the rest has arrived — no background checks,
+//! whatever the viewer works out for that frame worked out from those bytes alone.
+
+#[allow(unused_imports)]
+use super::*;
+
+use std::sync::Arc;
+
+use memviz::archive::{Archive, Session};
+use memviz::model::Job;
+use memviz::viewer::platform::{FirstFrame, Platform, PlatformRef};
+
+/// What a page's viewer has while the archive's later parts are on their way: the archive in
+/// memory, and no checks (they read every byte).
+struct Preview;
+
+impl Platform for Preview {
+    fn is_archive(&self, _: &Path) -> bool {
+        true
+    }
+    fn open_archive(&self, _: &Path) -> Result<Arc<Session>, String> {
+        Err("opened by the test".into())
+    }
+    fn open_snapshot(&self, _: &Path, _: bool, _: &dyn Fn(u64)) -> Result<Arc<Session>, String> {
+        Err("opened by the test".into())
+    }
+    fn start_checks(&self, _: &Arc<Session>, first_frame: &Arc<FirstFrame>) {
+        first_frame.drawn();
+    }
+    fn job(&self, _: &[std::path::PathBuf]) -> Result<Job, String> {
+        Err("no job".into())
+    }
+    fn write(&self, _: &Path, _: &[u8]) -> anyhow::Result<()> {
+        anyhow::bail!("no files")
+    }
+    fn print(&self, _: &str) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn timing(&self, _: &str, _: f64) {}
+}
+
+/// A page's viewer on `ctx`, given its archives by the test.
+fn page_viewer() -> ViewerApp {
+    ViewerApp::new(ViewerOptions { platform: PlatformRef(Arc::new(Preview)), ..Default::default() })
+}
+
+fn session(bytes: &[u8]) -> Arc<Session> {
+    Arc::new(Session::from_archive(Archive::from_memory(bytes, Path::new("a.memviz")).expect("opens")))
+}
+
+/// Runs frames until `app` is idle; its frame (RGBA).
+fn settled(gpu: &mut Offscreen, app: &mut ViewerApp) -> Vec<u8> {
+    assert!(gpu.settle(app, 3000), "the frame settles");
+    assert!(app.failure().is_none(), "{:?}", app.failure());
+    gpu.read_rgba()
+}
+
+#[test]
+fn the_first_frame_reads_only_its_parts() {
+    let dir = tempdir();
+    let archives = [
+        data("gpt2_small.memviz"),
+        data("oom_streams.memviz"),
+        frag_oom_archive(dir.path()),
+        crate::generator::repeated_archive(dir.path(), 2_000_000),
+    ];
+    for path in archives {
+        let bytes = std::fs::read(&path).unwrap();
+        let first = Archive::from_memory(&bytes, &path).unwrap().first_frame_ranges();
+        let kept: u64 = first.iter().map(|r| r.end - r.start).sum();
+        // What a page holds before the rest arrives: the first parts, anything elsewhere.
+        let mut other = vec![0x5au8; bytes.len()];
+        for r in &first {
+            other[r.start as usize..r.end as usize].copy_from_slice(&bytes[r.start as usize..r.end as usize]);
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // Of a trace of millions of events, a few per cent.
+        if bytes.len() > 20 << 20 {
+            assert!(kept < bytes.len() as u64 / 10, "{name}: {kept} of {} bytes come first", bytes.len());
+        }
+        for (w, h) in [(1600, 900), (700, 420)] {
+            let ctx = egui::Context::default();
+            let mut gpu = Offscreen::new(w, h, ctx.clone()).expect("a wgpu adapter (lavapipe)");
+            let mut app = page_viewer();
+            app.open_preview(session(&bytes), &ctx);
+            let want = settled(&mut gpu, &mut app);
+            assert!(app.previewing());
+            // The plot shows the trace: elements are drawn.
+            let t = app.timeline().unwrap();
+            let (_, ids) = gpu.read_ids_of(t);
+            let drawn = ids.iter().filter(|&&id| id < u32::MAX - 1).count();
+            assert!(drawn > 1000, "{name} at {w}×{h}: {drawn} pixels show an element");
+
+            let mut app = page_viewer();
+            app.open_preview(session(&other), &ctx);
+            let got = settled(&mut gpu, &mut app);
+            let differ = want.iter().zip(&got).filter(|(a, b)| a != b).count();
+            assert_eq!(differ, 0, "{name} at {w}×{h}: {differ} bytes of the first frame differ with only its parts");
+
+            // Once the rest is in, the whole archive replaces the preview: the same as opening it.
+            app.open_session(session(&bytes), &ctx);
+            assert!(!app.previewing());
+            let whole = settled(&mut gpu, &mut app);
+            let mut direct = page_viewer();
+            direct.open_session(session(&bytes), &ctx);
+            assert!(whole == settled(&mut gpu, &mut direct), "{name} at {w}×{h}: the whole archive after its preview");
+        }
+        eprintln!("{name}: the first frame's parts are {kept} of {} bytes in {} ranges", bytes.len(), first.len());
+    }
+}
