@@ -1,6 +1,7 @@
 // The browser viewer over loopback: `memviz serve` on the archives' folder, headless Chromium
 // (software WebGL2, as in CI) opening web/index.html on each. Per archive, three runs of: the time
-// from navigation to the first frame drawn (download and wasm start-up included); then, in the
+// from navigation to the first frame drawn (download and wasm start-up included; for an archive the
+// page previews, its first-frame parts fetched, then the whole archive's frame); then, in the
 // last run, the frame times while panning — the wheel zooms in at the plot's centre, the mouse
 // drags it left and right for 150 moves — as the intervals between the page's animation frames
 // (p50 / p99 / max; a frame the viewer blocks shows as a long interval).
@@ -21,13 +22,20 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
            '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   for (const name of archives) {
-    const times = [];
-    let pan = '';
+    const times = [], wholes = [];
+    let pan = '', parts = '';
     for (let run = 0; run < 3; run++) {
       const page = await browser.newPage({ viewport: { width: Number(process.env.W ?? 1600), height: Number(process.env.H ?? 900) } });
       await page.goto(`http://127.0.0.1:${port}/web/index.html?archive=/archive/0/${name}`);
       await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 300000 });
       times.push(Math.round(await page.evaluate('window.memvizFirstFrameMs')));
+      const preview = await page.evaluate('window.memvizPreviewBytes ?? 0');
+      if (preview) {
+        // A preview: the whole archive replaces it once the rest is in.
+        await page.waitForFunction('window.memvizWholeMs !== undefined', null, { timeout: 300000 });
+        wholes.push(Math.round(await page.evaluate('window.memvizWholeMs')));
+        parts = ` (a preview of ${(preview / 1e6).toFixed(1)} MB; the whole archive's at ${wholes.join(', ')} ms)`;
+      }
       if (run === 2) {
         await page.waitForTimeout(3000); // what the first frame left to work out
         const [left, top, right, bottom] = await page.evaluate('window.memviz.plot_rect()');
@@ -55,7 +63,7 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
       }
       await page.close();
     }
-    console.log(`${name}: first frame ${times.join(', ')} ms${pan}`);
+    console.log(`${name}: first frame ${times.join(', ')} ms${parts}${pan}`);
   }
   await browser.close();
 })();

@@ -389,7 +389,13 @@ async fn send(served: Arc<Served>, id: usize, rel: String, request: Request) -> 
             return (status, format!("{}\n", status.canonical_reason().unwrap_or("refused"))).into_response();
         }
     };
+    let parts = request.uri().query().is_some_and(|q| q.split('&').any(|p| p == "parts"));
     match served.archive_of(&file) {
+        Ok(archive) if parts => match tokio::task::spawn_blocking(move || first_parts(&archive)).await {
+            Ok(Ok(json)) => Json(json).into_response(),
+            Ok(Err(e)) => (StatusCode::UNPROCESSABLE_ENTITY, format!("{e}\n")).into_response(),
+            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+        },
         Ok(archive) => match tower_http::services::ServeFile::new(archive).oneshot(request).await {
             Ok(r) => r.into_response(),
             Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
@@ -402,6 +408,15 @@ async fn send(served: Arc<Served>, id: usize, rel: String, request: Request) -> 
             .into_response(),
         Err(IndexState::Failed(e)) => (StatusCode::UNPROCESSABLE_ENTITY, format!("{e}\n")).into_response(),
     }
+}
+
+/// Where the first frame's bytes of the archive at `path` lie (`?parts`: the page fetches those
+/// first by Range requests and draws while the rest arrives): its size, and the ranges
+/// (`Archive::first_frame_ranges`) as `[start, end)` pairs.
+fn first_parts(path: &Path) -> Result<serde_json::Value, String> {
+    let archive = crate::file::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let first: Vec<[u64; 2]> = archive.first_frame_ranges().into_iter().map(|r| [r.start, r.end]).collect();
+    Ok(serde_json::json!({ "size": archive.file_len(), "first": first }))
 }
 
 /// The page: what is served, each archive a link (a snapshot's is indexed when first asked for).

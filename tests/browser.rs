@@ -270,3 +270,60 @@ fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
     // Two Shift+clicks: the two ranks compared.
     assert_eq!(seen["compared"], "compare", "{seen}");
 }
+
+/// An archive of millions of events: the page fetches its first frame's parts by Range requests
+/// (a few per cent of it), draws them, then the whole archive on the same view — where a click
+/// pins and the GPU draws what the viewer picks.
+#[test]
+fn a_large_archive_draws_its_first_parts_then_the_whole() {
+    let _one = one_browser();
+    if !playwright_ready() {
+        return;
+    }
+    let dir = tempdir();
+    let served = dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let archive = crate::generator::repeated_archive(&served, 2_000_000);
+    std::fs::remove_file(served.join("repeated.pickle")).unwrap();
+    let size = std::fs::metadata(&archive).unwrap().len();
+    let server = crate::serve::start_with(&[served.to_str().unwrap()], &dir.path().join("cache"), &[]);
+    let shot = dir.path().join("whole.png");
+    let url = format!("http://{}/web/index.html?archive=/archive/0/repeated.memviz", server.addr);
+    let out = std::process::Command::new("node")
+        .arg(repo().join("tests/clients/browser_preview.js"))
+        .arg(&url)
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["previewing"], true, "the first frame is the preview: {seen}");
+
+    // Before the first frame: where the parts lie, then those bytes by Range requests alone.
+    let first = memviz::archive::Archive::from_memory(&std::fs::read(&archive).unwrap(), &archive)
+        .unwrap()
+        .first_frame_ranges();
+    let want: u64 = first.iter().map(|r| r.end - r.start).sum();
+    assert_eq!(seen["preview_bytes"], want, "{seen}");
+    assert!(want * 10 < size, "{want} of {size} bytes first");
+    let before = seen["before_first_frame"].as_array().unwrap();
+    assert!(before[0]["url"].as_str().unwrap().ends_with("repeated.memviz?parts"), "{seen}");
+    let mut ranges: Vec<(u64, u64)> = before[1..]
+        .iter()
+        .map(|r| {
+            let range =
+                r["range"].as_str().unwrap_or_else(|| panic!("a request without a Range before the first frame: {r}"));
+            let (a, b) = range.strip_prefix("bytes=").unwrap().split_once('-').unwrap();
+            (a.parse().unwrap(), b.parse::<u64>().unwrap() + 1)
+        })
+        .collect();
+    ranges.sort();
+    let asked: Vec<(u64, u64)> = first.iter().map(|r| (r.start, r.end)).collect();
+    assert_eq!(ranges, asked, "the first frame's parts, each once");
+
+    // Then the whole archive, on the same view: the GPU draws what the viewer picks; a click pins.
+    assert_eq!((&seen["after"], &seen["view"]), (&false.into(), &"timeline".into()), "{seen}");
+    assert_drawn_is_picked(&seen);
+    assert!(seen["under"].is_u64() && seen["pinned"] == seen["under"], "{seen}");
+}

@@ -128,6 +128,16 @@ fn serve_lists_and_sends_archives_with_ranges_and_indexes_snapshots_on_demand() 
     let (status, head, body) = get(&server, "/archive/0/gpt2_small.memviz", &["Range: bytes=0-7"]);
     assert_eq!(status, 206, "{head}");
     assert_eq!(body, memviz_format::MAGIC);
+    // `?parts`: where its first frame's bytes lie (the page fetches those first), as the
+    // archive itself lists them.
+    let (status, _, body) = get(&server, "/archive/0/gpt2_small.memviz?parts", &[]);
+    assert_eq!(status, 200);
+    let parts: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let golden = std::fs::read(dir.path().join("served/gpt2_small.memviz")).unwrap();
+    let own = memviz::archive::Archive::from_memory(&golden, Path::new("g")).unwrap().first_frame_ranges();
+    let own: Vec<[u64; 2]> = own.into_iter().map(|r| [r.start, r.end]).collect();
+    assert_eq!(parts, serde_json::json!({ "size": golden.len(), "first": own }));
+    assert!(own.len() > 1 && own[0][0] == 0 && own.last().unwrap()[1] == golden.len() as u64, "{parts}");
 
     // A snapshot: indexed when first asked for (202 with the progress meanwhile), then its
     // archive, the same bytes `memviz index` writes past the header.

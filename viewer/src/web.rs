@@ -15,7 +15,7 @@ use eframe::egui_wgpu::{self, wgpu};
 use wasm_bindgen::prelude::*;
 
 use crate::app::{ViewerApp, ViewerOptions};
-use crate::archive::{Archive, Session};
+use crate::archive::{Archive, Memory, Session};
 use crate::model::Job;
 use crate::open_view::ViewState;
 use crate::platform::{FirstFrame, Platform, PlatformRef};
@@ -25,6 +25,8 @@ use crate::platform::{FirstFrame, Platform, PlatformRef};
 #[wasm_bindgen]
 pub struct WebHandle {
     runner: eframe::WebRunner,
+    platform: RefCell<Option<Arc<WebPlatform>>>,
+    ctx: Rc<RefCell<Option<eframe::egui::Context>>>,
     gpu: Rc<RefCell<Option<egui_wgpu::RenderState>>>,
     id_read: RefCell<Option<IdRead>>,
 }
@@ -40,7 +42,13 @@ struct IdRead {
 impl WebHandle {
     #[wasm_bindgen(constructor)]
     pub fn new() -> WebHandle {
-        WebHandle { runner: eframe::WebRunner::new(), gpu: Rc::default(), id_read: RefCell::default() }
+        WebHandle {
+            runner: eframe::WebRunner::new(),
+            platform: RefCell::default(),
+            ctx: Rc::default(),
+            gpu: Rc::default(),
+            id_read: RefCell::default(),
+        }
     }
 
     /// Opens the archives `bytes` (each a `Uint8Array`, called by the name at the same place in
@@ -50,7 +58,9 @@ impl WebHandle {
     /// option names ([`ViewerOptions::with_query`]). "Copy link" and the address bar give `page`
     /// with `?archive=NAME` for each archive shown (and `token` when given), then the view's
     /// options; with `inline` (a page `memviz export html` wrote: the archive is in the page),
-    /// `page` alone.
+    /// `page` alone. With `preview` (one archive, of which only the parts its first frame reads
+    /// are in `bytes` yet: `memviz serve`'s `?parts`), that frame is drawn from them alone
+    /// ([`ViewerApp::open_preview`]: no check, no input) until [`Self::complete`] gives the rest.
     #[allow(clippy::too_many_arguments)]
     pub async fn start(
         &self,
@@ -61,12 +71,13 @@ impl WebHandle {
         token: String,
         inline: bool,
         query: String,
+        preview: bool,
     ) -> Result<(), JsValue> {
         let names: Vec<String> = names.iter().map(|n| n.as_string().unwrap_or_default()).collect();
         let mut files = HashMap::new();
         for (name, b) in names.iter().zip(bytes.iter()) {
             let b: js_sys::Uint8Array = b.dyn_into().map_err(|_| JsValue::from_str("an archive is not bytes"))?;
-            files.insert(PathBuf::from(name), Opened::Bytes(b.to_vec()));
+            files.insert(PathBuf::from(name), Opened::Bytes(memory_of(&b)));
         }
         let platform = Arc::new(WebPlatform {
             page,
@@ -81,8 +92,9 @@ impl WebHandle {
             [name] => Some(platform.open_archive(Path::new(name)).map_err(|e| JsValue::from_str(&e))?),
             _ => None,
         };
+        *self.platform.borrow_mut() = Some(Arc::clone(&platform));
         let paths: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
-        let gpu = Rc::clone(&self.gpu);
+        let (gpu, egui_ctx) = (Rc::clone(&self.gpu), Rc::clone(&self.ctx));
         let options = ViewerOptions { platform: PlatformRef(platform), ..ViewerOptions::default() }
             .with_query(&query)
             .map_err(|e| JsValue::from_str(&e))?;
@@ -98,8 +110,10 @@ impl WebHandle {
                         false,
                     ));
                     *gpu.borrow_mut() = Some(rs.clone());
+                    *egui_ctx.borrow_mut() = Some(cc.egui_ctx.clone());
                     let mut app = ViewerApp::new(options);
                     match one {
+                        Some(session) if preview => app.open_preview(session, &cc.egui_ctx),
                         Some(session) => app.open_session(session, &cc.egui_ctx),
                         None => app.open_paths(&paths, &cc.egui_ctx),
                     }
@@ -107,6 +121,35 @@ impl WebHandle {
                 }),
             )
             .await
+    }
+
+    /// The whole archive a preview ([`Self::start`]'s `preview`) was the first parts of: opened
+    /// and checked, it replaces the preview on the same view. The preview's copy is let go
+    /// first, so the tab holds one copy of the archive at a time.
+    pub fn complete(&self, bytes: js_sys::Uint8Array) -> Result<(), JsValue> {
+        let platform = self.platform.borrow().clone().ok_or_else(|| JsValue::from_str("the viewer has not started"))?;
+        let mut app =
+            self.runner.app_mut::<ViewerApp>().ok_or_else(|| JsValue::from_str("the viewer has not started"))?;
+        let path = app.timeline().filter(|t| t.doc.preview).map(|t| t.doc.session.archive.path.clone());
+        let path = path.ok_or_else(|| JsValue::from_str("no preview is shown"))?;
+        app.content = crate::app::Content::Empty;
+        platform
+            .files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(path.clone(), Opened::Bytes(memory_of(&bytes)));
+        let ctx = self.ctx.borrow().clone().ok_or_else(|| JsValue::from_str("the viewer has not started"))?;
+        match platform.open_archive(&path) {
+            Ok(session) => app.open_session(session, &ctx),
+            Err(e) => app.content = crate::app::Content::Failed(e),
+        }
+        ctx.request_repaint();
+        Ok(())
+    }
+
+    /// Whether the viewer shows a preview (an archive's first parts: [`Self::start`]).
+    pub fn previewing(&self) -> bool {
+        self.runner.app_mut::<ViewerApp>().is_some_and(|a| a.previewing())
     }
 
     /// Whether the viewer has drawn a frame yet (the page's tests wait for it).
@@ -278,8 +321,16 @@ struct WebPlatform {
 }
 
 enum Opened {
-    Bytes(Vec<u8>),
+    Bytes(Memory),
     Session(Arc<Session>),
+}
+
+/// `bytes` copied once into this module's memory, aligned as an archive is read.
+fn memory_of(bytes: &js_sys::Uint8Array) -> Memory {
+    let mut v = memviz_format::rkyv::util::AlignedVec::<16>::with_capacity(bytes.length() as usize);
+    v.resize(bytes.length() as usize, 0);
+    bytes.copy_to(v.as_mut_slice());
+    Memory(v)
 }
 
 impl WebPlatform {
@@ -317,18 +368,18 @@ impl Platform for WebPlatform {
     fn is_archive(&self, path: &Path) -> bool {
         self.files.lock().unwrap_or_else(PoisonError::into_inner).contains_key(path)
     }
-    /// The archive the page fetched as `path` (its bytes are let go once it is open).
+    /// The archive the page fetched as `path` (its bytes move into it: opened once).
     fn open_archive(&self, path: &Path) -> Result<Arc<Session>, String> {
         let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
-        let opened = files.get_mut(path).ok_or_else(|| format!("{}: not fetched by this page", path.display()))?;
-        let session = match opened {
-            Opened::Session(s) => return Ok(Arc::clone(s)),
-            Opened::Bytes(bytes) => {
-                let archive = Archive::from_memory(bytes, path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let session = match files.remove(path) {
+            None => return Err(format!("{}: not fetched by this page", path.display())),
+            Some(Opened::Session(s)) => s,
+            Some(Opened::Bytes(memory)) => {
+                let archive = Archive::new(Box::new(memory), path).map_err(|e| format!("{}: {e}", path.display()))?;
                 Arc::new(Session::from_archive(archive))
             }
         };
-        *opened = Opened::Session(Arc::clone(&session));
+        files.insert(path.to_owned(), Opened::Session(Arc::clone(&session)));
         Ok(session)
     }
     fn open_snapshot(&self, _: &Path, _: bool, _: &dyn Fn(u64)) -> Result<Arc<Session>, String> {

@@ -1,0 +1,46 @@
+// A large archive in headless Chromium (playwright-core): the page fetches its first frame's
+// parts first (`?parts`, then Range requests), draws that preview, then fetches the rest and
+// opens the whole archive on the same view. Prints what it saw as JSON: the archive requests that
+// started before the first frame (each one's Range header), what the page says it fetched first, whether
+// the viewer previewed then, and afterwards the id buffer beside the viewer's picks and a click.
+//
+//   node browser_preview.js URL SHOT
+const { launch } = require('./chromium');
+const { drawnIds } = require('./drawn_ids');
+
+(async () => {
+  const [url, shot] = process.argv.slice(2);
+  const browser = await launch();
+  const seen = { errors: [], requests: [] };
+  try {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
+    page.on('pageerror', (e) => seen.errors.push(String(e)));
+    // Each archive request, with when it started (ms since the epoch, the browser's clock).
+    page.on('requestfinished', (r) => {
+      if (!new URL(r.url()).pathname.startsWith('/archive/')) return;
+      seen.requests.push({ url: r.url(), range: r.headers().range ?? null, started: r.timing().startTime });
+    });
+    await page.goto(url);
+    await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 120000 });
+    seen.previewing = await page.evaluate('window.memviz.previewing()');
+    const drawnAt = await page.evaluate('performance.timeOrigin + window.memvizFirstFrameMs');
+    seen.preview_bytes = await page.evaluate('window.memvizPreviewBytes ?? null');
+    await page.waitForFunction('window.memvizWholeMs !== undefined', null, { timeout: 120000 });
+    await page.waitForTimeout(500);
+    seen.before_first_frame = seen.requests.filter((r) => r.started < drawnAt);
+    seen.after = await page.evaluate('window.memviz.previewing()');
+    seen.view = await page.evaluate('window.memviz.view()');
+    const plot = await page.evaluate('window.memviz.plot_rect()');
+    seen.drawn = await drawnIds(page, plot);
+    const [left, , right, bottom] = plot;
+    const x = (left + right) / 2, low = bottom - 3;
+    seen.under = await page.evaluate(([x, y]) => window.memviz.element_at(x, y) ?? null, [x, low]);
+    await page.mouse.click(x, low);
+    await page.waitForTimeout(300);
+    seen.pinned = await page.evaluate('window.memviz.pinned() ?? null');
+    await page.screenshot({ path: shot });
+  } finally {
+    await browser.close();
+  }
+  console.log(JSON.stringify(seen));
+})();
