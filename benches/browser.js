@@ -9,6 +9,8 @@
 //   npm install playwright-core            # once, anywhere on NODE_PATH
 //   memviz serve --port 8091 DIR &          # DIR holds the archives
 //   node benches/browser.js 8091 gpt2_small.memviz scale_2m7.memviz
+//   # W=800 H=450: a smaller viewport; ZOOM=0: pan without zooming in first; PAN=0: no panning;
+//   # MBPS=100: the page's link throttled to 100 Mbit/s down (Chromium's network emulation, 20 ms)
 const { chromium } = require('playwright-core');
 
 // The `q` quantile of `xs` (sorted in place).
@@ -26,6 +28,12 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
     let pan = '', parts = '';
     for (let run = 0; run < 3; run++) {
       const page = await browser.newPage({ viewport: { width: Number(process.env.W ?? 1600), height: Number(process.env.H ?? 900) } });
+      if (process.env.MBPS) {
+        const cdp = await page.context().newCDPSession(page);
+        const bytes = Number(process.env.MBPS) * 1e6 / 8;
+        await cdp.send('Network.emulateNetworkConditions',
+          { offline: false, latency: 20, downloadThroughput: bytes, uploadThroughput: bytes });
+      }
       await page.goto(`http://127.0.0.1:${port}/web/index.html?archive=/archive/0/${name}`);
       await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 300000 });
       times.push(Math.round(await page.evaluate('window.memvizFirstFrameMs')));
@@ -36,7 +44,7 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
         wholes.push(Math.round(await page.evaluate('window.memvizWholeMs')));
         parts = ` (a preview of ${(preview / 1e6).toFixed(1)} MB; the whole archive's at ${wholes.join(', ')} ms)`;
       }
-      if (run === 2) {
+      if (run === 2 && process.env.PAN !== '0') {
         await page.waitForTimeout(3000); // what the first frame left to work out
         const [left, top, right, bottom] = await page.evaluate('window.memviz.plot_rect()');
         const [x, y] = [(left + right) / 2, (top + bottom) / 2];
