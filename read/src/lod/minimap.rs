@@ -1,6 +1,8 @@
 //! Min/max of the totals over buckets of actions, coarsening by 4 per level: the minimap draws
 //! any zoom of total memory from the level whose buckets are just finer than a pixel.
 
+use std::collections::VecDeque;
+
 /// One level: bucket `i` covers actions `[i * per_bucket, (i + 1) * per_bucket)`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MinMax {
@@ -96,42 +98,69 @@ pub fn build(totals: &[u64]) -> Vec<MinMax> {
 }
 
 /// The levels of a series whose values arrive one action at a time, in any order (the
-/// allocator's series are made last action first): only the finest level is held meanwhile.
+/// allocator's series are made last action first): only the finest level is held meanwhile, and
+/// only its buckets from the lowest to the highest given a value so far — one part of a pass cut
+/// in sixteen holds a sixteenth of it (a whole-series level in each part was most of the index's
+/// memory at sixteen threads).
 #[derive(Debug, Clone)]
 pub struct Accumulator {
-    min: Vec<u64>,
-    max: Vec<u64>,
+    /// Buckets of the whole series.
+    buckets: usize,
+    /// Buckets `lo..lo + window.len()`, as (min, max).
+    lo: usize,
+    window: VecDeque<(u64, u64)>,
 }
+
+/// A bucket given no value yet.
+const UNSET: (u64, u64) = (u64::MAX, 0);
 
 impl Accumulator {
     /// For a series of `actions` values.
     pub fn new(actions: usize) -> Accumulator {
-        let buckets = actions.div_ceil(FINEST_BUCKET as usize);
-        Accumulator { min: vec![u64::MAX; buckets], max: vec![0; buckets] }
+        Accumulator { buckets: actions.div_ceil(FINEST_BUCKET as usize), lo: 0, window: VecDeque::new() }
+    }
+
+    /// Bucket `i`, the window grown to it.
+    fn bucket(&mut self, i: usize) -> &mut (u64, u64) {
+        assert!(i < self.buckets, "bucket {i} of a series of {} buckets", self.buckets);
+        if self.window.is_empty() {
+            self.lo = i;
+        }
+        while i < self.lo {
+            self.window.push_front(UNSET);
+            self.lo -= 1;
+        }
+        while i >= self.lo + self.window.len() {
+            self.window.push_back(UNSET);
+        }
+        &mut self.window[i - self.lo]
     }
 
     /// The value after action `k`.
     pub fn add(&mut self, k: usize, v: u64) {
-        let i = k / FINEST_BUCKET as usize;
-        self.min[i] = self.min[i].min(v);
-        self.max[i] = self.max[i].max(v);
+        let b = self.bucket(k / FINEST_BUCKET as usize);
+        b.0 = b.0.min(v);
+        b.1 = b.1.max(v);
     }
 
     /// Takes in the values `other` was given (for the same series).
     pub fn merge(&mut self, other: &Accumulator) {
-        for (m, o) in self.min.iter_mut().zip(&other.min) {
-            *m = (*m).min(*o);
-        }
-        for (m, o) in self.max.iter_mut().zip(&other.max) {
-            *m = (*m).max(*o);
+        for (j, &(min, max)) in other.window.iter().enumerate() {
+            let b = self.bucket(other.lo + j);
+            b.0 = b.0.min(min);
+            b.1 = b.1.max(max);
         }
     }
 
     pub fn finish(self) -> Vec<MinMax> {
-        if self.min.is_empty() {
+        if self.buckets == 0 {
             return Vec::new();
         }
-        let mut level = MinMax { actions_per_bucket: FINEST_BUCKET, min: self.min, max: self.max };
+        let (mut min, mut max) = (vec![UNSET.0; self.buckets], vec![UNSET.1; self.buckets]);
+        for (j, (lo, hi)) in self.window.into_iter().enumerate() {
+            (min[self.lo + j], max[self.lo + j]) = (lo, hi);
+        }
+        let mut level = MinMax { actions_per_bucket: FINEST_BUCKET, min, max };
         let mut levels = Vec::new();
         loop {
             let done = level.min.len() == 1;
@@ -213,5 +242,27 @@ mod tests {
         }
         assert_eq!(acc.finish(), super::build(&totals));
         assert!(super::build(&[]).is_empty());
+    }
+
+    /// A pass cut in parts, each given its actions last first and holding only its own buckets,
+    /// merged latest part first: the levels of the whole series.
+    #[test]
+    fn parts_hold_their_own_buckets_and_merge_into_the_whole() {
+        let totals: Vec<u64> = (0..5000).map(|i| (i * 7919) % 1013).collect();
+        let cuts = [5000, 3210, 1999, 640, 63, 0];
+        let mut parts = cuts.windows(2).map(|w| {
+            let mut acc = super::Accumulator::new(totals.len());
+            for k in (w[1]..w[0]).rev() {
+                acc.add(k, totals[k]);
+            }
+            let held = w[0].div_ceil(64) - w[1] / 64;
+            assert_eq!(acc.window.len(), held, "part {}..{}", w[1], w[0]);
+            acc
+        });
+        let mut whole = parts.next().unwrap();
+        for p in parts {
+            whole.merge(&p);
+        }
+        assert_eq!(whole.finish(), super::build(&totals));
     }
 }
