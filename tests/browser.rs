@@ -130,16 +130,8 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
     let page = dir.path().join("gpt2_small.html");
     let out = memviz(["export".as_ref(), "html".as_ref(), golden.as_os_str(), "-o".as_ref(), page.as_os_str()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = std::process::Command::new("node")
-        .arg(repo().join("tests/clients/browser_client.js"))
-        .arg(&url)
-        .arg(format!("file://{}", page.display()))
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    let exported = format!("file://{}", page.display());
+    let seen = client("browser_client.js", &[url.as_ref(), exported.as_ref(), dir.path().as_os_str()]);
     assert!(seen["under"].is_u64(), "an element low in the plot: {seen}");
     assert_drawn_is_picked(&seen);
     assert_eq!(seen["pinned"], seen["under"], "the click pinned what the viewer picks there: {seen}");
@@ -166,6 +158,17 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
         "{differ} of {} pixels differ between the exported and the served page",
         a.0 * a.1
     );
+}
+
+/// What the Node.js client `tests/clients/SCRIPT` saw, given `args`: the JSON it prints, with no
+/// page error.
+fn client(script: &str, args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    let out =
+        std::process::Command::new("node").arg(repo().join("tests/clients").join(script)).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    seen
 }
 
 /// Whether Node.js can load `module` (CI puts npm's on `NODE_PATH`).
@@ -245,14 +248,7 @@ fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
     let dir = tempdir();
     let ranks = repo().join("tests/data/ranks");
     let server = crate::serve::start_with(&[ranks.to_str().unwrap()], &dir.path().join("cache"), &[]);
-    let out = std::process::Command::new("node")
-        .arg(repo().join("tests/clients/browser_job.js"))
-        .arg(format!("http://{}/", server.addr))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    let seen = client("browser_job.js", &[format!("http://{}/", server.addr).as_ref()]);
     // The listing's job: the page on the folder's four snapshots, each indexed on the server.
     let link = seen["job_links"][0].as_str().unwrap();
     assert_eq!(link.matches("archive=").count(), 4, "{link}");
@@ -287,17 +283,8 @@ fn a_large_archive_draws_its_first_parts_then_the_whole() {
     std::fs::remove_file(served.join("repeated.pickle")).unwrap();
     let size = std::fs::metadata(&archive).unwrap().len();
     let server = crate::serve::start_with(&[served.to_str().unwrap()], &dir.path().join("cache"), &[]);
-    let shot = dir.path().join("whole.png");
     let url = format!("http://{}/web/index.html?archive=/archive/0/repeated.memviz", server.addr);
-    let out = std::process::Command::new("node")
-        .arg(repo().join("tests/clients/browser_preview.js"))
-        .arg(&url)
-        .arg(&shot)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    let seen = client("browser_preview.js", &[url.as_ref()]);
     assert_eq!(seen["previewing"], true, "the first frame is the preview: {seen}");
 
     // Before the first frame: where the parts lie, then those bytes by Range requests alone.

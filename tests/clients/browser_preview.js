@@ -4,12 +4,12 @@
 // started before the first frame (each one's Range header), what the page says it fetched first, whether
 // the viewer previewed then, and afterwards the id buffer beside the viewer's picks and a click.
 //
-//   node browser_preview.js URL SHOT
+//   node browser_preview.js URL
 const { launch } = require('./chromium');
 const { drawnIds } = require('./drawn_ids');
 
 (async () => {
-  const [url, shot] = process.argv.slice(2);
+  const [url] = process.argv.slice(2);
   const browser = await launch();
   const seen = { errors: [], requests: [] };
   try {
@@ -38,7 +38,6 @@ const { drawnIds } = require('./drawn_ids');
     await page.mouse.click(x, low);
     await page.waitForTimeout(300);
     seen.pinned = await page.evaluate('window.memviz.pinned() ?? null');
-    await page.screenshot({ path: shot });
   } finally {
     await browser.close();
   }
