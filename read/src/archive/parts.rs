@@ -26,18 +26,21 @@ use super::Archive;
 pub const COARSE_TILES: usize = 16;
 /// A min/max level of at most this many buckets is read by a first frame (a plot is narrower).
 pub const COARSE_BUCKETS: usize = 1 << 14;
+/// The first format whose coarse tiles hold their texels' colour keys (FORMAT.md, version 7).
+pub const FIRST_KEYED_VERSION: u32 = 7;
 /// Parts smaller than this stay with the first frame's bytes.
 pub const SMALL: u64 = 64 << 10;
 
 impl Archive {
     /// The byte ranges of the file (header, body and block table) that the first frame of the
-    /// element timeline reads, in order and apart; empty for an archive upgraded from an older
-    /// format (its structure is not the file's: fetch it whole).
+    /// element timeline reads, in order and apart. The whole file for an archive of a format
+    /// before [`FIRST_KEYED_VERSION`]: its coarse tiles have no colour keys (the viewer makes
+    /// them from every element's site), and before version 5 its structure is not the file's.
     pub fn first_frame_ranges(&self) -> Vec<Range<u64>> {
-        if self.is_upgraded() {
-            return Vec::new();
-        }
         let bytes = self.source().bytes();
+        if self.is_upgraded() || self.format_version() < FIRST_KEYED_VERSION {
+            return vec![0..bytes.len() as u64];
+        }
         let body = &bytes[HEADER_LEN..HEADER_LEN + self.header().archive_len as usize];
         let later = later_parts(self.root(), body);
         complement(&later, HEADER_LEN as u64, bytes.len() as u64)
