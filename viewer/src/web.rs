@@ -133,11 +133,10 @@ impl WebHandle {
         let path = app.timeline().filter(|t| t.doc.preview).map(|t| t.doc.session.archive.path.clone());
         let path = path.ok_or_else(|| JsValue::from_str("no preview is shown"))?;
         app.content = crate::app::Content::Empty;
-        platform
-            .files
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(path.clone(), Opened::Bytes(memory_of(&bytes)));
+        let files = || platform.files.lock().unwrap_or_else(PoisonError::into_inner);
+        files().remove(&path);
+        let whole = memory_of(&bytes);
+        files().insert(path.clone(), Opened::Bytes(whole));
         let ctx = self.ctx.borrow().clone().ok_or_else(|| JsValue::from_str("the viewer has not started"))?;
         match platform.open_archive(&path) {
             Ok(session) => app.open_session(session, &ctx),
