@@ -39,7 +39,7 @@ impl Archive {
     pub fn first_frame_ranges(&self) -> Vec<Range<u64>> {
         let bytes = self.source().bytes();
         if self.is_upgraded() || self.format_version() < FIRST_KEYED_VERSION {
-            return vec![0..bytes.len() as u64];
+            return complement(&[], 0, bytes.len() as u64);
         }
         let body = &bytes[HEADER_LEN..HEADER_LEN + self.header().archive_len as usize];
         let later = later_parts(self.root(), body);
