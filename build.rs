@@ -1,11 +1,11 @@
-//! Embeds the browser viewer (`web/build.sh`'s output: the page, its JavaScript glue and the
-//! gzipped wasm) into the binary when it has been built, so `memviz serve` and
+//! Embeds the browser viewer (the page and its worker, and `web/build.sh`'s output: the JavaScript
+//! glue and the gzipped wasm) into the binary when it has been built, so `memviz serve` and
 //! `memviz export html` need no files beside the binary (the pip wheel carries only the
 //! binary). Without it the binary says how to build the page.
 
 use std::path::Path;
 
-const FILES: [&str; 3] = ["index.html", "pkg/memviz_web.js", "pkg/memviz_web_bg.wasm.gz"];
+const FILES: [&str; 4] = ["index.html", "worker.js", "pkg/memviz_web.js", "pkg/memviz_web_bg.wasm.gz"];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(memviz_web)");

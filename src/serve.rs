@@ -254,7 +254,7 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The viewer's page and its two files, by name, from memory. The wasm goes gzipped to a client
+/// The viewer's page and its three files (worker, glue, wasm), by name, from memory. The wasm goes gzipped to a client
 /// that takes gzip (every browser), a third of its size over a slow tunnel.
 async fn web_file(
     State(served): State<Arc<Served>>,
@@ -267,6 +267,7 @@ async fn web_file(
     match name.as_str() {
         "index.html" => Html(web.page.to_string()).into_response(),
         "pkg/memviz_web.js" => ([(header::CONTENT_TYPE, "text/javascript")], web.glue.to_string()).into_response(),
+        "worker.js" => ([(header::CONTENT_TYPE, "text/javascript")], web.worker.to_string()).into_response(),
         "pkg/memviz_web_bg.wasm" => {
             let gzip = headers
                 .get(header::ACCEPT_ENCODING)

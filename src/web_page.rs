@@ -1,5 +1,5 @@
-//! The browser viewer's files — the page (`web/index.html`), its JavaScript glue and the
-//! gzipped wasm, as `web/build.sh` makes them — embedded into the binary when it was built
+//! The browser viewer's files — the page (`web/index.html`), its web worker, its JavaScript glue
+//! and the gzipped wasm, as `web/build.sh` makes them — embedded into the binary when it was built
 //! after them (`build.rs`), or read from `MEMVIZ_WEB_DIR` (a page rebuilt without relinking).
 //! `memviz serve` serves them; `memviz export html` inlines them with an archive into one file.
 
@@ -25,6 +25,8 @@ const DATA: &str = "<!-- memviz export html: the wasm and the archive, inline --
 pub struct WebFiles {
     pub page: Cow<'static, str>,
     pub glue: Cow<'static, str>,
+    /// The page's web worker (`web/worker.js`): a second module with its own copy of the archive.
+    pub worker: Cow<'static, str>,
     pub wasm_gz: Cow<'static, [u8]>,
 }
 
@@ -42,6 +44,7 @@ impl WebFiles {
         Ok(WebFiles {
             page: text("index.html")?.into(),
             glue: text("pkg/memviz_web.js")?.into(),
+            worker: text("worker.js")?.into(),
             wasm_gz: std::fs::read(dir.join("pkg/memviz_web_bg.wasm.gz"))
                 .context("MEMVIZ_WEB_DIR: pkg/memviz_web_bg.wasm.gz (web/build.sh makes it)")?
                 .into(),
@@ -81,6 +84,7 @@ fn embedded() -> Option<WebFiles> {
     Some(WebFiles {
         page: Cow::Borrowed(include_str!(concat!(env!("MEMVIZ_WEB_BUILT"), "/index.html"))),
         glue: Cow::Borrowed(include_str!(concat!(env!("MEMVIZ_WEB_BUILT"), "/pkg/memviz_web.js"))),
+        worker: Cow::Borrowed(include_str!(concat!(env!("MEMVIZ_WEB_BUILT"), "/worker.js"))),
         wasm_gz: Cow::Borrowed(include_bytes!(concat!(env!("MEMVIZ_WEB_BUILT"), "/pkg/memviz_web_bg.wasm.gz"))),
     })
 }
@@ -100,6 +104,7 @@ mod tests {
         let files = WebFiles {
             page: page.into(),
             glue: "export class WebHandle {}\nasync function __wbg_init(m) {}\n".into(),
+            worker: String::new().into(),
             wasm_gz: vec![1, 2, 3].into(),
         };
         let html = files.standalone(b"MEMVIZ\0archive", "run \"42\".memviz").unwrap();

@@ -269,7 +269,8 @@ fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
 
 /// An archive of millions of events: the page fetches its first frame's parts by Range requests
 /// (a few per cent of it), draws them, then the whole archive on the same view — where a click
-/// pins and the GPU draws what the viewer picks.
+/// pins and the GPU draws what the viewer picks; coloured by category, its categories come from
+/// the page's web worker.
 #[test]
 fn a_large_archive_draws_its_first_parts_then_the_whole() {
     let _one = one_browser();
@@ -313,4 +314,10 @@ fn a_large_archive_draws_its_first_parts_then_the_whole() {
     assert_eq!((&seen["after"], &seen["view"]), (&false.into(), &"timeline".into()), "{seen}");
     assert_drawn_is_picked(&seen);
     assert!(seen["under"].is_u64() && seen["pinned"] == seen["under"], "{seen}");
+
+    // Coloured by category: the categories worked out in the page's web worker, the same as here.
+    let session = memviz::file::open_session(&archive).unwrap();
+    let here = memviz::viewer::categories::DeviceCategories::compute(&session, memviz::model::DeviceIdx(0));
+    assert_eq!(seen["categories"], u64::from(here.present), "{seen}");
+    assert!(seen["offloaded"].as_u64().unwrap() >= 1, "the worker answered: {seen}");
 }

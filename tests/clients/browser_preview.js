@@ -38,6 +38,16 @@ const { drawnIds } = require('./drawn_ids');
     await page.mouse.click(x, low);
     await page.waitForTimeout(300);
     seen.pinned = await page.evaluate('window.memviz.pinned() ?? null');
+
+    // Coloured by category from the start (fetched whole): the categories come from the page's
+    // web worker.
+    const byCategory = await browser.newPage({ viewport: { width: 1200, height: 700 } });
+    byCategory.on('pageerror', (e) => seen.errors.push(String(e)));
+    await byCategory.goto(url + '&colour=category');
+    await byCategory.waitForFunction("window.memvizFirstFrameMs !== undefined && window.memviz.categories_present() !== undefined",
+      null, { timeout: 120000 });
+    seen.categories = await byCategory.evaluate('window.memviz.categories_present()');
+    seen.offloaded = await byCategory.evaluate('window.memvizOffloaded ?? 0');
   } finally {
     await browser.close();
   }

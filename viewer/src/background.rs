@@ -41,6 +41,32 @@ impl<T: Send + Sync + 'static> Pending<T> {
         Pending { device: d, ready }
     }
 
+    /// [`Self::start`] for work the platform can hand elsewhere (`Platform::offload`: a web
+    /// worker in a browser), the answer's bytes read by `decode`; worked out as [`Self::start`]
+    /// does where it cannot, and here when the answer does not come or does not read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_offloaded(
+        what: &'static str,
+        session: &Arc<Session>,
+        d: DeviceIdx,
+        platform: &crate::platform::PlatformRef,
+        ctx: &egui::Context,
+        job: crate::platform::Offload,
+        decode: fn(&[u8]) -> Option<T>,
+        compute: fn(&Session, DeviceIdx) -> T,
+    ) -> Pending<T> {
+        let ready = Arc::new(OnceLock::new());
+        let (out, own, ctx) = (Arc::clone(&ready), Arc::clone(session), ctx.clone());
+        let done = Box::new(move |bytes: Option<Vec<u8>>| {
+            let _ = out.set(bytes.as_deref().and_then(decode).unwrap_or_else(|| compute(&own, d)));
+            ctx.request_repaint();
+        });
+        if platform.offload(job, &session.archive.path, d, done) {
+            return Pending { device: d, ready };
+        }
+        Pending::start(what, session, d, compute)
+    }
+
     pub fn get(&self) -> Option<&T> {
         self.ready.get()
     }

@@ -72,6 +72,54 @@ impl DeviceCategories {
     }
 }
 
+impl DeviceCategories {
+    /// The bytes a worker sends back ([`Self::decode`]): the element count and each element's
+    /// category index (a byte), the actions per bucket, the bucket count and each bucket's bytes
+    /// per category (little-endian `u64`s); the rest is derived again.
+    pub fn encode(&self) -> Vec<u8> {
+        let n = Category::ALL.len();
+        let mut out = Vec::with_capacity(24 + self.of.len() + self.buckets.len() * n * 8);
+        out.extend((self.of.len() as u64).to_le_bytes());
+        out.extend(self.of.iter().map(|&c| c as u8));
+        out.extend((self.per_bucket as u64).to_le_bytes());
+        out.extend((self.buckets.len() as u64).to_le_bytes());
+        for b in &self.buckets {
+            b.iter().for_each(|v| out.extend(v.to_le_bytes()));
+        }
+        out
+    }
+
+    /// What [`Self::encode`] wrote; `None` for bytes it did not write.
+    pub fn decode(bytes: &[u8]) -> Option<DeviceCategories> {
+        let mut rest = bytes;
+        let mut take = |len: usize| {
+            let (got, after) = rest.split_at_checked(len)?;
+            rest = after;
+            Some(got)
+        };
+        let word = |b: &[u8]| usize::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok();
+        let elements = word(take(8)?)?;
+        let of: Vec<u32> = take(elements)?.iter().map(|&c| u32::from(c)).collect();
+        if of.iter().any(|&c| c as usize >= Category::ALL.len()) {
+            return None;
+        }
+        let (per_bucket, count) = (word(take(8)?)?, word(take(8)?)?);
+        let n = Category::ALL.len();
+        let values = take(count.checked_mul(n * 8)?)?;
+        if !rest.is_empty() {
+            return None;
+        }
+        let buckets: Vec<[u64; Category::ALL.len()]> = values
+            .chunks_exact(n * 8)
+            .map(|b| std::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"))))
+            .collect();
+        let categories = of.iter().map(|&c| Category::ALL[c as usize]).collect();
+        let present = present_set(&of);
+        let (at_peak, peak) = peak_of(&buckets);
+        Some(DeviceCategories { of: Arc::new(of), categories, per_bucket, buckets, present, at_peak, peak })
+    }
+}
+
 /// The categories of `of` (indices into [`Category::ALL`]) as a set: bit i for `Category::ALL[i]`.
 fn present_set(of: &[u32]) -> u16 {
     of.iter().fold(0u16, |set, &c| set | 1 << c)
@@ -120,6 +168,32 @@ pub fn palette(hidden: u16) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn categories_sent_as_bytes_read_back_the_same() {
+        let mut buckets = vec![[0u64; Category::ALL.len()]; 3];
+        (buckets[0][1], buckets[1][4], buckets[2][10]) = (7, 1 << 40, 3);
+        let of = vec![1u32, 4, 10, 4, 0];
+        let (at_peak, peak) = peak_of(&buckets);
+        let c = DeviceCategories {
+            categories: of.iter().map(|&i| Category::ALL[i as usize]).collect(),
+            present: present_set(&of),
+            of: Arc::new(of),
+            per_bucket: 17,
+            buckets,
+            at_peak,
+            peak,
+        };
+        let bytes = c.encode();
+        let back = DeviceCategories::decode(&bytes).expect("decodes");
+        assert_eq!((&back.of, &back.categories, back.per_bucket), (&c.of, &c.categories, c.per_bucket));
+        assert_eq!((&back.buckets, back.present, back.at_peak, back.peak), (&c.buckets, c.present, c.at_peak, c.peak));
+        // Cut short, or a category past the table: refused.
+        assert!(DeviceCategories::decode(&bytes[..bytes.len() - 1]).is_none());
+        let mut bad = bytes.clone();
+        bad[8] = Category::ALL.len() as u8;
+        assert!(DeviceCategories::decode(&bad).is_none());
+    }
 
     #[test]
     fn the_present_set_and_the_peak_are_those_of_the_elements_and_buckets() {

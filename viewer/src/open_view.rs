@@ -39,6 +39,7 @@ pub(super) fn preview_timeline(options: &ViewerOptions, session: Arc<Session>, c
 /// A timeline of `session` with the options' settings, the whole trace in view.
 fn configured(options: &ViewerOptions, session: Arc<Session>, ctx: &egui::Context) -> Open {
     let mut t = Open::new(session, ctx);
+    t.plot.platform = options.platform.clone();
     t.doc.max_entries = options.max_entries;
     t.doc.capacity = options.gpu.map(|g| g.1);
     t.fit();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use crate::archive::Session;
-use crate::model::Job;
+use crate::model::{DeviceIdx, Job};
 
 pub trait Platform: Send + Sync {
     /// Whether `path` is a `.memviz` archive (by its first bytes).
@@ -33,11 +33,34 @@ pub trait Platform: Send + Sync {
     fn link(&self, path: &Path, view: &crate::open_view::ViewState) -> String {
         view.command(path)
     }
+    /// Works out `job` for device `d` of the archive at `path` elsewhere where the platform can
+    /// (a browser: a web worker, as the page's own thread would stall), handing its answer's
+    /// bytes to `done` (`None`: it failed there); `false` where it cannot (the caller works it
+    /// out itself).
+    fn offload(&self, _job: Offload, _path: &Path, _d: DeviceIdx, _done: Box<dyn FnOnce(Option<Vec<u8>>)>) -> bool {
+        false
+    }
     /// What is on screen, each frame: the file at a path on a view, or `None` for a job's strip
     /// or comparison (a browser keeps it in the page's URL); `true` asks to be told again shortly
     /// even if nothing moves (a change it has not kept yet).
     fn showing(&self, _shown: Option<(&Path, &crate::open_view::ViewState)>) -> bool {
         false
+    }
+}
+
+/// Work the viewer can hand to another worker ([`Platform::offload`]), its answer as bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offload {
+    /// A device's categories (`categories::DeviceCategories::encode`).
+    Categories,
+}
+
+impl Offload {
+    /// The job's name, as a worker is asked for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Offload::Categories => "categories",
+        }
     }
 }
 

@@ -16,9 +16,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::app::{ViewerApp, ViewerOptions};
 use crate::archive::{Archive, Memory, Session};
+use crate::model::DeviceIdx;
 use crate::model::Job;
 use crate::open_view::ViewState;
-use crate::platform::{FirstFrame, Platform, PlatformRef};
+use crate::platform::{FirstFrame, Offload, Platform, PlatformRef};
 
 /// What a page holds: the runner of one viewer, its GPU (for the tests' id-buffer read) and a
 /// read of the id buffer under way.
@@ -240,6 +241,13 @@ impl WebHandle {
         id
     }
 
+    /// For tests: the categories present on the device shown (bit i: `Category::ALL[i]`) once
+    /// they are in, else `None`.
+    pub fn categories_present(&self) -> Option<u32> {
+        let app = self.runner.app_mut::<ViewerApp>()?;
+        app.timeline()?.categories_ready().map(|c| u32::from(c.present))
+    }
+
     /// For tests: the pinned element, if any.
     pub fn pinned(&self) -> Option<u32> {
         let app = self.runner.app_mut::<ViewerApp>()?;
@@ -296,6 +304,39 @@ impl WebHandle {
             crate::app::Content::Compare(_) => "compare".into(),
             crate::app::Content::Open(t) => t.doc.session.archive.path.display().to_string(),
             _ => String::new(),
+        }
+    }
+}
+
+/// What runs in the page's web worker (`web/worker.js`): the archive again, in the worker's own
+/// memory, and the jobs the viewer hands it (`Platform::offload`), so that they never stall the
+/// page's thread.
+#[wasm_bindgen]
+pub struct WorkerHandle {
+    session: Arc<Session>,
+}
+
+#[wasm_bindgen]
+impl WorkerHandle {
+    /// The archive `bytes` (the page's, checked there), opened.
+    #[wasm_bindgen(constructor)]
+    pub fn new(bytes: js_sys::Uint8Array) -> Result<WorkerHandle, JsValue> {
+        let archive = Archive::new(Box::new(memory_of(&bytes)), Path::new("(worker)"))
+            .map_err(|e| JsValue::from_str(&e.to_string()))?;
+        Ok(WorkerHandle { session: Arc::new(Session::from_archive(archive)) })
+    }
+
+    /// The answer to `job` (an [`Offload`]'s name) for device `device`, as bytes.
+    pub fn run(&self, job: &str, device: u32) -> Result<Vec<u8>, JsValue> {
+        let d = crate::model::DeviceIdx(device as usize);
+        if d.index() >= self.session.root().devices.len() {
+            return Err(JsValue::from_str(&format!("no device {device}")));
+        }
+        match job {
+            j if j == Offload::Categories.name() => {
+                Ok(crate::categories::DeviceCategories::compute(&self.session, d).encode())
+            }
+            _ => Err(JsValue::from_str(&format!("no job {job}"))),
         }
     }
 }
@@ -383,6 +424,23 @@ impl Platform for WebPlatform {
     }
     fn open_snapshot(&self, _: &Path, _: bool, _: &dyn Fn(u64)) -> Result<Arc<Session>, String> {
         Err(NOT_HERE.into())
+    }
+    /// Through the page's `memvizOffload(job, archive, device)` (its web worker: a promise of
+    /// the answer's bytes, or of `null` where the worker does not hold that archive or failed);
+    /// `false` where the page has none (an exported page, an archive too large for a second copy).
+    fn offload(&self, job: Offload, path: &Path, d: DeviceIdx, done: Box<dyn FnOnce(Option<Vec<u8>>)>) -> bool {
+        let hook = web_sys::window()
+            .and_then(|w| js_sys::Reflect::get(&w, &JsValue::from_str("memvizOffload")).ok())
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        let Some(hook) = hook else { return false };
+        let (name, archive, device) = (job.name().into(), path.display().to_string().into(), (d.index() as u32).into());
+        let Some(promise) = hook.call3(&JsValue::NULL, &name, &archive, &device).ok() else { return false };
+        let Ok(promise) = promise.dyn_into::<js_sys::Promise>() else { return false };
+        wasm_bindgen_futures::spawn_local(async move {
+            let answer = wasm_bindgen_futures::JsFuture::from(promise).await.ok();
+            done(answer.and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok()).map(|a| a.to_vec()));
+        });
+        true
     }
     fn start_checks(&self, session: &Arc<Session>, first_frame: &Arc<FirstFrame>) {
         session.check_ids_here();

@@ -69,6 +69,8 @@ pub struct Timeline {
     ooms: Option<Pending<Arc<super::ooms::OomMarks>>>,
     /// The context the viewer runs in (workers ask it for a repaint when their work is in).
     ctx: egui::Context,
+    /// What the viewer runs on: where work can be handed off (`Platform::offload`).
+    pub platform: crate::platform::PlatformRef,
     /// Decodes the chunks of action times the UI's lookups wanted (`load_wanted_times`), each
     /// request numbered.
     time_loader: Option<super::background::Latest<(DeviceIdx, usize, u64), ()>>,
@@ -123,6 +125,7 @@ impl Open {
             span_marks: None,
             details: None,
             ctx: ctx.clone(),
+            platform: Default::default(),
             time_loader: None,
             time_requests: 0,
             pools: None,
@@ -302,10 +305,14 @@ impl Open {
     /// The device's categories once worked out (asked for in the background on first call).
     pub fn categories(&mut self) -> Option<&super::categories::DeviceCategories> {
         if self.plot.categories.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.plot.categories = Some(Pending::start(
+            self.plot.categories = Some(Pending::start_offloaded(
                 "categories",
                 &self.doc.session,
                 self.doc.device,
+                &self.plot.platform,
+                &self.plot.ctx,
+                crate::platform::Offload::Categories,
+                super::categories::DeviceCategories::decode,
                 super::categories::DeviceCategories::compute,
             ));
         }
