@@ -3,8 +3,8 @@
 //!
 //! The first frame of the element timeline over the whole trace reads the archive's structure
 //! (what opening validates), the tables of names and stacks, the summary, the reserved and pool
-//! lines, the coarse tile levels (at most [`COARSE_TILES`] tiles, with their colour keys) and the
-//! coarse levels of the minimap and the allocator's series. It does not read the per-event and
+//! lines, the coarse tile levels (at most [`COARSE_TILES`] tiles, with their colour keys), the
+//! coarse levels of the minimap and the allocator's series, and a short trace's totals. It does not read the per-event and
 //! per-element columns, the per-action columns, the checkpoints, the finer tile levels, the
 //! allocator's saved states or the series' values: those are the *later* parts, listed here by
 //! where they lie. A part under [`SMALL`] bytes (once joined to
@@ -24,8 +24,14 @@ use super::Archive;
 /// Tile levels of at most this many tiles are the first frame's (the levels that hold colour
 /// keys: FORMAT.md §5).
 pub const COARSE_TILES: usize = 16;
-/// A min/max level of at most this many buckets is read by a first frame (a plot is narrower).
-pub const COARSE_BUCKETS: usize = 1 << 14;
+/// The widest plot a first frame is drawn in, in columns.
+pub const WIDEST: usize = 4096;
+/// A min/max level of at most this many buckets is read by a first frame: the minimap reads the
+/// coarsest level whose buckets are at most a column, which has fewer than four a column.
+pub const COARSE_BUCKETS: usize = 4 * WIDEST;
+/// Totals of fewer actions than this are read by a first frame: there a minimap column can cover
+/// fewer actions than the finest min/max bucket, and the minimap reads the totals themselves.
+pub const TOTALS_READ: usize = crate::lod::minimap::FINEST_BUCKET as usize * WIDEST;
 /// The first format whose coarse tiles hold their texels' colour keys (FORMAT.md, version 7).
 pub const FIRST_KEYED_VERSION: u32 = 7;
 /// Parts smaller than this stay with the first frame's bytes.
@@ -139,7 +145,9 @@ impl Parts {
         self.elements(&d.elements);
         self.slice(d.actions.as_slice());
         self.chunks(d.action_time_us.as_slice());
-        self.slice(d.totals.as_slice());
+        if d.totals.len() >= TOTALS_READ {
+            self.slice(d.totals.as_slice());
+        }
         self.levels(d.minimap.as_slice());
         self.slice(d.checkpoints.starts.as_slice());
         self.slice(d.checkpoints.ids.as_slice());
