@@ -146,24 +146,22 @@ const EVENT_BYTES: usize = 16 << 10;
 const WAVE: usize = 16 << 20;
 
 /// The bytes of the ranges a wave is read in, or `None`: one thread reads it all. The reader must
-/// run on a rayon pool (`memviz index`'s). By default ranges are read on pools of
-/// [`RANGED_FROM_THREADS`] threads or more, [`RANGE_BYTES`] each; `MEMVIZ_DECODE_RANGE=BYTES`
-/// sets their size on any pool of two threads or more (`0`: never). The joins are serial, so on
-/// fewer threads the ranges cost more than they save (docs/performance.md has the figures); the
-/// tests set tiny ranges, so that fetches across ranges happen in small snapshots.
+/// run on a rayon pool (`memviz index`'s) of two threads or more. By default ranges of
+/// [`RANGE_BYTES`]; `MEMVIZ_DECODE_RANGE=BYTES` sets their size (`0`: never). Measured on this
+/// project's 2-core VM (gen9m, docs/performance.md), ranges read it 6 % faster than one thread
+/// since a range no longer walks the opcodes before it (they were on only from 8 threads while
+/// that walk cost a third of the waves); the tests set tiny ranges, so that fetches across
+/// ranges happen in small snapshots.
 fn range_bytes() -> Option<usize> {
     rayon::current_thread_index()?;
-    let threads = rayon::current_num_threads();
+    if rayon::current_num_threads() < 2 {
+        return None;
+    }
     match std::env::var("MEMVIZ_DECODE_RANGE") {
-        Ok(v) => v.trim().parse::<usize>().ok().filter(|&n| n > 0 && threads >= 2),
-        Err(_) => (threads >= RANGED_FROM_THREADS).then_some(RANGE_BYTES),
+        Ok(v) => v.trim().parse::<usize>().ok().filter(|&n| n > 0),
+        Err(_) => Some(RANGE_BYTES),
     }
 }
-
-/// Threads from which a wave's batches are read in ranges by default: measured on a 16-core host
-/// (gen9m), 8 threads index 12 % faster with them and 16 threads 25 %; 4 threads gain nothing
-/// and 2 lose a third.
-const RANGED_FROM_THREADS: usize = 8;
 
 /// A range's bytes by default: 32 ranges to a wave of [`WAVE`] (ranges of 256 KiB to 1 MiB
 /// measured alike at 8 and 16 threads, 4 MiB slower: too few ranges to share out).

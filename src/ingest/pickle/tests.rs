@@ -356,6 +356,21 @@ fn the_event_fast_path_builds_what_the_vm_builds() {
 /// 2 one more (those batches are the serial reader's; the others fetch what they made, across
 /// ranges), batch 1 memoizes the `compile_context` the later ones fetch.
 fn batched_trace() -> Vec<u8> {
+    batched_trace_with(Odd::None)
+}
+
+/// What [`batched_trace_with`] writes into batch 4.
+#[derive(Clone, Copy, PartialEq)]
+enum Odd {
+    None,
+    /// Addresses whose bytes are a batch's first four (`( } MEMOIZE (`): a candidate batch start
+    /// in the middle of an event.
+    LookAlike,
+    /// An event whose `compile_context` fetches a memo entry made only later.
+    Unmade,
+}
+
+fn batched_trace_with(odd: Odd) -> Vec<u8> {
     let mut p = Pickler::default();
     p.out.extend_from_slice(&[0x80, 4]);
     p.dict();
@@ -386,12 +401,20 @@ fn batched_trace() -> Vec<u8> {
                 None => action = Some(p.str("alloc")),
             }
             p.get(keys[1]);
-            p.int(4096 * (batch * 50 + i + 1));
+            match odd {
+                Odd::LookAlike if batch == 4 => {
+                    // LONG1 of 8 bytes: the look-alike, then `i` (so addresses differ).
+                    p.out.extend_from_slice(b"\x8a\x08(}\x94(");
+                    p.out.extend_from_slice(&(i + 1).to_le_bytes());
+                }
+                _ => p.int(4096 * (batch * 50 + i + 1)),
+            }
             p.get(keys[2]);
             p.int(512);
             if batch >= 1 {
                 p.get(keys[7]);
                 match context {
+                    _ if odd == Odd::Unmade && batch == 4 && i == 30 => p.get(p.memo + 2),
                     Some(slot) => p.get(slot),
                     None => context = Some(p.str("ctx")),
                 }
@@ -425,6 +448,23 @@ fn batches_read_in_ranges_build_what_the_serial_reader_builds() {
     assert_eq!(ranged, 200, "batches 1, 3, 4 and 5 read in ranges");
     let (snap, _) = decode(&bytes[..]).unwrap();
     assert_eq!(snap.event_count(), 300);
+}
+
+/// Bytes that look like a batch's start inside an event (an address) start a range in ranges of
+/// a byte; the serial reader never stands there, so it is never joined, and the snapshot is the
+/// serial reader's. A fetch of a memo entry not yet made, which a range cannot tell from one of
+/// its own, is the serial reader's error.
+#[test]
+fn look_alike_batch_starts_and_fetches_of_unmade_entries_read_as_the_serial_reader_reads_them() {
+    let bytes = batched_trace_with(Odd::LookAlike);
+    let candidates = bytes.windows(4).filter(|w| *w == b"(}\x94(").count();
+    assert!(candidates >= 6 + 50, "six batches and 50 look-alikes: {candidates}");
+    let (slow, fast, _, ranged) = both_ways(&bytes);
+    assert!(slow == fast && !fast.starts_with("error"), "{fast}");
+    assert!(ranged >= 150, "{ranged} events read in ranges");
+    let bytes = batched_trace_with(Odd::Unmade);
+    let (slow, fast, _, _) = both_ways(&bytes);
+    assert!(slow == fast && fast.contains("memo key read before it was written"), "{fast}");
 }
 
 /// Damaged real pickles (bytes flipped, runs cut out, cut short) decode to the same model or the

@@ -6,18 +6,20 @@
 //! at such a batch on a pool of more than one thread, it takes a *wave* — the next bytes of its
 //! input window — and:
 //!
-//! 1. finds batch starts in it (`( } MEMOIZE (`, about `every` bytes apart) and walks the opcodes
-//!    between them on every core, counting `MEMOIZE`s. A walk from a true batch start that lands
-//!    exactly on the next candidate proves it one (a candidate inside a string is walked past and
-//!    dropped), and the counts give the memo index each range starts at;
+//! 1. finds candidate batch starts in it by their bytes (`( } MEMOIZE (`, about `every` bytes
+//!    apart): nothing proves them here. One inside a string starts a range the serial reader
+//!    never stands at, so it is never joined — the range before it reads on past it;
 //! 2. reads each range on its own core with the event fast path ([`super::fast::read_event`])
 //!    against the frozen state — the memo, strings and stacks as they were when the wave began:
-//!    whole batches, until an event the fast path does not take, a fetch of a memo entry made in
-//!    the wave before the range, or anything but a batch. The rest is the serial reader's;
-//! 3. as the serial reader reaches each range's start (its memo as long as counted), joins it
-//!    ([`State::join_at`]): the range's new strings, then its new stacks, interned in the order
-//!    it first saw them; its rows pushed; its memo entries appended; its events added to the
-//!    trace list.
+//!    whole batches, until an event the fast path does not take or anything but a batch. The rest
+//!    is the serial reader's. A range does not know the memo index it starts at (that would take
+//!    a walk over every opcode before it, which cost a third of the waves' time): a fetch of an
+//!    entry the frozen memo does not hold is an *alias*, made in the wave before the range or by
+//!    the range itself, told apart and looked up at the join;
+//! 3. as the serial reader reaches each range's start, joins it ([`State::join_at`]) where its
+//!    aliases are what it took them for (a frame, a string) and no fetch was of an entry not yet
+//!    made: the range's new strings, then its new stacks, interned in the order it first saw
+//!    them; its rows pushed; its memo entries appended; its events added to the trace list.
 //!
 //! The serial reader interns strings and stacks in the byte order they are first seen, and the
 //! joins visit ranges in byte order, each after the bytes before it were read: so ids, rows and
@@ -25,6 +27,7 @@
 //! size. Whatever a worker does not take the serial reader reads as always (errors and their
 //! offsets included).
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use rayon::prelude::*;
@@ -42,10 +45,6 @@ use crate::model::{Action, EventRow, Events, NONE, StackId, Stacks, StrId, Strin
 /// The bytes a batch of events starts with: MARK, then an event dict's EMPTY_DICT MEMOIZE MARK.
 const BATCH: &[u8] = b"(}\x94(";
 
-/// `Val::Obj` ids from this one on are stacks (a range's memo entry for a frame list it read),
-/// not arena slots.
-const STACK_OBJ: u32 = 1 << 31;
-
 /// Frame and string ids from this one on (below `NONE`) stand for memo entry `frozen + id - ALIAS`:
 /// one made in the wave before the range, which the join looks up (it must be a frame, or a
 /// string, there) before anything is committed.
@@ -61,6 +60,17 @@ struct Frozen<'a> {
     arena: &'a [Obj],
     /// The arena slot holding each stack's frame list, where one was made (`State::stack_slot`).
     stack_slots: &'a [u32],
+    /// The memo writes by index so far (`PUT`s): one after the wave was read may have rewritten
+    /// an entry a range took as it was, so none of its ranges is joined then.
+    puts: u64,
+}
+
+/// What a string alias stands for at the join.
+enum Aliased {
+    /// A string of the reader's, made before the range.
+    Reader(StrId),
+    /// A string in the range's numbering (a frozen one, or its own): one it memoized itself.
+    Range(StrId),
 }
 
 /// A memo entry a range made.
@@ -87,9 +97,14 @@ pub struct RangeOut {
     /// Offsets: where it starts and where its last whole batch ended.
     start: u64,
     end: u64,
-    /// The memo's length at `start`, and when the range was read (its aliases count from there).
-    memo_at: usize,
+    /// The memo's length when the range was read (its aliases count from there), and the
+    /// `PUT`s made by then.
     frozen_memo: usize,
+    puts: u64,
+    /// The largest of `j - k` over the range's fetches of an entry `j` past the frozen memo,
+    /// `k` the entries the range had made: the memo must be longer than this where the range
+    /// starts, or a fetch was of an entry not yet made (the serial reader's error).
+    alias_bound: Option<usize>,
     /// The frozen tables' lengths: ids at or past them are the range's own, in these lists.
     strings_from: u32,
     stacks_from: u32,
@@ -116,14 +131,16 @@ pub struct RangeOut {
 impl RangeOut {
     /// Packs the memo entries made, as the join will write them (the worker's share of the
     /// join): an event's id counted in the range, a frozen string as it is, a stack by its arena
-    /// slot where it has one; the rest are fixups. `memo_from`: the memo index of the first.
-    fn pack(&mut self, f: &Frozen<'_>, memo_from: usize) {
+    /// slot where it has one; the rest are fixups.
+    fn pack(&mut self, f: &Frozen<'_>) {
         let mut packed = Vec::with_capacity(self.made.len());
         let mut fixups = Vec::new();
         for (k, m) in self.made.iter().enumerate() {
             let v = match *m {
                 Made::Val(Val::Str(s)) if s == NONE || s < self.strings_from => Some(Val::Str(s)),
                 Made::Val(Val::Str(_)) => None,
+                // Packed by its own slot's index, unknown here.
+                Made::Val(Val::NewDict(_)) => None,
                 Made::Val(v) => Some(v),
                 Made::Event(e) => Some(Val::Event(e)),
                 Made::Stack(s) if s != NONE && (s as usize) < f.stacks.len() => {
@@ -131,7 +148,7 @@ impl RangeOut {
                 }
                 Made::Stack(_) => None,
             };
-            match v.and_then(|v| Memo::pack_narrow(v, memo_from + k)) {
+            match v.and_then(|v| Memo::pack_narrow(v, 0)) {
                 Some(p) => packed.push(p),
                 None => {
                     packed.push(0);
@@ -169,17 +186,10 @@ pub fn first_read(ranges: &[RangeOut]) -> bool {
     ranges.first().is_some_and(|r| !r.events.is_empty())
 }
 
-/// Where a walk over opcodes stopped: at or past where it was to go, or where it could not go on
-/// (an opcode whose length it does not know, one that writes the memo by index, the wave's end).
-struct Walk {
-    end: usize,
-    memoized: u64,
-    ok: bool,
-}
-
 /// Per opcode: the bytes of its argument, or how its length is given ([`LEN1`], [`LEN4`],
 /// [`LEN8`]: a little-endian length of so many bytes, then that many), or [`UNKNOWN`] (an opcode
-/// that writes the memo by index, a text opcode, one memviz refuses, no opcode).
+/// that writes the memo by index, a text opcode, one memviz refuses, no opcode): what
+/// [`skip_batch`] steps over a batch the fast path does not take with.
 const ARG: [u8; 256] = {
     let mut t = [UNKNOWN; 256];
     let none = [
@@ -259,26 +269,13 @@ fn op_len(wave: &[u8], at: usize) -> Option<usize> {
     (end <= wave.len()).then_some(1 + arg)
 }
 
-/// Walks `wave`'s opcodes from `from` until `to` or past it, counting `MEMOIZE`s.
-fn walk(wave: &[u8], from: usize, to: usize) -> Walk {
-    let (mut at, mut memoized) = (from, 0);
-    while at < to {
-        let Some(n) = op_len(wave, at) else { return Walk { end: at, memoized, ok: false } };
-        memoized += u64::from(wave[at] == op::MEMOIZE);
-        at += n;
-    }
-    Walk { end: at, memoized, ok: true }
-}
-
-/// The batch at `at` (a MARK) passed over: where it ends (after its APPENDS) and the `MEMOIZE`s
-/// in it.
-fn skip_batch(wave: &[u8], mut at: usize) -> Option<(usize, u64)> {
-    let (mut depth, mut memoized) = (0usize, 0);
+/// The batch at `at` (a MARK) passed over: where it ends (after its APPENDS).
+fn skip_batch(wave: &[u8], mut at: usize) -> Option<usize> {
+    let mut depth = 0usize;
     loop {
         let opcode = *wave.get(at)?;
         at += op_len(wave, at)?;
         match opcode {
-            op::MEMOIZE => memoized += 1,
             op::MARK => depth += 1,
             op::APPENDS
             | op::SETITEMS
@@ -290,7 +287,7 @@ fn skip_batch(wave: &[u8], mut at: usize) -> Option<(usize, u64)> {
             | op::POP_MARK => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return (opcode == op::APPENDS).then_some((at, memoized));
+                    return (opcode == op::APPENDS).then_some(at);
                 }
             }
             _ => {}
@@ -298,46 +295,21 @@ fn skip_batch(wave: &[u8], mut at: usize) -> Option<(usize, u64)> {
     }
 }
 
-/// Batch starts in `wave` (which begins with one) about `every` bytes apart, each with the
-/// `MEMOIZE`s before it in the wave: candidates found by their bytes, proven by walks (in
-/// parallel) that land on them. `end`, when given, is a batch start known already: the last.
-fn boundaries(wave: &[u8], every: usize, end: Option<usize>) -> Vec<(usize, u64)> {
-    let mut candidates = vec![0];
+/// Where ranges of `wave` (which begins with a batch start) start: there, then candidate batch
+/// starts about `every` bytes apart, found by their bytes (one may lie inside a string: see the
+/// module doc); `end`, when given, is a batch start known already, the last.
+fn boundaries(wave: &[u8], every: usize, end: Option<usize>) -> Vec<usize> {
+    let mut starts = vec![0];
     let last = end.unwrap_or(wave.len());
     for c in memchr::memmem::find_iter(wave, BATCH).take_while(|&c| c < last) {
-        if c >= candidates[candidates.len() - 1] + every {
-            candidates.push(c);
+        if c >= starts[starts.len() - 1] + every {
+            starts.push(c);
         }
     }
     if let Some(e) = end.filter(|&e| e > 0) {
-        candidates.push(e);
+        starts.push(e);
     }
-    let walks: Vec<Walk> = candidates.par_windows(2).map(|w| walk(wave, w[0], w[1])).collect();
-    let mut out = vec![(0, 0)];
-    let (mut i, mut memo) = (0, 0);
-    while let Some(w) = walks.get(i).filter(|w| w.ok) {
-        let (mut end, mut count) = (w.end, memo + w.memoized);
-        let mut j = i + 1;
-        // Past a candidate that was no batch start (the bytes inside a string): walk on until
-        // landing on a later one.
-        loop {
-            while candidates.get(j).is_some_and(|&c| c < end) {
-                j += 1;
-            }
-            let Some(&c) = candidates.get(j) else { return out };
-            if c == end {
-                break;
-            }
-            let w = walk(wave, end, c);
-            if !w.ok {
-                return out;
-            }
-            (end, count) = (w.end, count + w.memoized);
-        }
-        out.push((end, count));
-        (i, memo) = (j, count);
-    }
-    out
+    starts
 }
 
 /// A worker reading one range: the frozen tables, and what the range made.
@@ -345,9 +317,9 @@ struct Worker<'a> {
     f: &'a Frozen<'a>,
     /// The wave's offset.
     base: u64,
-    /// The memo index of the range's first entry.
-    memo_from: usize,
     out: RangeOut,
+    /// [`RangeOut::alias_bound`] so far.
+    alias_bound: Cell<Option<usize>>,
     own_strings: FxHashMap<Box<str>, StrId>,
     own_fields: Vec<Field>,
     own_actions: Vec<Action>,
@@ -359,15 +331,14 @@ struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    /// Memo entry `j` when the range made it.
-    fn own(&self, j: usize) -> Option<Made> {
-        self.out.made.get(j.checked_sub(self.memo_from)?).copied()
-    }
-
-    /// The alias of memo entry `j` when it was made in the wave before the range.
+    /// The alias of memo entry `j` when the frozen memo does not hold it (made in the wave
+    /// before the range, or by the range: the join tells which), its bound noted.
     fn alias(&self, j: usize) -> Option<u32> {
-        let k = j.checked_sub(self.f.memo.len()).filter(|_| j < self.memo_from)?;
-        u32::try_from(k).ok().filter(|&k| k < NONE - ALIAS).map(|k| ALIAS + k)
+        let k = j.checked_sub(self.f.memo.len())?;
+        let a = u32::try_from(k).ok().filter(|&k| k < NONE - ALIAS).map(|k| ALIAS + k)?;
+        let bound = j.saturating_sub(self.out.made.len());
+        self.alias_bound.set(Some(self.alias_bound.get().map_or(bound, |b| b.max(bound))));
+        Some(a)
     }
 
     fn stack_frames(&self, s: StackId) -> &[u32] {
@@ -402,13 +373,14 @@ impl<'a> Worker<'a> {
         s
     }
 
-    /// A worker starting a piece at `start` in the wave, where the memo holds `memo_at` entries.
-    fn new(f: &'a Frozen<'a>, base: u64, start: usize, memo_at: usize) -> Worker<'a> {
+    /// A worker starting a piece at `start` in the wave.
+    fn new(f: &'a Frozen<'a>, base: u64, start: usize) -> Worker<'a> {
         let out = RangeOut {
             start: base + start as u64,
             end: base + start as u64,
-            memo_at,
             frozen_memo: f.memo.len(),
+            puts: f.puts,
+            alias_bound: None,
             strings_from: f.strings.len() as StrId,
             stacks_from: f.stacks.len() as StackId,
             strings: Vec::new(),
@@ -423,8 +395,8 @@ impl<'a> Worker<'a> {
         Worker {
             f,
             base,
-            memo_from: memo_at,
             out,
+            alias_bound: Cell::new(None),
             own_strings: FxHashMap::default(),
             own_fields: Vec::new(),
             own_actions: Vec::new(),
@@ -437,7 +409,7 @@ impl<'a> Worker<'a> {
 
     /// Reads the range from the worker's start to `end` (batch starts): whole batches read here, in pieces
     /// between the batches that are not (an event the fast path does not take: those are the
-    /// serial reader's, passed over here with the memo entries they make counted).
+    /// serial reader's, passed over here).
     fn read_range(mut self, wave: &[u8], end: usize) -> Vec<RangeOut> {
         let mut pieces = Vec::new();
         // Room for every event the range can hold (an event takes ~80 bytes of pickle, and makes
@@ -448,19 +420,17 @@ impl<'a> Worker<'a> {
         self.out.made.reserve(bytes / MADE_BYTES_AT_LEAST);
         loop {
             let (stopped, at) = self.read(wave, end);
-            let memo_next = self.memo_from + self.out.made.len();
             let (f, base) = (self.f, self.base);
             if !self.out.events.is_empty() {
-                self.out.pack(f, self.memo_from);
+                self.out.alias_bound = self.alias_bound.get();
+                self.out.pack(f);
                 pieces.push(self.out);
             }
             if !stopped {
                 return pieces;
             }
             match skip_batch(wave, at) {
-                Some((next, memoized)) if next < end => {
-                    self = Worker::new(f, base, next, memo_next + memoized as usize);
-                }
+                Some(next) if next < end => self = Worker::new(f, base, next),
                 _ => return pieces,
             }
         }
@@ -525,17 +495,8 @@ impl<'a> Worker<'a> {
 
 impl EventReader for Worker<'_> {
     fn key_field(&self, j: usize) -> Option<Field> {
-        let s = match self.f.memo.str_at(j) {
-            Some(s) => s,
-            None => match self.own(j)? {
-                Made::Val(Val::Str(s)) => s,
-                _ => return None,
-            },
-        };
-        match s.checked_sub(self.out.strings_from) {
-            Some(k) => self.own_fields.get(k as usize).copied(),
-            None => self.f.str_field.get(s as usize).copied(),
-        }
+        // A key first memoized past the frozen memo: the serial reader's.
+        self.f.str_field.get(self.f.memo.str_at(j)? as usize).copied()
     }
 
     fn string(&mut self, bytes: &[u8]) -> Val {
@@ -564,16 +525,8 @@ impl EventReader for Worker<'_> {
         if j < self.f.memo.len() {
             return self.f.memo.get(j);
         }
-        if let Some(a) = self.alias(j) {
-            // Taken only as a string field's value; the join checks it is a string.
-            return Some(Val::Str(a));
-        }
-        Some(match self.own(j)? {
-            Made::Val(v) => v,
-            // An event dict fetched again: not a value the fast path takes.
-            Made::Event(_) => Val::Event(NONE),
-            Made::Stack(s) => Val::Obj(STACK_OBJ + s),
-        })
+        // Taken only as a string field's value; the join checks it is a string.
+        self.alias(j).map(Val::Str)
     }
 
     fn frame_at(&self, j: usize) -> Option<u32> {
@@ -595,9 +548,6 @@ impl EventReader for Worker<'_> {
     }
 
     fn stack_of_obj(&mut self, i: u32) -> Option<StackId> {
-        if let Some(s) = i.checked_sub(STACK_OBJ) {
-            return Some(s);
-        }
         match self.f.arena.get(i as usize)? {
             Obj::Stack(s) => Some(*s),
             _ => None,
@@ -639,7 +589,7 @@ impl State {
         let mut bounds = boundaries(wave, every, end);
         if end.is_none() {
             // The last range goes on to the wave's end (its worker stops at its last whole batch).
-            bounds.push((wave.len(), 0));
+            bounds.push(wave.len());
         }
         let f = Frozen {
             memo: &self.memo,
@@ -649,18 +599,33 @@ impl State {
             stacks: &self.b.snap.stacks,
             arena: &self.arena,
             stack_slots: &self.stack_slots,
+            puts: self.memo_puts,
         };
-        let read = |b: &[(usize, u64)]| {
-            let ((start, memo_before), end) = (b[0], b[1].0);
-            Worker::new(&f, at, start, f.memo.len() + memo_before as usize).read_range(wave, end)
-        };
+        let read = |b: &[usize]| Worker::new(&f, at, b[0]).read_range(wave, b[1]);
         bounds.par_windows(2).flat_map_iter(read).collect()
     }
 
-    /// What alias `a` of range `r` stands for now: memo entry `r.frozen_memo + a - ALIAS`, when
-    /// it holds what `pick` takes.
-    fn alias_value(&self, r: &RangeOut, a: u32, pick: impl Fn(&Memo, usize) -> Option<u32>) -> Option<u32> {
-        pick(&self.memo, r.frozen_memo + (a - ALIAS) as usize)
+    /// The frame alias `a` of range `r` stands for, its memo `base` entries long where the range
+    /// starts: memo entry `r.frozen_memo + a - ALIAS`, made before the range (a range makes no
+    /// frames), when it holds a frame.
+    fn alias_frame(&self, r: &RangeOut, base: usize, a: u32) -> Option<u32> {
+        let j = r.frozen_memo + (a - ALIAS) as usize;
+        if j < base { self.memo.frame_at(j) } else { None }
+    }
+
+    /// The string alias `a` of range `r` stands for, its memo `base` entries long where the
+    /// range starts: memo entry `j = r.frozen_memo + a - ALIAS`, made before the range (a
+    /// reader's string id) or by it (its `j - base`-th entry: a string in the range's numbering),
+    /// when it holds a string.
+    fn alias_str(&self, r: &RangeOut, made: &[Made], base: usize, a: u32) -> Option<Aliased> {
+        let j = r.frozen_memo + (a - ALIAS) as usize;
+        match j.checked_sub(base) {
+            None => self.memo.str_at(j).map(Aliased::Reader),
+            Some(k) => match made.get(k)? {
+                Made::Val(Val::Str(s)) if *s != NONE && *s < ALIAS => Some(Aliased::Range(*s)),
+                _ => None,
+            },
+        }
     }
 
     /// Joins the range of `wave` that starts at offset `at`, whose events go to the list `top`,
@@ -671,30 +636,34 @@ impl State {
             wave.ranges.pop_front();
         }
         let Some(r) = wave.ranges.front().filter(|r| r.start == at) else { return Ok(None) };
-        if r.events.is_empty() || self.memo.len() != r.memo_at {
+        // The memo where the range starts: an alias past it is the range's own entry.
+        let base = self.memo.len();
+        if r.events.is_empty() || self.memo_puts != r.puts || r.alias_bound.is_some_and(|b| b >= base) {
             return Ok(None);
         }
         // Every alias checked before anything is committed (a run's value is some row's).
-        let frames_ok = r
-            .stacks
-            .iter()
-            .flatten()
-            .filter(|&&f| f >= ALIAS)
-            .all(|&a| self.alias_value(r, a, Memo::frame_at).is_some());
+        let frames_ok =
+            r.stacks.iter().flatten().filter(|&&f| f >= ALIAS).all(|&a| self.alias_frame(r, base, a).is_some());
         let ev = &r.events;
         let strings_ok = [&ev.compile_context, &ev.user_metadata, &ev.internal_metadata, &ev.category]
             .into_iter()
             .flat_map(|runs| runs.values.iter().copied())
             .filter(|&s| s != NONE && s >= ALIAS)
-            .all(|a| self.alias_value(r, a, Memo::str_at).is_some());
-        // An action made before the range: its event checked again with it (what it tolerates
-        // counted), as the serial reader checks it.
+            .all(|a| self.alias_str(r, &r.made, base, a).is_some());
+        // An action made before the range, or by it where another range stood: its event checked
+        // again with it (what it tolerates counted), as the serial reader checks it.
         let mut tolerated = r.tolerated.clone();
         let mut actions = Vec::with_capacity(r.aliased.len());
         for (id, row) in &r.aliased {
-            let Some(s) = self.alias_value(r, row.other_action, Memo::str_at) else { return Ok(None) };
-            let action = self.action(s);
-            let checked = EventRow { action, other_action: s, ..row.clone() };
+            let action = match self.alias_str(r, &r.made, base, row.other_action) {
+                Some(Aliased::Reader(s)) => self.action(s),
+                Some(Aliased::Range(s)) => match s.checked_sub(r.strings_from) {
+                    Some(k) => Action::from_name(r.strings[k as usize].as_bytes()),
+                    None => self.action(s),
+                },
+                None => return Ok(None),
+            };
+            let checked = EventRow { action, ..row.clone() };
             if schema::finish_event(&checked, &mut tolerated).is_err() {
                 return Ok(None);
             }
@@ -705,6 +674,7 @@ impl State {
         }
         let mut r = wave.ranges.pop_front().expect("looked at");
         let mut events = std::mem::take(&mut r.events);
+        let made = std::mem::take(&mut r.made);
         let n = events.len();
         let strings: Vec<StrId> = r
             .strings
@@ -719,18 +689,21 @@ impl State {
         for own in &r.stacks {
             frames.clear();
             frames.extend(own.iter().map(|&f| match f >= ALIAS {
-                true => self.alias_value(&r, f, Memo::frame_at).expect("checked"),
+                true => self.alias_frame(&r, base, f).expect("checked"),
                 false => f,
             }));
             stacks.push(self.b.stack(&frames));
         }
-        let string = |s: StrId| {
-            if s == NONE {
-                s
-            } else if s >= ALIAS {
-                self.alias_value(&r, s, Memo::str_at).expect("checked")
-            } else {
-                s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])
+        // A string in the range's numbering in the reader's (an alias looked up in the memo as
+        // it was where the range starts, or among the range's own entries).
+        let string = |st: &State, s: StrId| {
+            let own = |s: StrId| s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize]);
+            if s == NONE || s < ALIAS {
+                return if s == NONE { s } else { own(s) };
+            }
+            match st.alias_str(&r, &made, base, s).expect("checked") {
+                Aliased::Reader(s) => s,
+                Aliased::Range(s) => own(s),
             }
         };
         // The range's numbering made the reader's: in the runs and the sparse table of other
@@ -750,11 +723,11 @@ impl State {
             &mut events.category,
         ] {
             for v in &mut runs.values {
-                *v = string(*v);
+                *v = string(self, *v);
             }
         }
         for (_, s) in &mut events.other_action {
-            *s = string(*s);
+            *s = string(self, *s);
         }
         let stack = |s: StackId| match s.checked_sub(r.stacks_from) {
             Some(k) if s != NONE => stacks[k as usize],
@@ -769,12 +742,8 @@ impl State {
         // The memo entries the range made, in the reader's numbering: packed by the worker but
         // for the fixups, made here in order (a string as `string` maps it; a new stack slot
         // where the serial reader would make it).
-        let made = std::mem::take(&mut r.made);
         let entry = |st: &mut State, m: Made| match m {
-            Made::Val(Val::Str(s)) if s != NONE && s >= ALIAS => {
-                Val::Str(st.alias_value(&r, s, Memo::str_at).expect("checked"))
-            }
-            Made::Val(Val::Str(s)) => Val::Str(s.checked_sub(r.strings_from).map_or(s, |k| strings[k as usize])),
+            Made::Val(Val::Str(s)) => Val::Str(string(st, s)),
             Made::Val(v) => v,
             Made::Event(k) => Val::Event(first + k),
             Made::Stack(s) => st.stack_slot(stack(s)),
@@ -787,7 +756,7 @@ impl State {
             }
         } else {
             self.memo.reserve(made.len());
-            for m in made {
+            for &m in &made {
                 let v = entry(self, m);
                 self.memo.push(v);
             }
@@ -806,9 +775,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn walks_land_on_batch_starts_and_step_over_look_alikes() {
+    fn ranges_start_at_candidates_about_every_bytes_apart() {
         // Three batches of one event each: `( } MEMOIZE ( key value u e`; the second's string
-        // value holds the batch bytes, which are no batch start.
+        // value holds the batch bytes, which are no batch start but a candidate all the same
+        // (the serial reader never stands there, so its range is never joined).
         let mut wave = Vec::new();
         let mut starts = Vec::new();
         for text in [&b"x"[..], b"(}\x94(", b"y"] {
@@ -818,15 +788,12 @@ mod tests {
             wave.extend_from_slice(text);
             wave.extend_from_slice(b"\x94ue");
         }
-        assert_eq!(boundaries(&wave, 1, None), [(starts[0], 0), (starts[1], 2), (starts[2], 4)]);
-        // Ranges of any length keep only true starts.
-        assert_eq!(boundaries(&wave, 12, None), [(starts[0], 0), (starts[1], 2), (starts[2], 4)]);
-        assert_eq!(boundaries(&wave, 1 << 20, None), [(0, 0)]);
+        let inside = starts[1] + 8;
+        assert_eq!(boundaries(&wave, 1, None), [starts[0], starts[1], inside, starts[2]]);
+        assert_eq!(boundaries(&wave, 12, None), [starts[0], starts[1], starts[2]]);
+        assert_eq!(boundaries(&wave, 1 << 20, None), [0]);
         // Up to a batch start known: the last, whatever lies past it.
-        assert_eq!(boundaries(&wave, 1 << 20, Some(starts[2])), [(starts[0], 0), (starts[2], 4)]);
-        // An opcode it does not walk (a PUT) ends the boundaries there.
-        let mut put = wave.clone();
-        put[starts[1] + 4] = op::BINPUT;
-        assert_eq!(boundaries(&put, 1, None), [(starts[0], 0), (starts[1], 2)]);
+        assert_eq!(boundaries(&wave, 1, Some(starts[2])), [starts[0], starts[1], inside, starts[2]]);
+        assert_eq!(boundaries(&wave, 1 << 20, Some(starts[2])), [starts[0], starts[2]]);
     }
 }
