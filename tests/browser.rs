@@ -310,8 +310,10 @@ fn a_large_archive_draws_its_first_parts_then_the_whole() {
     let asked: Vec<(u64, u64)> = first.iter().map(|r| (r.start, r.end)).collect();
     assert_eq!(ranges, asked, "the first frame's parts, each once");
 
-    // Then the whole archive, on the same view: the GPU draws what the viewer picks; a click pins.
+    // Then the whole archive, on the same view, the plot where the preview had it: the GPU draws
+    // what the viewer picks; a click pins.
     assert_eq!((&seen["after"], &seen["view"]), (&false.into(), &"timeline".into()), "{seen}");
+    assert_eq!(seen["preview_plot"], seen["plot"], "the plot moved when the rest arrived: {seen}");
     assert_drawn_is_picked(&seen);
     assert!(seen["under"].is_u64() && seen["pinned"] == seen["under"], "{seen}");
 

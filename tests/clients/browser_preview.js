@@ -2,7 +2,8 @@
 // parts first (`?parts`, then Range requests), draws that preview, then fetches the rest and
 // opens the whole archive on the same view. Prints what it saw as JSON: the archive requests that
 // started before the first frame (each one's Range header), what the page says it fetched first, whether
-// the viewer previewed then, and afterwards the id buffer beside the viewer's picks and a click.
+// the viewer previewed then (and its plot's rectangle), and afterwards the plot's rectangle, the
+// id buffer beside the viewer's picks and a click.
 //
 //   node browser_preview.js URL
 const { launch } = require('./chromium');
@@ -23,6 +24,7 @@ const { drawnIds } = require('./drawn_ids');
     await page.goto(url);
     await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 120000 });
     seen.previewing = await page.evaluate('window.memviz.previewing()');
+    seen.preview_plot = await page.evaluate('window.memviz.plot_rect()');
     const drawnAt = await page.evaluate('performance.timeOrigin + window.memvizFirstFrameMs');
     seen.preview_bytes = await page.evaluate('window.memvizPreviewBytes ?? null');
     await page.waitForFunction('window.memvizWholeMs !== undefined', null, { timeout: 120000 });
@@ -31,6 +33,7 @@ const { drawnIds } = require('./drawn_ids');
     seen.after = await page.evaluate('window.memviz.previewing()');
     seen.view = await page.evaluate('window.memviz.view()');
     const plot = await page.evaluate('window.memviz.plot_rect()');
+    seen.plot = plot;
     seen.drawn = await drawnIds(page, plot);
     const [left, , right, bottom] = plot;
     const x = (left + right) / 2, low = bottom - 3;

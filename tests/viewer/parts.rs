@@ -105,14 +105,45 @@ fn the_first_frame_reads_only_its_parts() {
             let differ = want.iter().zip(&got).filter(|(a, b)| a != b).count();
             assert_eq!(differ, 0, "{name} at {w}×{h}: {differ} bytes of the first frame differ with only its parts");
 
-            // Once the rest is in, the whole archive replaces the preview: the same as opening it.
+            // Once the rest is in, the whole archive replaces the preview: the same as opening it,
+            // the plot where the preview had it (the panels around it are the same).
+            let preview_plot = app.timeline().unwrap().plot.plot_rect;
             app.open_session(session(&bytes), &ctx);
             assert!(!app.previewing());
             let whole = settled(&mut gpu, &mut app);
+            let plot = app.timeline().unwrap().plot.plot_rect;
+            assert_eq!(preview_plot, plot, "{name} at {w}×{h}: the plot moved when the rest arrived");
             let mut direct = page_viewer();
             direct.open_session(session(&bytes), &ctx);
             assert!(whole == settled(&mut gpu, &mut direct), "{name} at {w}×{h}: the whole archive after its preview");
         }
         eprintln!("{name}: the first frame's parts are {kept} of {} bytes in {} ranges", bytes.len(), first.len());
     }
+}
+
+/// A link's view with a pinned allocation (`?element=…&x=…`): the first frame shows the link's
+/// range (it cannot find the element, whose columns are not among the first parts), and the
+/// allocation is pinned once the rest arrives, the range kept.
+#[test]
+fn a_first_frame_shows_a_links_range_and_pins_its_allocation_once_the_rest_arrives() {
+    let bytes = std::fs::read(data("gpt2_small.memviz")).unwrap();
+    let ctx = egui::Context::default();
+    let mut gpu = Offscreen::new(1200, 700, ctx.clone()).expect("a wgpu adapter (lavapipe)");
+    let options = || ViewerOptions {
+        platform: PlatformRef(Arc::new(Preview)),
+        pin: Some(memviz::viewer::tabs::Pin::Element(40)),
+        x_range: Some((100.0, 900.0)),
+        ..Default::default()
+    };
+    let mut app = ViewerApp::new(options());
+    app.open_preview(session(&bytes), &ctx);
+    settled(&mut gpu, &mut app);
+    let t = app.timeline().unwrap();
+    assert_eq!((t.doc.view.x0, t.doc.view.x1), (100.0, 900.0));
+    assert!(t.doc.selection.pinned.is_none(), "nothing is pinned before the elements are here");
+    app.open_session(session(&bytes), &ctx);
+    settled(&mut gpu, &mut app);
+    let t = app.timeline().unwrap();
+    assert_eq!(t.doc.selection.pinned.map(|p| p.element.0), Some(40));
+    assert_eq!((t.doc.view.x0, t.doc.view.x1), (100.0, 900.0));
 }

@@ -69,7 +69,10 @@ pub(super) fn apply_view(t: &mut Open, o: &ViewerOptions) -> Result<(), String> 
         t.doc.view.x1 = b;
         t.doc.view.clamp_x(n);
     }
-    match o.pin {
+    // A first frame (`Document::preview`) has no element's columns to find or pin one with:
+    // the view the options ask for (or the whole trace), the pin once the rest is here.
+    let pin = if t.doc.preview { None } else { o.pin };
+    match pin {
         None => {}
         Some(Pin::Element(id)) => {
             let count = t.stacked().layout.elements.len();

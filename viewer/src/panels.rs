@@ -17,16 +17,17 @@ pub fn device_label(d: DeviceId) -> String {
     if d.is_host() { "host (pinned)".to_owned() } else { format!("cuda:{}", d.0) }
 }
 
-pub fn top_bar_ui(
-    ui: &mut egui::Ui,
-    t: &mut Open,
-    options: &super::ViewerOptions,
-    tab: &mut Tab,
-    answers_open: &mut bool,
-) {
+/// The top bar: the archive's name, the view and device, the axis, the colours, fit, go to peak,
+/// live & range, summarize and the peak. `enabled: false` (the first frame of an archive whose
+/// rest is on its way) draws the same controls, disabled, reading only what the first parts
+/// hold — the same bar, so the plot below it stays where it is.
+pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Open, tab: &mut Tab, answers_open: &mut bool, enabled: bool) {
     // The controls wrap onto a second row in a narrow window rather than being clipped; the
     // texts elide (`…`, the whole on hover) rather than wrapping.
     ui.horizontal_wrapped(|ui| {
+        if !enabled {
+            ui.disable();
+        }
         let root = t.doc.session.root();
         let name = root.source.name.as_str();
         ui.add(egui::Label::new(egui::RichText::new(name).strong()).truncate()).on_hover_text(name);
@@ -52,7 +53,7 @@ pub fn top_bar_ui(
         ui.separator();
         let mut time_axis = t.doc.time_axis;
         ui.selectable_value(&mut time_axis, false, "actions");
-        let times_ready = t.action_times().is_some();
+        let times_ready = enabled && t.action_times().is_some();
         ui.add_enabled_ui(times_ready, |ui| ui.selectable_value(&mut time_axis, true, "wall time"));
         t.set_time_axis(time_axis);
         ui.separator();
@@ -86,22 +87,27 @@ pub fn top_bar_ui(
             t.doc.max_entries = None;
         }
         let l = t.stacked().layout;
-        let peak = format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64));
+        let peak =
+            format!("peak {} · {} actions", units::bytes(l.peak_bytes), units::thousands(l.actions.len() as u64));
         ui.add(egui::Label::new(peak).truncate());
-        if let Some(n) = t.frees_without_alloc() {
-            let said = format!("truncated trace: {} frees without their alloc", units::thousands(n));
-            ui.add(egui::Label::new(egui::RichText::new(said).color(super::theme::PEAK)).truncate()).on_hover_text(
-                "the ring buffer wrapped (_record_memory_history's max_entries) or recording started late: memory allocated before the trace's first event is drawn from the start",
-            );
-        }
-        if options.model.is_none()
-            && let Some(c) = t.shape_candidates()
-        {
-            ui.separator();
-            ui.add(egui::Label::new(egui::RichText::new(c).weak()).truncate())
-                .on_hover_text("guessed from the long-lived allocations' sizes; pass --model for exact shapes");
-        }
     });
+}
+
+/// What the allocations' sizes tell, once worked out (the row under the top bar: its text
+/// arriving there does not move the plot): frees without their alloc, the shape candidates.
+pub fn facts_ui(ui: &mut egui::Ui, t: &mut Open, options: &super::ViewerOptions) {
+    if let Some(n) = t.frees_without_alloc() {
+        let said = format!("truncated trace: {} frees without their alloc", units::thousands(n));
+        ui.add(egui::Label::new(egui::RichText::new(said).color(super::theme::PEAK)).truncate()).on_hover_text(
+            "the ring buffer wrapped (_record_memory_history's max_entries) or recording started late: memory allocated before the trace's first event is drawn from the start",
+        );
+    }
+    if options.model.is_none()
+        && let Some(c) = t.shape_candidates()
+    {
+        ui.add(egui::Label::new(egui::RichText::new(c).weak()).truncate())
+            .on_hover_text("guessed from the long-lived allocations' sizes; pass --model for exact shapes");
+    }
 }
 
 pub fn info_grid_ui(ui: &mut egui::Ui, lines: &[(String, String)], id: &str) {
@@ -114,6 +120,9 @@ pub fn info_grid_ui(ui: &mut egui::Ui, lines: &[(String, String)], id: &str) {
     });
 }
 
+/// The bottom bar while nothing is pinned (also the first frame's, whose bar is as tall).
+pub const BOTTOM_HINT: &str = "Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack";
+
 pub fn bottom_bar_ui(
     ui: &mut egui::Ui,
     t: &mut Open,
@@ -122,7 +131,7 @@ pub fn bottom_bar_ui(
     full_paths: &mut bool,
 ) {
     let Some(pin) = t.doc.selection.pinned else {
-        ui.weak("Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack");
+        ui.weak(BOTTOM_HINT);
         return;
     };
     let Some(mut info) = t.element_info(pin.element, options).and_then(|i| Option::clone(&i)) else {

@@ -35,7 +35,7 @@ pub(super) struct Screen<'a> {
 /// The main screen of an open archive: the top bar with the view switch, then the view.
 pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: Screen<'_>) {
     if t.doc.preview {
-        return preview_screen(ui, t, options);
+        return preview_screen(ui, t, options, s);
     }
     if let Some(tab) = view_key(ui.ctx()) {
         *s.tab = tab;
@@ -44,7 +44,7 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
     if options.platform.showing(Some((&path, &ViewState::of(&t.doc, *s.tab)))) {
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(300));
     }
-    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, options, s.tab, &mut s.answers.open));
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, s.tab, &mut s.answers.open, true));
     egui::Panel::top("share").show(ui, |ui| {
         ui.horizontal(|ui| {
             if ui.button("copy link").on_hover_text("copy the link that reopens this view").clicked() {
@@ -59,6 +59,8 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
             if let Some(text) = s.status.as_deref() {
                 ui.weak(text);
             }
+            ui.separator();
+            panels::facts_ui(ui, t, options);
         });
     });
     if ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F)) {
@@ -134,15 +136,29 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
 
 /// The first frame while the rest of the archive arrives (`Document::preview`): the archive's
 /// name, the minimap, and the plot's coarse tiles with its axes — what the first parts hold.
-fn preview_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions) {
-    egui::Panel::top("top").show(ui, |ui| {
+/// The panels around the plot are the whole screen's, at their sizes (the bars' controls
+/// disabled, the details empty), so the plot stays where it is when the rest arrives.
+fn preview_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: Screen<'_>) {
+    egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, s.tab, &mut s.answers.open, false));
+    egui::Panel::top("share").show(ui, |ui| {
         ui.horizontal(|ui| {
-            ui.strong(t.doc.session.root().source.name.as_str());
+            ui.disable();
+            let _ = ui.button("copy link");
+            let _ = ui.button("save PNG");
             ui.separator();
             ui.weak("the rest of the archive is on its way");
         });
     });
+    egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
+        // (A link's pinned allocation comes with the rest: its details are as tall as its lines.)
+        ui.weak(if options.pin.is_some() {
+            "the pinned allocation, once the rest is here"
+        } else {
+            panels::BOTTOM_HINT
+        });
+    });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
+    egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, &t.doc, None));
     egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| plot_ui(ui, t, options));
 }
 
