@@ -97,6 +97,7 @@ pub fn top_bar_ui(ui: &mut egui::Ui, t: &mut Open, tab: &mut Tab, answers_open: 
 /// arriving there does not move the plot): frees without their alloc, the shape candidates.
 pub fn facts_ui(ui: &mut egui::Ui, t: &mut Open, options: &super::ViewerOptions) {
     if let Some(n) = t.frees_without_alloc() {
+        ui.separator();
         let said = format!("truncated trace: {} frees without their alloc", units::thousands(n));
         ui.add(egui::Label::new(egui::RichText::new(said).color(super::theme::PEAK)).truncate()).on_hover_text(
             "the ring buffer wrapped (_record_memory_history's max_entries) or recording started late: memory allocated before the trace's first event is drawn from the start",
@@ -105,6 +106,7 @@ pub fn facts_ui(ui: &mut egui::Ui, t: &mut Open, options: &super::ViewerOptions)
     if options.model.is_none()
         && let Some(c) = t.shape_candidates()
     {
+        ui.separator();
         ui.add(egui::Label::new(egui::RichText::new(c).weak()).truncate())
             .on_hover_text("guessed from the long-lived allocations' sizes; pass --model for exact shapes");
     }

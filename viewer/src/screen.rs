@@ -59,7 +59,6 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
             if let Some(text) = s.status.as_deref() {
                 ui.weak(text);
             }
-            ui.separator();
             panels::facts_ui(ui, t, options);
         });
     });
