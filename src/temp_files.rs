@@ -3,6 +3,8 @@
 //! - **Names nobody can guess**: `.NAME.tmp-PID-RANDOM`, created with `O_CREAT|O_EXCL` (which
 //!   never follows a symlink) by the `tempfile` crate, mode 0600: another user of a shared,
 //!   non-sticky folder cannot plant a link that makes memviz truncate or overwrite their victim.
+//!   Once written, the file gets the mode a plain create would have given it (the replaced
+//!   file's, else 0666 less the umask), set through its own descriptor, never a path.
 //! - **Removed on SIGINT, SIGTERM and SIGHUP**: every temp file in use is registered in a fixed
 //!   table of C strings that the signal handler walks with `unlink` (async-signal-safe), before
 //!   `_exit(128 + signal)`; [`remove_all`] does the same for a fatal limit (`spill`).
@@ -25,6 +27,8 @@ static SLOTS_IN_USE: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(
 /// removal on a signal, removed when dropped unless [`TempFile::persist`] renamed it.
 pub struct TempFile {
     path: PathBuf,
+    /// The file as created (its mode is set through it).
+    file: std::fs::File,
     slot: Option<usize>,
     kept: bool,
 }
@@ -68,15 +72,28 @@ impl TempFile {
                 return Err(e);
             }
         };
-        Ok((TempFile { path, slot, kept: false }, file))
+        let own = match file.try_clone() {
+            Ok(own) => own,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                if let Some(taken) = slot.take() {
+                    unregister(taken);
+                }
+                return Err(e);
+            }
+        };
+        Ok((TempFile { path, file: own, slot, kept: false }, file))
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Renames the finished file to `target` (all or nothing).
+    /// Renames the finished file to `target` (all or nothing), with the mode creating `target`
+    /// would have given it ([`finished_mode`]).
     pub fn persist(mut self, target: &Path) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt as _;
+        self.file.set_permissions(std::fs::Permissions::from_mode(finished_mode(target)))?;
         std::fs::rename(&self.path, target)?;
         self.kept = true;
         Ok(())
@@ -92,6 +109,25 @@ impl Drop for TempFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// The mode of a file written to `target`: the mode of the regular file there, else what
+/// creating it gives (0666 less the umask). The temp file's 0600 guards it only while written:
+/// an archive in a shared cache, an exported page, a PNG are read by others as any file is.
+fn finished_mode(target: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    match std::fs::metadata(target) {
+        Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+        _ => 0o666 & !umask(),
+    }
+}
+
+/// The process's umask, as `/proc/self/status` says it (asking `umask(2)` sets it, for a moment,
+/// under the other threads' feet); 022 where that cannot be read.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find_map(|l| l.strip_prefix("Umask:"));
+    line.and_then(|v| u32::from_str_radix(v.trim(), 8).ok()).unwrap_or(0o022)
 }
 
 /// A new file at `path`, read-write for its owner only; an error if anything is there already.
@@ -211,6 +247,15 @@ mod tests {
         let (t, _) = TempFile::beside(&target).unwrap();
         t.persist(&target).unwrap();
         assert!(target.exists());
+        // Kept, it has the mode a plain create gives (the umask applied), and replacing a file
+        // keeps that file's mode.
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&target), 0o666 & !umask());
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let (t, _) = TempFile::beside(&target).unwrap();
+        t.persist(&target).unwrap();
+        assert_eq!(mode(&target), 0o640);
         // A dead process's leftover is swept; one of a live process is not.
         let dead = dir.path().join(".x.memviz.tmp-999999999-abc");
         let live = dir.path().join(format!(".y.memviz.tmp-{}-abc", std::process::id()));
