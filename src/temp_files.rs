@@ -3,8 +3,9 @@
 //! - **Names nobody can guess**: `.NAME.tmp-PID-RANDOM`, created with `O_CREAT|O_EXCL` (which
 //!   never follows a symlink) by the `tempfile` crate, mode 0600: another user of a shared,
 //!   non-sticky folder cannot plant a link that makes memviz truncate or overwrite their victim.
-//!   Once written, the file gets the mode a plain create would have given it (the replaced
-//!   file's, else 0666 less the umask), set through its own descriptor, never a path.
+//!   Once written, the file gets 0644 less the umask (readable as a plain create makes it,
+//!   writable by its owner only: a cached archive no one else may change), set through its own
+//!   descriptor, never a path.
 //! - **Removed on SIGINT, SIGTERM and SIGHUP**: every temp file in use is registered in a fixed
 //!   table of C strings that the signal handler walks with `unlink` (async-signal-safe), before
 //!   `_exit(128 + signal)`; [`remove_all`] does the same for a fatal limit (`spill`).
@@ -89,11 +90,10 @@ impl TempFile {
         &self.path
     }
 
-    /// Renames the finished file to `target` (all or nothing), with the mode creating `target`
-    /// would have given it ([`finished_mode`]).
+    /// Renames the finished file to `target` (all or nothing), with its [`finished_mode`].
     pub fn persist(mut self, target: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt as _;
-        self.file.set_permissions(std::fs::Permissions::from_mode(finished_mode(target)))?;
+        self.file.set_permissions(std::fs::Permissions::from_mode(finished_mode()))?;
         std::fs::rename(&self.path, target)?;
         self.kept = true;
         Ok(())
@@ -111,15 +111,12 @@ impl Drop for TempFile {
     }
 }
 
-/// The mode of a file written to `target`: the mode of the regular file there, else what
-/// creating it gives (0666 less the umask). The temp file's 0600 guards it only while written:
-/// an archive in a shared cache, an exported page, a PNG are read by others as any file is.
-fn finished_mode(target: &Path) -> u32 {
-    use std::os::unix::fs::PermissionsExt as _;
-    match std::fs::metadata(target) {
-        Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
-        _ => 0o666 & !umask(),
-    }
+/// The mode of a finished file: 0644 less the umask. The temp file's 0600 guards it only while
+/// it is written: an archive in a shared cache, an exported page, a PNG are read by others as a
+/// plain create lets them; no one but its owner writes one (the cache trusts no archive others
+/// can change).
+fn finished_mode() -> u32 {
+    0o644 & !umask()
 }
 
 /// The process's umask, as `/proc/self/status` says it (asking `umask(2)` sets it, for a moment,
@@ -247,15 +244,15 @@ mod tests {
         let (t, _) = TempFile::beside(&target).unwrap();
         t.persist(&target).unwrap();
         assert!(target.exists());
-        // Kept, it has the mode a plain create gives (the umask applied), and replacing a file
-        // keeps that file's mode.
+        // Kept, it is readable as a plain create makes it (the umask applied), writable by its
+        // owner only, also where it replaced a file others could write.
         use std::os::unix::fs::PermissionsExt as _;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&target), 0o666 & !umask());
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert_eq!(mode(&target), 0o644 & !umask());
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o666)).unwrap();
         let (t, _) = TempFile::beside(&target).unwrap();
         t.persist(&target).unwrap();
-        assert_eq!(mode(&target), 0o640);
+        assert_eq!(mode(&target), 0o644 & !umask());
         // A dead process's leftover is swept; one of a live process is not.
         let dead = dir.path().join(".x.memviz.tmp-999999999-abc");
         let live = dir.path().join(format!(".y.memviz.tmp-{}-abc", std::process::id()));

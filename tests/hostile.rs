@@ -239,3 +239,39 @@ fn shared_folders_get_no_archive_and_theirs_is_not_trusted() {
     let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(v["devices"][0]["events"], 5056, "gpt2_small's answer, not the planted archive's");
 }
+
+/// An archive memviz writes is readable as a plain create makes it and writable by its owner
+/// only; a cached archive others can write (changed since, say by a shared group's umask) is not
+/// answered from: rebuilt in the user's own cache, said once.
+#[test]
+fn archives_are_written_for_others_to_read_and_one_others_can_write_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempdir();
+    let own = dir.path().join("own");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let snap = own.join("run.pickle");
+    std::fs::copy(data("gpt2_small.pickle"), &snap).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_memviz"))
+            .args(args)
+            .env("MEMVIZ_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&["index".as_ref(), snap.as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let archive = own.join("run.memviz");
+    let mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
+    // memviz inherits this process's umask.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let umask =
+        status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|v| u32::from_str_radix(v.trim(), 8).unwrap());
+    assert_eq!(mode, 0o644 & !umask.unwrap(), "{mode:o}");
+    std::fs::set_permissions(&archive, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let stats = run(&["stats".as_ref(), snap.as_os_str(), "--json".as_ref()]);
+    let said = String::from_utf8_lossy(&stats.stderr);
+    assert!(said.contains("not using") && said.contains("run.memviz"), "{said}");
+    let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(v["devices"][0]["events"], 5056);
+}

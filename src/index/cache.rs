@@ -186,7 +186,8 @@ fn cache_name(snapshot: &Path, stamp: &SourceStamp) -> String {
     format!("{stem}-{:016x}.memviz", stamp.fingerprint ^ stamp.size)
 }
 
-/// A cached archive is used only when the current user owns it (a regular file, not a link)
+/// A cached archive is used only when the current user owns it (a regular file, not a link, that
+/// only its owner can write)
 /// and no one else can write in its folder — as ssh treats its keys: an archive planted in a
 /// shared folder, with the victim snapshot's stamp copied in, would otherwise be answered from.
 /// Anything else is rebuilt in the user's own cache (said once).
@@ -197,7 +198,7 @@ fn trusted(path: &Path) -> bool {
     // SAFETY: getuid has no preconditions.
     #[allow(unsafe_code)]
     let me = unsafe { libc::getuid() };
-    let ok = meta.is_file() && meta.uid() == me && private_folder(dir);
+    let ok = meta.is_file() && meta.uid() == me && meta.mode() & 0o022 == 0 && private_folder(dir);
     if !ok {
         static SAID: std::sync::Once = std::sync::Once::new();
         SAID.call_once(|| {
