@@ -90,7 +90,8 @@ impl TempFile {
         &self.path
     }
 
-    /// Renames the finished file to `target` (all or nothing), with its [`finished_mode`].
+    /// Renames the finished file to `target` (all or nothing), made readable as a plain create
+    /// makes it and writable by its owner only (0644 less the umask).
     pub fn persist(mut self, target: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt as _;
         self.file.set_permissions(std::fs::Permissions::from_mode(finished_mode()))?;

@@ -46,8 +46,9 @@ use crate::model::{Action, EventRow, Events, NONE, StackId, Stacks, StrId, Strin
 const BATCH: &[u8] = b"(}\x94(";
 
 /// Frame and string ids from this one on (below `NONE`) stand for memo entry `frozen + id - ALIAS`:
-/// one made in the wave before the range, which the join looks up (it must be a frame, or a
-/// string, there) before anything is committed.
+/// one made in the wave before the range or by the range itself, which the join looks up (a
+/// frame, or a string, in the memo; a string among the range's own entries) before anything is
+/// committed.
 const ALIAS: u32 = 1 << 31;
 
 /// The serial reader's tables while a wave's ranges are read: read only, shared by the workers.
@@ -321,7 +322,6 @@ struct Worker<'a> {
     /// [`RangeOut::alias_bound`] so far.
     alias_bound: Cell<Option<usize>>,
     own_strings: FxHashMap<Box<str>, StrId>,
-    own_fields: Vec<Field>,
     own_actions: Vec<Action>,
     own_stacks: FxHashMap<Box<[u32]>, StackId>,
     frame_buf: Vec<u32>,
@@ -398,7 +398,6 @@ impl<'a> Worker<'a> {
             out,
             alias_bound: Cell::new(None),
             own_strings: FxHashMap::default(),
-            own_fields: Vec::new(),
             own_actions: Vec::new(),
             own_stacks: FxHashMap::default(),
             frame_buf: Vec::new(),
@@ -514,7 +513,6 @@ impl EventReader for Worker<'_> {
         }
         let id = self.out.strings_from + self.out.strings.len() as StrId;
         let text: Box<str> = text.into();
-        self.own_fields.push(Field::of(text.as_bytes()));
         self.own_actions.push(Action::from_name(text.as_bytes()));
         self.own_strings.insert(text.clone(), id);
         self.out.strings.push(text);
