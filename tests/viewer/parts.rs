@@ -147,3 +147,23 @@ fn a_first_frame_shows_a_links_range_and_pins_its_allocation_once_the_rest_arriv
     assert_eq!(t.doc.selection.pinned.map(|p| p.element.0), Some(40));
     assert_eq!((t.doc.view.x0, t.doc.view.x1), (100.0, 900.0));
 }
+
+/// What the row under the top bar says (the shape candidates, frees without their alloc), as a
+/// browser's web worker sends it back: read back the same; anything else refused.
+#[test]
+fn the_top_bar_facts_go_through_bytes_unchanged() {
+    use memviz::viewer::timeline::TopFacts;
+    for name in ["gpt2_small.memviz", "oom_streams.memviz"] {
+        let bytes = std::fs::read(data(name)).unwrap();
+        let facts = TopFacts::compute(&session(&bytes), memviz::model::DeviceIdx(0));
+        let sent = facts.encode();
+        assert!(sent.len() > 9, "{name}: a shapes line: {facts:?}");
+        assert_eq!(TopFacts::decode(&sent), Some(facts), "{name}");
+    }
+    // No shapes line, and some frees without their alloc.
+    let none = [7, 0, 0, 0, 0, 0, 0, 0, 0];
+    assert_eq!(TopFacts::decode(&none).map(|f| f.encode()), Some(none.to_vec()));
+    for bad in [&b""[..], &[0; 8], &[0; 10], &[0, 0, 0, 0, 0, 0, 0, 0, 2], &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff]] {
+        assert_eq!(TopFacts::decode(bad), None, "{bad:?}");
+    }
+}

@@ -53,6 +53,8 @@ pub trait Platform: Send + Sync {
 pub enum Offload {
     /// A device's categories (`categories::DeviceCategories::encode`).
     Categories,
+    /// What the row under the top bar says of a device (`timeline::TopFacts::encode`).
+    TopFacts,
 }
 
 impl Offload {
@@ -60,6 +62,7 @@ impl Offload {
     pub fn name(self) -> &'static str {
         match self {
             Offload::Categories => "categories",
+            Offload::TopFacts => "top facts",
         }
     }
 }

@@ -336,6 +336,7 @@ impl WorkerHandle {
             j if j == Offload::Categories.name() => {
                 Ok(crate::categories::DeviceCategories::compute(&self.session, d).encode())
             }
+            j if j == Offload::TopFacts.name() => Ok(crate::timeline::TopFacts::compute(&self.session, d).encode()),
             _ => Err(JsValue::from_str(&format!("no job {job}"))),
         }
     }

@@ -589,7 +589,16 @@ impl Open {
 
     fn top_facts(&mut self) -> Option<&TopFacts> {
         if self.plot.candidates.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.plot.candidates = Some(Pending::start("shapes", &self.doc.session, self.doc.device, top_facts));
+            self.plot.candidates = Some(Pending::start_offloaded(
+                "shapes",
+                &self.doc.session,
+                self.doc.device,
+                &self.plot.platform,
+                &self.plot.ctx,
+                crate::platform::Offload::TopFacts,
+                TopFacts::decode,
+                TopFacts::compute,
+            ));
         }
         self.plot.candidates.as_ref().and_then(Pending::get)
     }
@@ -693,7 +702,9 @@ impl AsRef<[u32]> for SitesRef {
 /// allocate every shape it has), so a 10 GB archive's guess reads 50 MB of it, not 550.
 const SHAPE_ELEMENTS: usize = 4 << 20;
 
-/// What the top bar says of a device that takes a pass over its elements.
+/// What the row under the top bar says of a device, which takes a pass over its elements (tens
+/// of ms on millions of them: a browser works it out in its web worker).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopFacts {
     /// The shape candidates line (`None`: nothing guessed).
     shapes: Option<String>,
@@ -701,10 +712,37 @@ pub struct TopFacts {
     free_only: u64,
 }
 
-fn top_facts(session: &Session, d: DeviceIdx) -> TopFacts {
-    let origin = session.elements(d).layout.elements.origin;
-    let free_only = origin.iter().filter(|&&o| o == crate::layout::Origin::FreeOnly as u8).count() as u64;
-    TopFacts { shapes: shape_candidates(session, d), free_only }
+impl TopFacts {
+    pub fn compute(session: &Session, d: DeviceIdx) -> TopFacts {
+        let origin = session.elements(d).layout.elements.origin;
+        let free_only = origin.iter().filter(|&&o| o == crate::layout::Origin::FreeOnly as u8).count() as u64;
+        TopFacts { shapes: shape_candidates(session, d), free_only }
+    }
+
+    /// As a web worker sends it back: `free_only` (8 bytes, little-endian), then 0, or 1 and the
+    /// shapes line (UTF-8).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.free_only.to_le_bytes().to_vec();
+        match &self.shapes {
+            None => out.push(0),
+            Some(line) => {
+                out.push(1);
+                out.extend_from_slice(line.as_bytes());
+            }
+        }
+        out
+    }
+
+    /// [`Self::encode`]'s bytes read back; `None` for anything else.
+    pub fn decode(bytes: &[u8]) -> Option<TopFacts> {
+        let (free_only, rest) = bytes.split_first_chunk::<8>()?;
+        let shapes = match rest.split_first()? {
+            (0, []) => None,
+            (1, line) => Some(std::str::from_utf8(line).ok()?.to_owned()),
+            _ => return None,
+        };
+        Some(TopFacts { shapes, free_only: u64::from_le_bytes(*free_only) })
+    }
 }
 
 /// The shape candidates line of device `d`'s allocations (`None`: nothing guessed).

@@ -1,0 +1,17 @@
+//! The bytes a browser's web worker sends back — an archive's categories
+//! (`DeviceCategories::decode`) and the facts under the top bar (`TopFacts::decode`) — on
+//! arbitrary bytes: read or refused, never a panic; what reads writes back the same bytes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use memviz::viewer::categories::DeviceCategories;
+use memviz::viewer::timeline::TopFacts;
+
+fuzz_target!(|data: &[u8]| {
+    if let Some(c) = DeviceCategories::decode(data) {
+        assert_eq!(c.encode(), data);
+    }
+    if let Some(f) = TopFacts::decode(data) {
+        assert_eq!(f.encode(), data);
+    }
+});
