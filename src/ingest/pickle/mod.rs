@@ -147,11 +147,11 @@ const WAVE: usize = 16 << 20;
 
 /// The bytes of the ranges a wave is read in, or `None`: one thread reads it all. The reader must
 /// run on a rayon pool (`memviz index`'s) of two threads or more. By default ranges of
-/// [`RANGE_BYTES`]; `MEMVIZ_DECODE_RANGE=BYTES` sets their size (`0`: never). Measured on this
-/// project's 2-core VM (gen9m, docs/performance.md), ranges read it 6 % faster than one thread
-/// since a range no longer walks the opcodes before it (they were on only from 8 threads while
-/// that walk cost a third of the waves); the tests set tiny ranges, so that fetches across
-/// ranges happen in small snapshots.
+/// [`RANGE_BYTES`]; `MEMVIZ_DECODE_RANGE=BYTES` sets their size (`0`: never). Since a range no
+/// longer walks the opcodes before it (a third of the waves, when they were on only from 8
+/// threads), ranges read gen9m in 1.2–1.4 s on this project's 2-core VM against 1.65 s on one
+/// thread, the whole index level with it there (docs/performance.md); the tests set tiny
+/// ranges, so that fetches across ranges happen in small snapshots.
 fn range_bytes() -> Option<usize> {
     rayon::current_thread_index()?;
     if rayon::current_num_threads() < 2 {
