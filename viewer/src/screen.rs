@@ -136,7 +136,7 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
 /// The first frame while the rest of the archive arrives (`Document::preview`): the archive's
 /// name, the minimap, and the plot's coarse tiles with its axes — what the first parts hold.
 /// The panels around the plot are the whole screen's, at their sizes (the bars' controls
-/// disabled, the details empty), so the plot stays where it is when the rest arrives.
+/// disabled, the bottom bar's hint), so the plot stays where it is when the rest arrives.
 fn preview_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: Screen<'_>) {
     egui::Panel::top("top").show(ui, |ui| panels::top_bar_ui(ui, t, s.tab, &mut s.answers.open, false));
     egui::Panel::top("share").show(ui, |ui| {
