@@ -145,26 +145,28 @@ impl Memo {
         u32::try_from(Self::pack_inline(v, i)?).ok()
     }
 
+    /// The string id a narrow entry packed by [`Self::pack_narrow`] holds, when it holds one.
+    pub fn narrow_str(p: u32) -> Option<u32> {
+        (u64::from(p) & TAG_MASK == 3).then_some(p >> TAG_BITS)
+    }
+
+    /// Whether [`Self::extend_packed`] takes entries whose `events` events' ids are raised by
+    /// `events_from`: the memo's slots are narrow and the ids fit one.
+    pub fn takes_packed(&self, events_from: u32, events: u32) -> bool {
+        matches!(self.slots, Slots::Narrow(_)) && u64::from(events_from) + u64::from(events) < 1 << (32 - TAG_BITS)
+    }
+
     /// Appends entries packed by [`Self::pack_narrow`], each event's id raised by `events_from`
     /// (entries packed with ids counted from 0); `false`, appending nothing, when the memo's slots
     /// are wide or an id would not fit a narrow slot.
     pub fn extend_packed(&mut self, packed: &[u32], events_from: u32, events: u32) -> bool {
-        let Slots::Narrow(s) = &mut self.slots else { return false };
-        let fits = u64::from(events_from) + u64::from(events) < 1 << (32 - TAG_BITS);
-        if !fits {
+        if !self.takes_packed(events_from, events) {
             return false;
         }
+        let Slots::Narrow(s) = &mut self.slots else { return false };
         let base = events_from << TAG_BITS;
         s.extend(packed.iter().map(|&p| if u64::from(p) & TAG_MASK == TAG_EVENT { p + base } else { p }));
         true
-    }
-
-    /// Room for `n` more entries.
-    pub fn reserve(&mut self, n: usize) {
-        match &mut self.slots {
-            Slots::Narrow(s) => s.reserve(n),
-            Slots::Wide(s) => s.reserve(n),
-        }
     }
 
     #[inline]

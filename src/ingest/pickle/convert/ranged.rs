@@ -118,46 +118,52 @@ pub struct RangeOut {
     /// The rows whose action string is an alias, as read (the join checks each again with its
     /// action, as the serial reader checks it).
     aliased: Vec<(u32, EventRow)>,
-    made: Vec<Made>,
-    /// `made` as the memo stores it ([`Memo::pack_narrow`]), an event's entry with its id in the
-    /// range — but the entries the join must make itself, listed in `fixups` (their place in
-    /// `made`; a 0 stands here): a string of the range's own, a stack with no arena slot yet,
-    /// what does not fit a narrow slot. Where the memo's slots are wide, the join makes every
-    /// entry from `made`.
+    /// The memo entries the range made, in order, as the memo stores them
+    /// ([`Memo::pack_narrow`]: the worker's share of the join), an event's entry with its id in
+    /// the range — but for those the join must make itself, a 0 here and the entry in `fixups`
+    /// (by its place, in order): a string of the range's own, a stack with no arena slot yet,
+    /// what does not fit a narrow slot.
     packed: Vec<u32>,
-    fixups: Vec<u32>,
+    fixups: Vec<(u32, Made)>,
     tolerated: Tolerated,
 }
 
 impl RangeOut {
-    /// Packs the memo entries made, as the join will write them (the worker's share of the
-    /// join): an event's id counted in the range, a frozen string as it is, a stack by its arena
-    /// slot where it has one; the rest are fixups.
-    fn pack(&mut self, f: &Frozen<'_>) {
-        let mut packed = Vec::with_capacity(self.made.len());
-        let mut fixups = Vec::new();
-        for (k, m) in self.made.iter().enumerate() {
-            let v = match *m {
-                Made::Val(Val::Str(s)) if s == NONE || s < self.strings_from => Some(Val::Str(s)),
-                Made::Val(Val::Str(_)) => None,
-                // Packed by its own slot's index, unknown here.
-                Made::Val(Val::NewDict(_)) => None,
-                Made::Val(v) => Some(v),
-                Made::Event(e) => Some(Val::Event(e)),
-                Made::Stack(s) if s != NONE && (s as usize) < f.stacks.len() => {
-                    f.stack_slots.get(s as usize).filter(|&&slot| slot != NONE).map(|&slot| Val::Obj(slot))
-                }
-                Made::Stack(_) => None,
-            };
-            match v.and_then(|v| Memo::pack_narrow(v, 0)) {
-                Some(p) => packed.push(p),
-                None => {
-                    packed.push(0);
-                    fixups.push(k as u32);
-                }
+    /// Appends memo entry `m` ([`Self::packed`]): packed where it can be (a frozen string as it
+    /// is, a frozen stack by its arena slot), else a fixup.
+    fn make(&mut self, f: &Frozen<'_>, m: Made) {
+        let v = match m {
+            Made::Val(Val::Str(s)) if s == NONE || s < self.strings_from => Some(Val::Str(s)),
+            Made::Val(Val::Str(_)) => None,
+            // Packed by its own slot's index, unknown here.
+            Made::Val(Val::NewDict(_)) => None,
+            Made::Val(v) => Some(v),
+            Made::Event(e) => Some(Val::Event(e)),
+            Made::Stack(s) if s != NONE && (s as usize) < f.stacks.len() => {
+                f.stack_slots.get(s as usize).filter(|&&slot| slot != NONE).map(|&slot| Val::Obj(slot))
+            }
+            Made::Stack(_) => None,
+        };
+        match v.and_then(|v| Memo::pack_narrow(v, 0)) {
+            Some(p) => self.packed.push(p),
+            None => {
+                self.fixups.push((self.packed.len() as u32, m));
+                self.packed.push(0);
             }
         }
-        (self.packed, self.fixups) = (packed, fixups);
+    }
+
+    /// The `k`-th memo entry the range made, when it is a string: in the range's numbering.
+    fn made_str(&self, k: usize) -> Option<StrId> {
+        let fixup = self.fixups.binary_search_by_key(&(k as u32), |&(i, _)| i);
+        let s = match fixup {
+            Ok(i) => match self.fixups[i].1 {
+                Made::Val(Val::Str(s)) => s,
+                _ => return None,
+            },
+            Err(_) => Memo::narrow_str(*self.packed.get(k)?)?,
+        };
+        (s != NONE && s < ALIAS).then_some(s)
     }
 }
 
@@ -336,7 +342,7 @@ impl<'a> Worker<'a> {
     fn alias(&self, j: usize) -> Option<u32> {
         let k = j.checked_sub(self.f.memo.len())?;
         let a = u32::try_from(k).ok().filter(|&k| k < NONE - ALIAS).map(|k| ALIAS + k)?;
-        let bound = j.saturating_sub(self.out.made.len());
+        let bound = j.saturating_sub(self.out.packed.len());
         self.alias_bound.set(Some(self.alias_bound.get().map_or(bound, |b| b.max(bound))));
         Some(a)
     }
@@ -387,7 +393,6 @@ impl<'a> Worker<'a> {
             stacks: Vec::new(),
             events: Events::default(),
             aliased: Vec::new(),
-            made: Vec::new(),
             packed: Vec::new(),
             fixups: Vec::new(),
             tolerated: Tolerated::default(),
@@ -416,13 +421,12 @@ impl<'a> Worker<'a> {
         // touched, so the room costs no memory beyond it.
         let bytes = end.saturating_sub((self.out.start - self.base) as usize);
         self.out.events.reserve(bytes / EVENT_BYTES_AT_LEAST);
-        self.out.made.reserve(bytes / MADE_BYTES_AT_LEAST);
+        self.out.packed.reserve(bytes / MADE_BYTES_AT_LEAST);
         loop {
             let (stopped, at) = self.read(wave, end);
             let (f, base) = (self.f, self.base);
             if !self.out.events.is_empty() {
                 self.out.alias_bound = self.alias_bound.get();
-                self.out.pack(f);
                 pieces.push(self.out);
             }
             if !stopped {
@@ -454,14 +458,14 @@ impl<'a> Worker<'a> {
                         if read.frames {
                             row.stack = self.stack();
                         }
-                        let (o, stack) = (&mut self.out, row.stack);
+                        let (o, stack, f) = (&mut self.out, row.stack, self.f);
                         let id = o.events.push(&row);
-                        o.made.push(Made::Event(id));
+                        o.make(f, Made::Event(id));
                         if row.other_action >= ALIAS && row.other_action != NONE {
                             o.aliased.push((id, row));
                         }
                         for &v in &read.made[..read.n_made] {
-                            o.made.push(if v == LIST { Made::Stack(stack) } else { Made::Val(v) });
+                            o.make(f, if v == LIST { Made::Stack(stack) } else { Made::Val(v) });
                         }
                     }
                     Some(&op::APPENDS) => {
@@ -476,7 +480,7 @@ impl<'a> Worker<'a> {
                 break;
             }
             let o = &self.out;
-            kept = (at, o.events.len(), o.made.len(), o.strings.len(), o.stacks.len(), o.tolerated.clone());
+            kept = (at, o.events.len(), o.packed.len(), o.strings.len(), o.stacks.len(), o.tolerated.clone());
         }
         // Back to the end of the last whole batch.
         let (end, rows, made, strings, stacks, tolerated) = kept;
@@ -484,7 +488,9 @@ impl<'a> Worker<'a> {
         out.end = self.base + end as u64;
         out.events.truncate(rows);
         out.aliased.retain(|a| (a.0 as usize) < rows);
-        out.made.truncate(made);
+        out.packed.truncate(made);
+        let fixups = out.fixups.partition_point(|&(k, _)| (k as usize) < made);
+        out.fixups.truncate(fixups);
         out.strings.truncate(strings);
         out.stacks.truncate(stacks);
         out.tolerated = tolerated;
@@ -615,14 +621,11 @@ impl State {
     /// range starts: memo entry `j = r.frozen_memo + a - ALIAS`, made before the range (a
     /// reader's string id) or by it (its `j - base`-th entry: a string in the range's numbering),
     /// when it holds a string.
-    fn alias_str(&self, r: &RangeOut, made: &[Made], base: usize, a: u32) -> Option<Aliased> {
+    fn alias_str(&self, r: &RangeOut, base: usize, a: u32) -> Option<Aliased> {
         let j = r.frozen_memo + (a - ALIAS) as usize;
         match j.checked_sub(base) {
             None => self.memo.str_at(j).map(Aliased::Reader),
-            Some(k) => match made.get(k)? {
-                Made::Val(Val::Str(s)) if *s != NONE && *s < ALIAS => Some(Aliased::Range(*s)),
-                _ => None,
-            },
+            Some(k) => r.made_str(k).map(Aliased::Range),
         }
     }
 
@@ -639,6 +642,12 @@ impl State {
         if r.events.is_empty() || self.memo_puts != r.puts || r.alias_bound.is_some_and(|b| b >= base) {
             return Ok(None);
         }
+        // The entries go in packed: not where the memo's slots are wide or the events' ids would
+        // not fit a narrow one (a pickle of ~20 GB): the serial reader reads on there.
+        let first = self.b.event_count() as u32;
+        if !self.memo.takes_packed(first, r.events.len() as u32) {
+            return Ok(None);
+        }
         // Every alias checked before anything is committed (a run's value is some row's).
         let frames_ok =
             r.stacks.iter().flatten().filter(|&&f| f >= ALIAS).all(|&a| self.alias_frame(r, base, a).is_some());
@@ -647,13 +656,13 @@ impl State {
             .into_iter()
             .flat_map(|runs| runs.values.iter().copied())
             .filter(|&s| s != NONE && s >= ALIAS)
-            .all(|a| self.alias_str(r, &r.made, base, a).is_some());
+            .all(|a| self.alias_str(r, base, a).is_some());
         // An action made before the range, or by it where another range stood: its event checked
         // again with it (what it tolerates counted), as the serial reader checks it.
         let mut tolerated = r.tolerated.clone();
         let mut actions = Vec::with_capacity(r.aliased.len());
         for (id, row) in &r.aliased {
-            let action = match self.alias_str(r, &r.made, base, row.other_action) {
+            let action = match self.alias_str(r, base, row.other_action) {
                 Some(Aliased::Reader(s)) => self.action(s),
                 Some(Aliased::Range(s)) => match s.checked_sub(r.strings_from) {
                     Some(k) => Action::from_name(r.strings[k as usize].as_bytes()),
@@ -672,7 +681,6 @@ impl State {
         }
         let mut r = wave.ranges.pop_front().expect("looked at");
         let mut events = std::mem::take(&mut r.events);
-        let made = std::mem::take(&mut r.made);
         let n = events.len();
         let strings: Vec<StrId> = r
             .strings
@@ -699,7 +707,7 @@ impl State {
             if s == NONE || s < ALIAS {
                 return if s == NONE { s } else { own(s) };
             }
-            match st.alias_str(&r, &made, base, s).expect("checked") {
+            match st.alias_str(&r, base, s).expect("checked") {
                 Aliased::Reader(s) => s,
                 Aliased::Range(s) => own(s),
             }
@@ -736,7 +744,8 @@ impl State {
                 *s = stack(*s);
             }
         }
-        let first = self.b.push_events(&events);
+        let pushed = self.b.push_events(&events);
+        debug_assert_eq!(pushed, first);
         // The memo entries the range made, in the reader's numbering: packed by the worker but
         // for the fixups, made here in order (a string as `string` maps it; a new stack slot
         // where the serial reader would make it).
@@ -746,18 +755,11 @@ impl State {
             Made::Event(k) => Val::Event(first + k),
             Made::Stack(s) => st.stack_slot(stack(s)),
         };
-        let memo_at = self.memo.len();
-        if r.packed.len() == made.len() && self.memo.extend_packed(&r.packed, first, n as u32) {
-            for &k in &r.fixups {
-                let v = entry(self, made[k as usize]);
-                self.memo.set(memo_at + k as usize, v);
-            }
-        } else {
-            self.memo.reserve(made.len());
-            for &m in &made {
-                let v = entry(self, m);
-                self.memo.push(v);
-            }
+        let appended = self.memo.extend_packed(&r.packed, first, n as u32);
+        debug_assert!(appended, "checked by takes_packed");
+        for &(k, m) in &r.fixups {
+            let v = entry(self, m);
+            self.memo.set(base + k as usize, v);
         }
         self.append_events(top, first, n as u32, at)?;
         for (o, n) in tolerated.iter() {
