@@ -104,8 +104,9 @@ pub struct RangeOut {
     puts: u64,
     /// The largest of `j - k` over the range's fetches of an entry `j` past the frozen memo,
     /// `k` the entries the range had made: the memo must be longer than this where the range
-    /// starts, or a fetch was of an entry not yet made (the serial reader's error).
-    alias_bound: Option<usize>,
+    /// starts, or a fetch was of an entry not yet made (the serial reader's error). A cell: the
+    /// fetches that raise it read the range through `&self`.
+    alias_bound: Cell<Option<usize>>,
     /// The frozen tables' lengths: ids at or past them are the range's own, in these lists.
     strings_from: u32,
     stacks_from: u32,
@@ -325,8 +326,6 @@ struct Worker<'a> {
     /// The wave's offset.
     base: u64,
     out: RangeOut,
-    /// [`RangeOut::alias_bound`] so far.
-    alias_bound: Cell<Option<usize>>,
     own_strings: FxHashMap<Box<str>, StrId>,
     own_actions: Vec<Action>,
     own_stacks: FxHashMap<Box<[u32]>, StackId>,
@@ -343,7 +342,8 @@ impl<'a> Worker<'a> {
         let k = j.checked_sub(self.f.memo.len())?;
         let a = u32::try_from(k).ok().filter(|&k| k < NONE - ALIAS).map(|k| ALIAS + k)?;
         let bound = j.saturating_sub(self.out.packed.len());
-        self.alias_bound.set(Some(self.alias_bound.get().map_or(bound, |b| b.max(bound))));
+        let b = &self.out.alias_bound;
+        b.set(Some(b.get().map_or(bound, |b| b.max(bound))));
         Some(a)
     }
 
@@ -386,7 +386,7 @@ impl<'a> Worker<'a> {
             end: base + start as u64,
             frozen_memo: f.memo.len(),
             puts: f.puts,
-            alias_bound: None,
+            alias_bound: Cell::new(None),
             strings_from: f.strings.len() as StrId,
             stacks_from: f.stacks.len() as StackId,
             strings: Vec::new(),
@@ -401,7 +401,6 @@ impl<'a> Worker<'a> {
             f,
             base,
             out,
-            alias_bound: Cell::new(None),
             own_strings: FxHashMap::default(),
             own_actions: Vec::new(),
             own_stacks: FxHashMap::default(),
@@ -426,7 +425,6 @@ impl<'a> Worker<'a> {
             let (stopped, at) = self.read(wave, end);
             let (f, base) = (self.f, self.base);
             if !self.out.events.is_empty() {
-                self.out.alias_bound = self.alias_bound.get();
                 pieces.push(self.out);
             }
             if !stopped {
@@ -639,7 +637,7 @@ impl State {
         let Some(r) = wave.ranges.front().filter(|r| r.start == at) else { return Ok(None) };
         // The memo where the range starts: an alias past it is the range's own entry.
         let base = self.memo.len();
-        if r.events.is_empty() || self.memo_puts != r.puts || r.alias_bound.is_some_and(|b| b >= base) {
+        if r.events.is_empty() || self.memo_puts != r.puts || r.alias_bound.get().is_some_and(|b| b >= base) {
             return Ok(None);
         }
         // The entries go in packed: not where the memo's slots are wide or the events' ids would
