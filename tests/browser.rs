@@ -140,6 +140,8 @@ fn a_click_pins_a_key_switches_the_view_a_link_reopens_it_and_an_exported_page_d
     // Key 2: the pools view, the element still pinned; the copied link opens the same.
     assert_eq!(seen["switched"]["view"], "pools", "{seen}");
     assert_eq!(seen["switched"]["pinned"], seen["under"], "{seen}");
+    let answered: Vec<&str> = seen["answered"].as_array().unwrap().iter().filter_map(|j| j.as_str()).collect();
+    assert!(answered.contains(&"pools") && answered.contains(&"oom marks"), "the worker answered: {seen}");
     let link = seen["link"].as_str().unwrap();
     let (page_url, archive) = url.split_once('?').unwrap();
     assert!(link.starts_with(&format!("{page_url}?{}", archive.replace('/', "%2F"))), "{link}");
@@ -321,7 +323,10 @@ fn a_large_archive_draws_its_first_parts_then_the_whole() {
     let session = memviz::file::open_session(&archive).unwrap();
     let here = memviz::viewer::categories::DeviceCategories::compute(&session, memviz::model::DeviceIdx(0));
     assert_eq!(seen["categories"], u64::from(here.present), "{seen}");
-    // The worker answered the categories and the facts under the top bar (the shape candidates).
+    // The worker answered the categories, the facts under the top bar (the shape candidates) and
+    // the OOM markers.
     let answered: Vec<&str> = seen["offloaded"].as_array().unwrap().iter().filter_map(|j| j.as_str()).collect();
-    assert!(answered.contains(&"categories") && answered.contains(&"top facts"), "the worker answered: {seen}");
+    for job in ["categories", "top facts", "oom marks"] {
+        assert!(answered.contains(&job), "the worker answered no {job}: {seen}");
+    }
 }

@@ -1,10 +1,13 @@
 //! The bytes a browser's web worker sends back — an archive's categories
-//! (`DeviceCategories::decode`) and the facts under the top bar (`TopFacts::decode`) — on
-//! arbitrary bytes: read or refused, never a panic; what reads writes back the same bytes.
+//! (`DeviceCategories::decode`), the facts under the top bar (`TopFacts::decode`), the OOM
+//! markers (`OomMarks::decode`) and the private pools (`pools::decode`) — on arbitrary bytes:
+//! read or refused, never a panic; what reads writes back the same bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use memviz::viewer::categories::DeviceCategories;
+use memviz::viewer::ooms::OomMarks;
+use memviz::viewer::pools;
 use memviz::viewer::timeline::TopFacts;
 
 fuzz_target!(|data: &[u8]| {
@@ -13,5 +16,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(f) = TopFacts::decode(data) {
         assert_eq!(f.encode(), data);
+    }
+    if let Some(o) = OomMarks::decode(data) {
+        assert_eq!(o.encode(), data);
+    }
+    if let Some(p) = pools::decode(data) {
+        assert_eq!(pools::encode(p.as_ref()), data);
     }
 });

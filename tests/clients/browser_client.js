@@ -41,6 +41,10 @@ const { drawnIds } = require('./drawn_ids');
     await page.keyboard.press('2');
     await page.waitForTimeout(300);
     seen.switched = await state(page);
+    // The pools view's pools and the timeline's OOM markers come from the page's web worker.
+    await page.waitForFunction("['pools', 'oom marks'].every((j) => (window.memvizAnswered ?? []).includes(j))",
+      null, { timeout: 30000 }).catch(() => {});
+    seen.answered = await page.evaluate('window.memvizAnswered ?? []');
     seen.link = await page.evaluate('window.memviz.link()');
     await page.waitForTimeout(700); // the address bar follows the view, a few times a second
     seen.address = await page.evaluate('location.href');

@@ -167,3 +167,26 @@ fn the_top_bar_facts_go_through_bytes_unchanged() {
         assert_eq!(TopFacts::decode(bad), None, "{bad:?}");
     }
 }
+
+/// The OOM markers and the private pools, as a browser's web worker sends them back: the same as
+/// worked out here, every mark in its place on both axes, every pool's bands and mask.
+#[test]
+fn oom_markers_and_pools_go_through_bytes_unchanged() {
+    use memviz::viewer::{ooms::OomMarks, pools};
+    let d = memviz::model::DeviceIdx(0);
+    for name in ["frag_oom.memviz", "oom_streams.memviz"] {
+        let marks = OomMarks::compute(&session(&std::fs::read(data(name)).unwrap()), d);
+        assert!(!marks.marks.is_empty(), "{name} has OOMs");
+        let sent = marks.encode();
+        assert_eq!(OomMarks::decode(&sent), Some(marks), "{name}");
+        assert_eq!(OomMarks::decode(&sent[1..]), None);
+    }
+    let dir = tempdir();
+    let archive = dir.path().join("cudagraph.memviz");
+    memviz_ok(["index".as_ref(), data("cudagraph.pickle").as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+    let here = pools::compute(&session(&std::fs::read(&archive).unwrap()), d).expect("cudagraph has private pools");
+    let sent = pools::encode(Some(&here));
+    assert_eq!(pools::decode(&sent), Some(Some(here)));
+    assert_eq!(pools::decode(&pools::encode(None)), Some(None));
+    assert_eq!(pools::decode(&sent[..sent.len() - 1]), None);
+}

@@ -53,6 +53,7 @@ pub mod timeline;
 pub mod view;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+pub mod wire;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -61,17 +61,63 @@ impl OomMarks {
     /// The marks of `d` and their places (the time axis reads the time of each mark's action).
     pub fn compute(session: &Session, d: DeviceIdx) -> OomMarks {
         let marks = self::marks(session, d);
-        let time = |m: &OomMark| session.action_time(d, crate::model::ActionIdx(m.action.max(0) as u32));
+        let time =
+            |_, m: &OomMark| session.action_time(d, crate::model::ActionIdx(m.action.max(0) as u32)).map(|t| t as f64);
         OomMarks::place(marks, time)
     }
 
     /// `marks` placed on both axes: after its action on the action axis, at the time `time` gives
-    /// its action on the wall-time axis.
-    pub fn place(marks: Vec<OomMark>, time: impl Fn(&OomMark) -> Option<i64>) -> OomMarks {
+    /// its action (the mark's index, the mark) on the wall-time axis.
+    pub fn place(marks: Vec<OomMark>, time: impl Fn(usize, &OomMark) -> Option<f64>) -> OomMarks {
         let by_action = Placed::new(marks.iter().enumerate().map(|(i, m)| (m.action as f64 + 1.0, i as u32)).collect());
         let by_time =
-            Placed::new(marks.iter().enumerate().filter_map(|(i, m)| Some((time(m)? as f64, i as u32))).collect());
+            Placed::new(marks.iter().enumerate().filter_map(|(i, m)| Some((time(i, m)?, i as u32))).collect());
         OomMarks { marks, by_action, by_time }
+    }
+
+    /// As a web worker sends them back ([`Self::decode`]): the mark count, then each mark's
+    /// event, action, verdict (length, UTF-8) and its action's time (1 and the time's `f64`
+    /// bits, or 0).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut times = vec![None; self.marks.len()];
+        for (&x, &m) in self.by_time.xs.iter().zip(&self.by_time.mark) {
+            times[m as usize] = Some(x);
+        }
+        let mut w = crate::wire::Writer::default();
+        w.u64(self.marks.len() as u64);
+        for (m, time) in self.marks.iter().zip(times) {
+            w.i64(m.event);
+            w.i64(m.action);
+            w.bytes(m.verdict.as_bytes());
+            match time {
+                Some(t) => {
+                    w.u64(1);
+                    w.u64(t.to_bits());
+                }
+                None => w.u64(0),
+            }
+        }
+        w.0
+    }
+
+    /// [`Self::encode`]'s bytes, placed again; `None` for anything else.
+    pub fn decode(bytes: &[u8]) -> Option<OomMarks> {
+        let mut r = crate::wire::Reader(bytes);
+        let n = r.count(32)?;
+        let mut marks = Vec::with_capacity(n);
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (event, action) = (r.i64()?, r.i64()?);
+            let verdict = std::str::from_utf8(r.bytes()?).ok()?.to_owned();
+            times.push(match r.u64()? {
+                0 => None,
+                1 => Some(f64::from_bits(r.u64()?)),
+                _ => return None,
+            });
+            marks.push(OomMark { event, action, verdict });
+        }
+        r.end()?;
+        Some(OomMarks::place(marks, |i, _| times[i]))
     }
 
     fn placed(&self, time_axis: bool) -> &Placed {
@@ -104,7 +150,7 @@ mod tests {
     #[test]
     fn a_view_finds_the_marks_it_shows() {
         let marks = vec![mark(10, -1), mark(20, 4), mark(21, 4), mark(30, 9), mark(40, 50)];
-        let time = |m: &OomMark| (m.action != 9).then_some(1000 + 10 * m.action);
+        let time = |_, m: &OomMark| (m.action != 9).then_some(1000.0 + 10.0 * m.action as f64);
         let o = OomMarks::place(marks, time);
         let events = |it: &mut dyn Iterator<Item = (f64, &OomMark)>| it.map(|(x, m)| (x, m.event)).collect::<Vec<_>>();
         assert_eq!(events(&mut o.visible(false, 0.0, 10.0, 0.5)), [(0.0, 10), (5.0, 20), (10.0, 30)]);
@@ -114,5 +160,10 @@ mod tests {
         assert_eq!(o.under(false, 4.5, 5.5).map(|m| m.event), Some(21));
         assert_eq!(o.under(false, 6.0, 9.0), None);
         assert_eq!(o.under(true, 1030.0, 1045.0).map(|m| m.event), Some(21));
+        // As a web worker sends them back: the same marks in the same places; cut short, refused.
+        let sent = o.encode();
+        assert_eq!(OomMarks::decode(&sent).as_ref(), Some(&o));
+        assert_eq!(OomMarks::decode(&sent[..sent.len() - 1]), None);
+        assert_eq!(OomMarks::decode(&OomMarks::default().encode()), Some(OomMarks::default()));
     }
 }

@@ -55,6 +55,10 @@ pub enum Offload {
     Categories,
     /// What the row under the top bar says of a device (`timeline::TopFacts::encode`).
     TopFacts,
+    /// A device's OOM markers (`ooms::OomMarks::encode`).
+    OomMarks,
+    /// A device's private pools for the pools view (`pools::encode`).
+    Pools,
 }
 
 impl Offload {
@@ -63,6 +67,8 @@ impl Offload {
         match self {
             Offload::Categories => "categories",
             Offload::TopFacts => "top facts",
+            Offload::OomMarks => "oom marks",
+            Offload::Pools => "pools",
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::model::DeviceIdx;
 /// At most this many pools get a band each; the rest share the last one.
 const MAX_POOLS: usize = 8;
 
+#[derive(Debug, PartialEq)]
 pub struct Pools {
     /// The pools with a band, by first reserved bytes; the last one may stand for several.
     pub ids: Vec<(i64, i64)>,
@@ -42,6 +43,53 @@ impl Pools {
         }
         None
     }
+}
+
+/// [`compute`]'s answer as a web worker sends it back ([`decode`]): 0 for none; else 1, the pool
+/// count, each pool's id (two `i64`s), each pool's bands then its live bytes (a length and the
+/// words), and each element's `keep` (a length and a byte each, 0 or 1). The floor is summed
+/// again.
+pub fn encode(pools: Option<&Pools>) -> Vec<u8> {
+    let mut w = crate::wire::Writer::default();
+    let Some(p) = pools else {
+        w.u64(0);
+        return w.0;
+    };
+    w.u64(1);
+    w.u64(p.ids.len() as u64);
+    for (i, &(a, b)) in p.ids.iter().enumerate() {
+        w.i64(a);
+        w.i64(b);
+        w.u64s(&p.bands[i]);
+        w.u64s(&p.active[i]);
+    }
+    w.bytes(&p.mask.keep.iter().map(|&k| u8::from(k)).collect::<Vec<u8>>());
+    w.0
+}
+
+/// What [`encode`] wrote (`Some(None)`: no pools); `None` for anything else.
+pub fn decode(bytes: &[u8]) -> Option<Option<Pools>> {
+    let mut r = crate::wire::Reader(bytes);
+    match r.u64()? {
+        0 => return r.end().map(|()| None),
+        1 => {}
+        _ => return None,
+    }
+    let count = r.count(32)?;
+    let (mut ids, mut bands, mut active) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..count {
+        ids.push((r.i64()?, r.i64()?));
+        bands.push(r.u64s()?);
+        active.push(r.u64s()?);
+    }
+    let keep: Vec<bool> = r.bytes()?.iter().map(|&k| (k <= 1).then_some(k == 1)).collect::<Option<_>>()?;
+    r.end()?;
+    let n = bands.first().map_or(0, Vec::len);
+    if bands.iter().chain(&active).any(|b| b.len() != n) {
+        return None;
+    }
+    let floor = (0..n).map(|k| bands.iter().try_fold(0u64, |sum, b| sum.checked_add(b[k]))).collect::<Option<_>>()?;
+    Some(Some(Pools { ids, bands, active, mask: Arc::new(Mask { keep, at_least: Some(floor) }) }))
 }
 
 /// `None` when the device has no private pool (or the archive predates format 4).

@@ -337,6 +337,10 @@ impl WorkerHandle {
                 Ok(crate::categories::DeviceCategories::compute(&self.session, d).encode())
             }
             j if j == Offload::TopFacts.name() => Ok(crate::timeline::TopFacts::compute(&self.session, d).encode()),
+            j if j == Offload::OomMarks.name() => Ok(crate::ooms::OomMarks::compute(&self.session, d).encode()),
+            j if j == Offload::Pools.name() => {
+                Ok(crate::pools::encode(crate::pools::compute(&self.session, d).as_ref()))
+            }
             _ => Err(JsValue::from_str(&format!("no job {job}"))),
         }
     }

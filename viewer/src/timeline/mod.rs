@@ -398,9 +398,16 @@ impl Open {
     /// The OOM markers with their places on both axes (see [`Self::ooms`]).
     pub fn oom_marks(&mut self) -> Option<&Arc<super::ooms::OomMarks>> {
         if self.plot.ooms.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.plot.ooms = Some(Pending::start("ooms", &self.doc.session, self.doc.device, |s, d| {
-                Arc::new(super::ooms::OomMarks::compute(s, d))
-            }));
+            self.plot.ooms = Some(Pending::start_offloaded(
+                "ooms",
+                &self.doc.session,
+                self.doc.device,
+                &self.plot.platform,
+                &self.plot.ctx,
+                crate::platform::Offload::OomMarks,
+                |bytes| super::ooms::OomMarks::decode(bytes).map(Arc::new),
+                |s, d| Arc::new(super::ooms::OomMarks::compute(s, d)),
+            ));
         }
         self.plot.ooms.as_ref().and_then(Pending::get)
     }
@@ -409,9 +416,16 @@ impl Open {
     /// background on first call; `None` meanwhile, and for a device without private pools).
     pub fn pools(&mut self) -> Option<&Arc<super::pools::Pools>> {
         if self.plot.pools.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            self.plot.pools = Some(Pending::start("pools", &self.doc.session, self.doc.device, |s, d| {
-                super::pools::compute(s, d).map(Arc::new)
-            }));
+            self.plot.pools = Some(Pending::start_offloaded(
+                "pools",
+                &self.doc.session,
+                self.doc.device,
+                &self.plot.platform,
+                &self.plot.ctx,
+                crate::platform::Offload::Pools,
+                |bytes| super::pools::decode(bytes).map(|p| p.map(Arc::new)),
+                |s, d| super::pools::compute(s, d).map(Arc::new),
+            ));
         }
         self.plot.pools.as_ref().and_then(Pending::get).and_then(Option::as_ref)
     }
