@@ -355,7 +355,7 @@ fn an_index_under_a_tiny_memory_budget_writes_the_same_bytes() {
 
 /// The archive's bytes do not depend on the threads (`MEMVIZ_THREADS`, `--jobs`): on every
 /// fixture, and on a run long enough (over 2^20 events) that its allocator pass is cut — in two
-/// parts settled while they run on two threads, in as many spans as threads from three.
+/// parts settled while they run on two threads, in a span for each thread but one from three.
 #[test]
 fn an_index_writes_the_same_bytes_at_any_thread_count() {
     let dir = tempdir();
@@ -395,7 +395,7 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
             assert!(run.status.success(), "{stderr}");
             if long {
                 let spans = stderr.matches("allocator pass, a span").count();
-                assert_eq!(spans, if threads >= 3 { threads } else { 0 }, "{threads} threads: {stderr}");
+                assert_eq!(spans, if threads >= 3 { threads - 1 } else { 0 }, "{threads} threads: {stderr}");
                 assert_eq!(stderr.contains("allocator pass, late part"), threads <= 2, "{stderr}");
                 // The generator's events are all of torch's usual shape: most are read in ranges.
                 let ranged = stderr.split("decode: ").nth(1).and_then(|l| l.split(" events").next());

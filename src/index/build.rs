@@ -100,7 +100,7 @@ pub fn build_root(
     let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
     // The allocator's pass of each device beside its checkpoints and tiles: this worker runs the
     // late parts of the long traces' passes, from the start (on three threads or more: all
-    // their spans, on every worker); another makes the checkpoints and tiles and the summaries
+    // their spans, on every other worker); another makes the checkpoints and tiles and the summaries
     // that read them, then each device's early part (or its whole pass, when it is short), its
     // cut settled so that both parts end together (`series::Plan`; had the checkpoints and tiles
     // waited for the first part to end instead, their one core's work would come after both
