@@ -323,10 +323,10 @@ fn a_large_archive_draws_its_first_parts_then_the_whole() {
     let session = memviz::file::open_session(&archive).unwrap();
     let here = memviz::viewer::categories::DeviceCategories::compute(&session, memviz::model::DeviceIdx(0));
     assert_eq!(seen["categories"], u64::from(here.present), "{seen}");
-    // The worker answered the categories, the facts under the top bar (the shape candidates) and
-    // the OOM markers.
+    // The worker answered the categories, the facts under the top bar (the shape candidates), the
+    // OOM markers and the annotation lane's spans.
     let answered: Vec<&str> = seen["offloaded"].as_array().unwrap().iter().filter_map(|j| j.as_str()).collect();
-    for job in ["categories", "top facts", "oom marks"] {
+    for job in ["categories", "top facts", "oom marks", "annotation spans"] {
         assert!(answered.contains(&job), "the worker answered no {job}: {seen}");
     }
 }

@@ -1,6 +1,7 @@
 //! The bytes a browser's web worker sends back — an archive's categories
 //! (`DeviceCategories::decode`), the facts under the top bar (`TopFacts::decode`), the OOM
-//! markers (`OomMarks::decode`) and the private pools (`pools::decode`) — on arbitrary bytes:
+//! markers (`OomMarks::decode`), the private pools (`pools::decode`) and the annotation lane's
+//! spans (`SpanMarks::decode`) — on arbitrary bytes:
 //! read or refused, never a panic; what reads writes back the same bytes.
 #![no_main]
 
@@ -8,6 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use memviz::viewer::categories::DeviceCategories;
 use memviz::viewer::ooms::OomMarks;
 use memviz::viewer::pools;
+use memviz::viewer::span_marks::SpanMarks;
 use memviz::viewer::timeline::TopFacts;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,5 +24,8 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(p) = pools::decode(data) {
         assert_eq!(pools::encode(p.as_ref()), data);
+    }
+    if let Some(s) = SpanMarks::decode(data) {
+        assert_eq!(s.encode(), data);
     }
 });

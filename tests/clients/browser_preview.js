@@ -50,9 +50,9 @@ const { drawnIds } = require('./drawn_ids');
     await byCategory.waitForFunction("window.memvizFirstFrameMs !== undefined && window.memviz.categories_present() !== undefined",
       null, { timeout: 120000 });
     seen.categories = await byCategory.evaluate('window.memviz.categories_present()');
-    // The facts under the top bar (the shape candidates) and the OOM markers come from the
-    // worker too.
-    await byCategory.waitForFunction("['top facts', 'oom marks'].every((j) => (window.memvizAnswered ?? []).includes(j))",
+    // The facts under the top bar (the shape candidates), the OOM markers and the annotation
+    // lane's spans come from the worker too.
+    await byCategory.waitForFunction("['top facts', 'oom marks', 'annotation spans'].every((j) => (window.memvizAnswered ?? []).includes(j))",
       null, { timeout: 30000 }).catch(() => {});
     seen.offloaded = await byCategory.evaluate('window.memvizAnswered ?? []');
   } finally {

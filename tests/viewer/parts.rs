@@ -190,3 +190,24 @@ fn oom_markers_and_pools_go_through_bytes_unchanged() {
     assert_eq!(pools::decode(&pools::encode(None)), Some(None));
     assert_eq!(pools::decode(&sent[..sent.len() - 1]), None);
 }
+
+/// The annotation lane's spans, as a browser's web worker sends them back: the same placed
+/// spans, depth by depth; cut short, refused.
+#[test]
+fn annotation_spans_go_through_bytes_unchanged() {
+    use memviz::analysis::annotations::AnnotationFilter;
+    use memviz::viewer::span_marks::SpanMarks;
+    let mut spans = 0;
+    for name in ["gpt2_small.memviz", "oom_streams.memviz", "compiled.memviz", "frag_oom.memviz"] {
+        let marks = SpanMarks::compute(
+            &session(&std::fs::read(data(name)).unwrap()),
+            memviz::model::DeviceIdx(0),
+            &AnnotationFilter::default(),
+        );
+        spans += marks.depths.iter().map(|d| d.marks.len()).sum::<usize>();
+        let sent = marks.encode();
+        assert_eq!(SpanMarks::decode(&sent), Some(marks), "{name}");
+        assert_eq!(SpanMarks::decode(&sent[..sent.len() - 1]), None, "{name}");
+    }
+    assert!(spans > 10, "the archives have annotation spans: {spans}");
+}

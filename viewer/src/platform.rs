@@ -59,6 +59,9 @@ pub enum Offload {
     OomMarks,
     /// A device's private pools for the pools view (`pools::encode`).
     Pools,
+    /// A device's annotation spans placed for the lane, by the default filter
+    /// (`span_marks::SpanMarks::encode`).
+    SpanMarks,
 }
 
 impl Offload {
@@ -69,6 +72,7 @@ impl Offload {
             Offload::TopFacts => "top facts",
             Offload::OomMarks => "oom marks",
             Offload::Pools => "pools",
+            Offload::SpanMarks => "annotation spans",
         }
     }
 }

@@ -34,7 +34,7 @@ impl Mark {
 }
 
 /// The spans of one nesting depth, by start.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Depth {
     pub depth: u32,
     pub marks: Vec<Mark>,
@@ -45,7 +45,7 @@ pub struct Depth {
 
 impl Depth {
     fn new(depth: u32, mut marks: Vec<Mark>) -> Depth {
-        marks.sort_by(|a, b| a.x0[1].total_cmp(&b.x0[1]).then(a.x0[0].total_cmp(&b.x0[0])));
+        marks.sort_by(by_start);
         let reach = [0, 1].map(|a| {
             let mut far = f64::NEG_INFINITY;
             marks
@@ -87,6 +87,11 @@ impl Depth {
     }
 }
 
+/// The order of a depth's marks: by start on the µs axis, then on the action axis.
+fn by_start(a: &Mark, b: &Mark) -> std::cmp::Ordering {
+    a.x0[1].total_cmp(&b.x0[1]).then(a.x0[0].total_cmp(&b.x0[0]))
+}
+
 /// The first index at or after `from` whose mark `before` is false (`marks` sorted so that `before`
 /// holds for a prefix): steps of 1, 2, 4, … from `from`, then a binary search in the last one. The
 /// next mark a pixel column wants is usually a few marks on, so the probes stay near each other
@@ -102,7 +107,7 @@ fn gallop(marks: &[Mark], from: usize, before: impl Fn(&Mark) -> bool) -> usize 
 }
 
 /// A device's annotation spans kept by the filter, by depth (outermost first).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct SpanMarks {
     pub depths: Vec<Depth>,
 }
@@ -152,6 +157,53 @@ impl SpanMarks {
             depths.push(Depth::new(d, current));
         }
         SpanMarks { depths }
+    }
+
+    /// As a web worker sends them back ([`Self::decode`]): the depth count; each depth's
+    /// number and mark count, then each mark's two starts and two ends (`f64` bits), its name
+    /// and 1 for a point (else 0). The reaches are worked out again.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = crate::wire::Writer::default();
+        w.u64(self.depths.len() as u64);
+        for d in &self.depths {
+            w.u64(u64::from(d.depth));
+            w.u64(d.marks.len() as u64);
+            for m in &d.marks {
+                m.x0.iter().chain(&m.x1).for_each(|x| w.u64(x.to_bits()));
+                w.u64(u64::from(m.name));
+                w.u64(u64::from(m.point));
+            }
+        }
+        w.0
+    }
+
+    /// [`Self::encode`]'s bytes (each depth's marks in [`Depth::new`]'s order); `None` for
+    /// anything else.
+    pub fn decode(bytes: &[u8]) -> Option<SpanMarks> {
+        let mut r = crate::wire::Reader(bytes);
+        let n = r.count(16)?;
+        let mut depths = Vec::with_capacity(n);
+        for _ in 0..n {
+            let depth = u32::try_from(r.u64()?).ok()?;
+            let count = r.count(48)?;
+            let mut marks = Vec::with_capacity(count);
+            for _ in 0..count {
+                let [a0, u0, a1, u1] = [(); 4].map(|()| r.u64().map(f64::from_bits));
+                let name = u32::try_from(r.u64()?).ok()?;
+                let point = match r.u64()? {
+                    0 => false,
+                    1 => true,
+                    _ => return None,
+                };
+                marks.push(Mark { x0: [a0?, u0?], x1: [a1?, u1?], name, point });
+            }
+            if !marks.is_sorted_by(|a, b| by_start(a, b).is_le()) {
+                return None;
+            }
+            depths.push(Depth::new(depth, marks));
+        }
+        r.end()?;
+        Some(SpanMarks { depths })
     }
 
     /// Names of the spans open at `x` on `axis`, outermost first.

@@ -341,6 +341,10 @@ impl WorkerHandle {
             j if j == Offload::Pools.name() => {
                 Ok(crate::pools::encode(crate::pools::compute(&self.session, d).as_ref()))
             }
+            j if j == Offload::SpanMarks.name() => {
+                let filter = crate::analysis::annotations::AnnotationFilter::default();
+                Ok(crate::span_marks::SpanMarks::compute(&self.session, d, &filter).encode())
+            }
             _ => Err(JsValue::from_str(&format!("no job {job}"))),
         }
     }

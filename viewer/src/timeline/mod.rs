@@ -381,12 +381,25 @@ impl Open {
         &mut self,
         filter: &crate::analysis::annotations::AnnotationFilter,
     ) -> Option<Arc<super::span_marks::SpanMarks>> {
+        use super::span_marks::SpanMarks;
+        use crate::analysis::annotations::AnnotationFilter;
         if self.plot.span_marks.as_ref().is_none_or(|p| p.device != self.doc.device) {
-            let filter = filter.clone();
-            self.plot.span_marks =
-                Some(Pending::start("annotations", &self.doc.session, self.doc.device, move |s, d| {
-                    Arc::new(super::span_marks::SpanMarks::compute(s, d, &filter))
-                }));
+            let (session, d) = (&self.doc.session, self.doc.device);
+            self.plot.span_marks = Some(if *filter == AnnotationFilter::default() {
+                Pending::start_offloaded(
+                    "annotations",
+                    session,
+                    d,
+                    &self.plot.platform,
+                    &self.plot.ctx,
+                    crate::platform::Offload::SpanMarks,
+                    |bytes| SpanMarks::decode(bytes).map(Arc::new),
+                    |s, d| Arc::new(SpanMarks::compute(s, d, &AnnotationFilter::default())),
+                )
+            } else {
+                let filter = filter.clone();
+                Pending::start("annotations", session, d, move |s, d| Arc::new(SpanMarks::compute(s, d, &filter)))
+            });
         }
         self.plot.span_marks.as_ref().and_then(Pending::get).cloned()
     }
