@@ -113,6 +113,10 @@ impl DeviceCategories {
             .chunks_exact(n * 8)
             .map(|b| std::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"))))
             .collect();
+        // A bucket's bytes are summed (its total): no real bucket's overflow.
+        if buckets.iter().any(|b| b.iter().try_fold(0u64, |sum, &v| sum.checked_add(v)).is_none()) {
+            return None;
+        }
         let categories = of.iter().map(|&c| Category::ALL[c as usize]).collect();
         let present = present_set(&of);
         let (at_peak, peak) = peak_of(&buckets);
@@ -193,6 +197,11 @@ mod tests {
         let mut bad = bytes.clone();
         bad[8] = Category::ALL.len() as u8;
         assert!(DeviceCategories::decode(&bad).is_none());
+        // A bucket whose bytes sum past u64 (found by the fuzz target `worker_answers`).
+        let mut huge = bytes.clone();
+        let n = huge.len();
+        huge[n - 16..].fill(0xff);
+        assert!(DeviceCategories::decode(&huge).is_none());
     }
 
     #[test]
