@@ -272,7 +272,7 @@ fn a_folder_of_ranks_opens_as_the_rank_strip_in_the_browser() {
 /// An archive of millions of events: the page fetches its first frame's parts by Range requests
 /// (a few per cent of it), draws them, then the whole archive on the same view — where a click
 /// pins and the GPU draws what the viewer picks; coloured by category, its categories come from
-/// the page's web worker.
+/// the page's web worker, as do a search's matches.
 #[test]
 fn a_large_archive_draws_its_first_parts_then_the_whole() {
     let _one = one_browser();
@@ -326,7 +326,11 @@ fn a_large_archive_draws_its_first_parts_then_the_whole() {
     // The worker answered the categories, the facts under the top bar (the shape candidates), the
     // OOM markers and the annotation lane's spans.
     let answered: Vec<&str> = seen["offloaded"].as_array().unwrap().iter().filter_map(|j| j.as_str()).collect();
-    for job in ["categories", "top facts", "oom marks", "annotation spans"] {
+    for job in ["categories", "top facts", "oom marks", "annotation spans", "search"] {
         assert!(answered.contains(&job), "the worker answered no {job}: {seen}");
     }
+    // A search typed in the page: the worker's matches, as many as found here.
+    let here = memviz::viewer::search::answer(&session, memviz::model::DeviceIdx(0), "forward").unwrap();
+    assert_eq!(seen["search_matches"], here.len() as u64 / 4, "{seen}");
+    assert!(here.len() > 4 * 1000, "the search finds matches: {}", here.len() / 4);
 }

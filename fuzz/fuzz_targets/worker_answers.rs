@@ -1,7 +1,7 @@
 //! The bytes a browser's web worker sends back — an archive's categories
 //! (`DeviceCategories::decode`), the facts under the top bar (`TopFacts::decode`), the OOM
 //! markers (`OomMarks::decode`), the private pools (`pools::decode`) and the annotation lane's
-//! spans (`SpanMarks::decode`) — on arbitrary bytes:
+//! spans (`SpanMarks::decode`) and a search's matches (`search::read_answer`) — on arbitrary bytes:
 //! read or refused, never a panic; what reads writes back the same bytes.
 #![no_main]
 
@@ -9,6 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use memviz::viewer::categories::DeviceCategories;
 use memviz::viewer::ooms::OomMarks;
 use memviz::viewer::pools;
+use memviz::viewer::search;
 use memviz::viewer::span_marks::SpanMarks;
 use memviz::viewer::timeline::TopFacts;
 
@@ -27,5 +28,8 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(s) = SpanMarks::decode(data) {
         assert_eq!(s.encode(), data);
+    }
+    if let Some(m) = search::read_answer(data) {
+        assert_eq!(m.iter().flat_map(|id| id.0.to_le_bytes()).collect::<Vec<u8>>(), data);
     }
 });

@@ -54,6 +54,12 @@ const { drawnIds } = require('./drawn_ids');
     // lane's spans come from the worker too.
     await byCategory.waitForFunction("['top facts', 'oom marks', 'annotation spans'].every((j) => (window.memvizAnswered ?? []).includes(j))",
       null, { timeout: 30000 }).catch(() => {});
+    // A search (Ctrl+F, then its text): its matches found in the worker too.
+    await byCategory.keyboard.press('Control+f');
+    await byCategory.keyboard.type('forward');
+    await byCategory.waitForFunction("(window.memvizAnswered ?? []).includes('search') && window.memviz.search_matches() !== undefined",
+      null, { timeout: 30000 }).catch(() => {});
+    seen.search_matches = await byCategory.evaluate('window.memviz.search_matches() ?? null');
     seen.offloaded = await byCategory.evaluate('window.memvizAnswered ?? []');
   } finally {
     await browser.close();

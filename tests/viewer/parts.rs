@@ -211,3 +211,33 @@ fn annotation_spans_go_through_bytes_unchanged() {
     }
     assert!(spans > 10, "the archives have annotation spans: {spans}");
 }
+
+/// A search as a browser's web worker answers it: the matches' ids in allocation order, read back
+/// the same as the viewer's own search thread finds them; a text that is no query is refused,
+/// as are bytes that are not ids.
+#[test]
+fn a_searchs_matches_go_through_bytes_unchanged() {
+    use memviz::viewer::search::{self, Search};
+    let s = session(&std::fs::read(data("gpt2_small.memviz")).unwrap());
+    let d = memviz::model::DeviceIdx(0);
+    let ctx = egui::Context::default();
+    for text in ["forward", "/lin.ar/", "0x7f"] {
+        let sent = search::answer(&s, d, text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let mut own = Search::default();
+        (own.open, own.text) = (true, text.into());
+        for _ in 0..2000 {
+            own.update(&s, d, &PlatformRef::default(), &ctx);
+            if !own.pending() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(!own.pending() && own.error.is_none(), "{text}: {:?}", own.error);
+        assert_eq!(search::read_answer(&sent).as_ref(), Some(&own.matches), "{text}");
+        if text == "forward" {
+            assert!(own.matches.len() > 10, "{}", own.matches.len());
+        }
+    }
+    assert!(search::answer(&s, d, "/(/").is_err());
+    assert_eq!(search::read_answer(&[0; 7]), None);
+}

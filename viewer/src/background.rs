@@ -61,7 +61,7 @@ impl<T: Send + Sync + 'static> Pending<T> {
             let _ = out.set(bytes.as_deref().and_then(decode).unwrap_or_else(|| compute(&own, d)));
             ctx.request_repaint();
         });
-        if platform.offload(job, &session.archive.path, d, done) {
+        if platform.offload(job, "", &session.archive.path, d, done) {
             return Pending { device: d, ready };
         }
         Pending::start(what, session, d, compute)

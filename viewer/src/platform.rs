@@ -33,11 +33,18 @@ pub trait Platform: Send + Sync {
     fn link(&self, path: &Path, view: &crate::open_view::ViewState) -> String {
         view.command(path)
     }
-    /// Works out `job` for device `d` of the archive at `path` elsewhere where the platform can
-    /// (a browser: a web worker, as the page's own thread would stall), handing its answer's
-    /// bytes to `done` (`None`: it failed there); `false` where it cannot (the caller works it
-    /// out itself).
-    fn offload(&self, _job: Offload, _path: &Path, _d: DeviceIdx, _done: Box<dyn FnOnce(Option<Vec<u8>>)>) -> bool {
+    /// Works out `job` (with its argument `arg`: a search's text, else empty) for device `d` of
+    /// the archive at `path` elsewhere where the platform can (a browser: a web worker, as the
+    /// page's own thread would stall), handing its answer's bytes to `done` (`None`: it failed
+    /// there); `false` where it cannot (the caller works it out itself).
+    fn offload(
+        &self,
+        _job: Offload,
+        _arg: &str,
+        _path: &Path,
+        _d: DeviceIdx,
+        _done: Box<dyn FnOnce(Option<Vec<u8>>)>,
+    ) -> bool {
         false
     }
     /// What is on screen, each frame: the file at a path on a view, or `None` for a job's strip
@@ -62,6 +69,8 @@ pub enum Offload {
     /// A device's annotation spans placed for the lane, by the default filter
     /// (`span_marks::SpanMarks::encode`).
     SpanMarks,
+    /// The matches of a search, its text the job's argument (`search::answer`).
+    Search,
 }
 
 impl Offload {
@@ -73,6 +82,7 @@ impl Offload {
             Offload::OomMarks => "oom marks",
             Offload::Pools => "pools",
             Offload::SpanMarks => "annotation spans",
+            Offload::Search => "search",
         }
     }
 }

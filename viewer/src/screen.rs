@@ -216,7 +216,7 @@ pub(super) fn search_ui(ui: &mut egui::Ui, t: &mut Open) {
             .hint_text("address (0x…) or frame text (/regex/)")
             .desired_width(360.0);
         let response = ui.add(field);
-        t.doc.search.update(&session, t.doc.device, ui.ctx());
+        t.doc.search.update(&session, t.doc.device, &t.plot.platform, ui.ctx());
         let entered = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         let back = ui.input(|i| i.modifiers.shift);
         let mut go = entered.then_some(!back);

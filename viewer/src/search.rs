@@ -45,6 +45,8 @@ pub struct Search {
     /// The match last gone to.
     pub current: Option<usize>,
     worker: Option<Worker>,
+    /// Searches handed to a browser's web worker, not answered yet.
+    offloaded: Vec<Receiver<Found>>,
 }
 
 static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -104,11 +106,23 @@ impl Worker {
 /// The matches of `ask`, sorted in allocation order, with their start actions and marks.
 fn find_matches(ask: Ask) -> Found {
     let Ask { key, query, session } = ask;
-    let data = super::data::DeviceData::new(&session, key.1);
+    let matches = matching(&session, key.1, &query);
+    found(key, matches, &session)
+}
+
+/// The matches of `query` on device `d`, in allocation order (live before the trace first).
+fn matching(session: &Session, d: DeviceIdx, query: &Query) -> Vec<ElementId> {
+    let data = super::data::DeviceData::new(session, d);
     let t = data.timeline();
-    let mut matches = find::matching(&t, session.root(), &query);
+    let mut matches = find::matching(&t, session.root(), query);
     let e = t.layout.elements;
     matches.sort_by_key(|id| (e.start[id.index()].wrapping_add(1), id.0));
+    matches
+}
+
+/// `matches` (in allocation order) with their start actions and marks.
+fn found(key: Key, matches: Vec<ElementId>, session: &Session) -> Found {
+    let e = session.layout(key.1).elements;
     let first_started = matches.partition_point(|id| e.start[id.index()] == crate::layout::BEFORE_TRACE);
     let starts = matches[first_started..].iter().map(|id| f64::from(e.start[id.index()]) + 0.5).collect();
     let mut marks = vec![0u32; e.len().div_ceil(32)];
@@ -116,6 +130,29 @@ fn find_matches(ask: Ask) -> Found {
         marks[id.index() / 32] |= 1 << (id.index() % 32);
     }
     Found { key, matches, starts, first_started, marks }
+}
+
+/// A search as a browser's web worker answers it (`Offload::Search`, the text its argument):
+/// the matches' ids in allocation order, little-endian `u32`s; `Err` where the text is no query.
+pub fn answer(session: &Session, d: DeviceIdx, text: &str) -> Result<Vec<u8>, String> {
+    let query = Query::parse_any(text)?;
+    Ok(matching(session, d, &query).iter().flat_map(|id| id.0.to_le_bytes()).collect())
+}
+
+/// [`answer`]'s bytes read back; `None` for anything else (a length not a multiple of 4).
+pub fn read_answer(bytes: &[u8]) -> Option<Vec<ElementId>> {
+    (bytes.len() % 4 == 0)
+        .then(|| bytes.chunks_exact(4).map(|b| ElementId(u32::from_le_bytes(b.try_into().expect("4 bytes")))).collect())
+}
+
+/// The matches a worker sent for `key`, where they are matches of device `key.1` in allocation
+/// order (else `None`: found here instead).
+fn offloaded(key: &Key, bytes: &[u8], session: &Session) -> Option<Vec<ElementId>> {
+    let matches = read_answer(bytes)?;
+    let e = session.layout(key.1).elements;
+    let order = |id: &ElementId| Some((e.start.get(id.index())?.wrapping_add(1), id.0));
+    let keys: Option<Vec<_>> = matches.iter().map(order).collect();
+    keys?.is_sorted_by(|a, b| a < b).then_some(matches)
 }
 
 impl Search {
@@ -131,7 +168,13 @@ impl Search {
 
     /// Asks for the matches when the text or the device changed, and takes those that arrived;
     /// `ctx` repaints when the thread finds them.
-    pub fn update(&mut self, session: &Arc<Session>, d: DeviceIdx, ctx: &egui::Context) {
+    pub fn update(
+        &mut self,
+        session: &Arc<Session>,
+        d: DeviceIdx,
+        platform: &crate::platform::PlatformRef,
+        ctx: &egui::Context,
+    ) {
         self.receive();
         let key = (self.text.trim().to_owned(), d);
         if self.asked.as_ref() == Some(&key) {
@@ -157,8 +200,11 @@ impl Search {
             }
         };
         if cfg!(target_arch = "wasm32") {
-            // A browser starts no thread: the query is answered here, as it is typed.
-            self.show(find_matches(Ask { key, query, session: Arc::clone(session) }));
+            // A browser starts no thread: the page's web worker finds the matches where it can,
+            // else they are found here, as the query is typed.
+            if !self.offload(platform, &key, session, ctx) {
+                self.show(find_matches(Ask { key, query, session: Arc::clone(session) }));
+            }
             return;
         }
         if self.worker.is_none() {
@@ -176,10 +222,55 @@ impl Search {
         }
     }
 
+    /// Hands the search `key` to the platform's worker ([`crate::platform::Platform::offload`]);
+    /// its matches arrive as the thread's do. False where the platform has none.
+    fn offload(
+        &mut self,
+        platform: &crate::platform::PlatformRef,
+        key: &Key,
+        session: &Arc<Session>,
+        ctx: &egui::Context,
+    ) -> bool {
+        let (send, answer) = sync_channel::<Found>(1);
+        let (own, asked, ctx) = (Arc::clone(session), key.clone(), ctx.clone());
+        let done = Box::new(move |bytes: Option<Vec<u8>>| {
+            let matches = bytes.and_then(|b| offloaded(&asked, &b, &own));
+            let f = match (matches, Query::parse_any(&asked.0)) {
+                (Some(m), _) => found(asked, m, &own),
+                (None, Ok(query)) => find_matches(Ask { key: asked, query, session: own }),
+                (None, Err(_)) => return,
+            };
+            let _ = send.try_send(f);
+            ctx.request_repaint();
+        });
+        let job = crate::platform::Offload::Search;
+        if !platform.offload(job, &key.0, &session.archive.path, key.1, done) {
+            return false;
+        }
+        self.offloaded.push(answer);
+        true
+    }
+
     /// Takes the matches of the query asked last, if they arrived (older ones are dropped).
     fn receive(&mut self) {
-        let Some(w) = &self.worker else { return };
         let mut newest = None;
+        // A worker's answers, each on its own channel, in the order asked.
+        self.offloaded.retain(|answer| match answer.try_recv() {
+            Ok(f) => {
+                if Some(&f.key) == self.asked.as_ref() {
+                    newest = Some(f);
+                }
+                false
+            }
+            Err(TryRecvError::Empty) => true,
+            Err(TryRecvError::Disconnected) => false,
+        });
+        let Some(w) = &self.worker else {
+            if let Some(f) = newest {
+                self.show(f);
+            }
+            return;
+        };
         loop {
             match w.found.try_recv() {
                 Ok(f) if Some(&f.key) == self.asked.as_ref() => newest = Some(f),

@@ -248,6 +248,14 @@ impl WebHandle {
         app.timeline()?.categories_ready().map(|c| u32::from(c.present))
     }
 
+    /// For tests: how many matches the search shows, once it shows those of the text typed
+    /// (`None` while none is open or they are on their way).
+    pub fn search_matches(&self) -> Option<u32> {
+        let app = self.runner.app_mut::<ViewerApp>()?;
+        let search = &app.timeline()?.doc.search;
+        (search.open && !search.text.trim().is_empty() && !search.pending()).then(|| search.matches.len() as u32)
+    }
+
     /// For tests: the pinned element, if any.
     pub fn pinned(&self) -> Option<u32> {
         let app = self.runner.app_mut::<ViewerApp>()?;
@@ -326,8 +334,9 @@ impl WorkerHandle {
         Ok(WorkerHandle { session: Arc::new(Session::from_archive(archive)) })
     }
 
-    /// The answer to `job` (an [`Offload`]'s name) for device `device`, as bytes.
-    pub fn run(&self, job: &str, device: u32) -> Result<Vec<u8>, JsValue> {
+    /// The answer to `job` (an [`Offload`]'s name; `arg`, its argument) for device `device`, as
+    /// bytes.
+    pub fn run(&self, job: &str, device: u32, arg: &str) -> Result<Vec<u8>, JsValue> {
         let d = crate::model::DeviceIdx(device as usize);
         if d.index() >= self.session.root().devices.len() {
             return Err(JsValue::from_str(&format!("no device {device}")));
@@ -340,6 +349,9 @@ impl WorkerHandle {
             j if j == Offload::OomMarks.name() => Ok(crate::ooms::OomMarks::compute(&self.session, d).encode()),
             j if j == Offload::Pools.name() => {
                 Ok(crate::pools::encode(crate::pools::compute(&self.session, d).as_ref()))
+            }
+            j if j == Offload::Search.name() => {
+                crate::search::answer(&self.session, d, arg).map_err(|e| JsValue::from_str(&e))
             }
             j if j == Offload::SpanMarks.name() => {
                 let filter = crate::analysis::annotations::AnnotationFilter::default();
@@ -434,16 +446,25 @@ impl Platform for WebPlatform {
     fn open_snapshot(&self, _: &Path, _: bool, _: &dyn Fn(u64)) -> Result<Arc<Session>, String> {
         Err(NOT_HERE.into())
     }
-    /// Through the page's `memvizOffload(job, archive, device)` (its web worker: a promise of
-    /// the answer's bytes, or of `null` where the worker does not hold that archive or failed);
-    /// `false` where the page has none (an exported page, an archive too large for a second copy).
-    fn offload(&self, job: Offload, path: &Path, d: DeviceIdx, done: Box<dyn FnOnce(Option<Vec<u8>>)>) -> bool {
+    /// Through the page's `memvizOffload(job, archive, device, arg)` (its web worker: a promise
+    /// of the answer's bytes, or of `null` where the worker does not hold that archive or
+    /// failed); `false` where the page has none (an exported page, an archive too large for a
+    /// second copy).
+    fn offload(
+        &self,
+        job: Offload,
+        arg: &str,
+        path: &Path,
+        d: DeviceIdx,
+        done: Box<dyn FnOnce(Option<Vec<u8>>)>,
+    ) -> bool {
         let hook = web_sys::window()
             .and_then(|w| js_sys::Reflect::get(&w, &JsValue::from_str("memvizOffload")).ok())
             .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
         let Some(hook) = hook else { return false };
         let (name, archive, device) = (job.name().into(), path.display().to_string().into(), (d.index() as u32).into());
-        let Some(promise) = hook.call3(&JsValue::NULL, &name, &archive, &device).ok() else { return false };
+        let args = js_sys::Array::of4(&name, &archive, &device, &JsValue::from_str(arg));
+        let Some(promise) = hook.apply(&JsValue::NULL, &args).ok() else { return false };
         let Ok(promise) = promise.dyn_into::<js_sys::Promise>() else { return false };
         wasm_bindgen_futures::spawn_local(async move {
             let answer = wasm_bindgen_futures::JsFuture::from(promise).await.ok();
