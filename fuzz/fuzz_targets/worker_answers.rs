@@ -1,8 +1,8 @@
 //! The bytes a browser's web worker sends back — an archive's categories
 //! (`DeviceCategories::decode`), the facts under the top bar (`TopFacts::decode`), the OOM
-//! markers (`OomMarks::decode`), the private pools (`pools::decode`) and the annotation lane's
-//! spans (`SpanMarks::decode`) and a search's matches (`search::read_answer`) — on arbitrary bytes:
-//! read or refused, never a panic; what reads writes back the same bytes.
+//! markers (`OomMarks::decode`), the private pools (`pools::decode`), the annotation lane's spans
+//! (`SpanMarks::decode`) and a search's matches (`search::read_answer`) — on arbitrary bytes: read
+//! or refused, never a panic; what reads writes back the same bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
