@@ -115,7 +115,11 @@ pub fn build_root(
                 if spans.is_empty() {
                     return series::late_part(&snap, &events(), l, p).into_iter().collect();
                 }
-                spans.into_par_iter().with_max_len(1).map(|s| series::span_part(&snap, &events(), l, p, s)).collect()
+                let starts = crate::timings::timed("allocator pass, the spans' starts", || {
+                    series::span_starts(&snap, &events, l, p)
+                });
+                let spans = spans.into_par_iter().zip(starts).with_max_len(1);
+                spans.map(|(s, start)| series::span_part(&snap, &events(), l, p, s, Some(&start))).collect()
             };
             parts().map(late).collect::<Vec<_>>()
         },

@@ -141,7 +141,9 @@ pub fn answer(session: &Session, d: DeviceIdx, text: &str) -> Result<Vec<u8>, St
 
 /// [`answer`]'s bytes read back; `None` for anything else (a length not a multiple of 4).
 pub fn read_answer(bytes: &[u8]) -> Option<Vec<ElementId>> {
-    (bytes.len() % 4 == 0)
+    bytes
+        .len()
+        .is_multiple_of(4)
         .then(|| bytes.chunks_exact(4).map(|b| ElementId(u32::from_le_bytes(b.try_into().expect("4 bytes")))).collect())
 }
 

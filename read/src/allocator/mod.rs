@@ -30,7 +30,7 @@ pub use cut::Cut;
 pub use figures::Figures;
 pub use pass::{Part, estimate_words, every_for, pass};
 pub use replay::{Replayed, SavedStates, Undo, states};
-pub use state::{Block, EventColumns, OomState, Segment, SegmentMap, State, Summary};
+pub use state::{Block, EventColumns, OomState, Segment, SegmentMap, State, Stretch, Summary};
 
 #[cfg(test)]
 mod tests {
@@ -86,6 +86,29 @@ mod tests {
             for s in &all {
                 let got = state_after(&snap, d, cps.view(), s.event).summary(s.event);
                 assert!(got == *s, "{name}: event {}", s.event);
+            }
+        }
+    }
+
+    /// Undoing a trace stretch by stretch, each stretch read without the state before it
+    /// ([`Stretch::of`]), gives the state an untracked undo of the same events gives, at every
+    /// cut, on real traces (pending frees, expandable segments, private pools).
+    #[test]
+    fn stretches_undone_one_after_another_give_the_untracked_undos_state() {
+        for name in ["frag_oom", "expandable", "cudagraph", "oom_streams"] {
+            let snap = crate::fixtures::snapshot(name);
+            let d = DeviceId(0);
+            let trace = snap.trace(d);
+            let n = trace.len();
+            for parts in [1, 2, 7, 50] {
+                let cuts: Vec<usize> = (0..=parts).map(|i| n * i / parts).collect();
+                let mut state = State::at_dump(&snap, d);
+                for w in cuts.windows(2) {
+                    let stretch = Stretch::of(&snap.events, trace.end - w[1]..trace.end - w[0]);
+                    state = state.undo_stretch(&snap.events, &stretch);
+                    let want = State::at_dump(&snap, d).undo_untracked(&snap.events, trace.clone(), w[1]);
+                    assert!(state == want, "{name}: {parts} stretches, {} undone", w[1]);
+                }
             }
         }
     }

@@ -29,8 +29,9 @@ fn words(st: &State) -> u64 {
 /// on. The figures at the cut are derived afresh from the state there, which is what the whole
 /// pass's running figures equal. The late part starts before its cut is settled ([`Cut`]); one
 /// that reaches the first event first was the whole pass. On more cores a pass runs as many
-/// spans with cuts fixed beforehand: each starts as an early part does (untracked to `from`) and
-/// stops as a late part does (at `to`).
+/// spans with cuts fixed beforehand: each starts as an early part does (untracked to `from`, or
+/// from the state there worked out beforehand, stretch by stretch: [`super::Stretch`]) and stops
+/// as a late part does (at `to`).
 #[derive(Debug, Clone, Copy)]
 pub enum Part<'c> {
     Whole,
@@ -39,10 +40,11 @@ pub enum Part<'c> {
         undone: usize,
     },
     /// The stretch after `from` undone events until `to` are undone (`to` = the trace's events:
-    /// to the first event).
+    /// to the first event), from `start` — the state after `from` undone events — where given.
     Span {
         from: usize,
         to: usize,
+        start: Option<&'c State>,
     },
 }
 
@@ -69,14 +71,17 @@ pub fn pass(
     let (from, to) = match part {
         Part::Whole | Part::Late(_) => (0, n),
         Part::Early { undone } => (undone.min(n), n),
-        Part::Span { from, to } => (from.min(n), to.clamp(from.min(n), n)),
+        Part::Span { from, to, .. } => (from.min(n), to.clamp(from.min(n), n)),
     };
     let mut k = actions;
     if matches!(part, Part::Early { .. }) || from > 0 {
         // An early part (or a span) starts from the state at its cut and hands over the actions
         // before it.
         undo.undone = from;
-        undo.state = std::mem::take(&mut undo.state).undo_untracked(events, snap.trace(device), undo.undone);
+        undo.state = match part {
+            Part::Span { start: Some(state), .. } => state.clone(),
+            _ => std::mem::take(&mut undo.state).undo_untracked(events, snap.trace(device), undo.undone),
+        };
         let cut = (undo.first + n - undo.undone) as u32;
         k = partition(actions as u32, |k| action_event(k as usize) < cut) as usize;
     }

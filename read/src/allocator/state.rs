@@ -50,6 +50,28 @@ pub trait EventColumns {
     }
 }
 
+/// Columns lent out read as their owner does.
+impl<C: EventColumns + ?Sized> EventColumns for &C {
+    fn action(&self, e: usize) -> Action {
+        (**self).action(e)
+    }
+    fn addr(&self, e: usize) -> u64 {
+        (**self).addr(e)
+    }
+    fn size(&self, e: usize) -> u64 {
+        (**self).size(e)
+    }
+    fn stream(&self, e: usize) -> u64 {
+        (**self).stream(e)
+    }
+    fn pool(&self, e: usize) -> Option<(i64, i64)> {
+        (**self).pool(e)
+    }
+    fn block_fields(&self, e: usize) -> (Action, u64, u64) {
+        (**self).block_fields(e)
+    }
+}
+
 impl EventColumns for Events {
     fn action(&self, e: usize) -> Action {
         self.action[e]
@@ -70,6 +92,52 @@ impl EventColumns for Events {
 
 fn pool(p: Option<(i64, i64)>) -> Option<(i64, i64)> {
     p.filter(|&p| p != (0, 0))
+}
+
+/// What undoing a stretch of events does, found without the state before them, so that the
+/// stretches of a long trace are read side by side and applied one after another
+/// ([`State::undo_stretch`]): for each address its block after the stretch's undo — the last
+/// undo applied there (its earliest event) that sets or removes one, and whether an earlier
+/// `free_requested` undone after it clears the block's pending free — and the segment events,
+/// in the order they are undone (blocks and segments do not meet in an untracked undo).
+#[derive(Debug, Default)]
+pub struct Stretch {
+    blocks: rustc_hash::FxHashMap<u64, BlockEffect>,
+    segment_events: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum BlockEffect {
+    Set(Option<Block>),
+    /// No block set or removed here: the block there before, if any, is no longer pending.
+    NotPending,
+}
+
+impl Stretch {
+    /// The effect of undoing `events` (absolute indices: the last one first).
+    pub fn of(ev: &dyn EventColumns, events: std::ops::Range<usize>) -> Stretch {
+        let mut out = Stretch::default();
+        for e in events.rev() {
+            let (action, addr, size) = ev.block_fields(e);
+            match BlockUndo::of(action, addr, size) {
+                Some(BlockUndo::Set(block)) => {
+                    out.blocks.insert(addr, BlockEffect::Set(block));
+                }
+                Some(BlockUndo::NotPending) => match out.blocks.entry(addr) {
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        if let BlockEffect::Set(Some(b)) = o.get_mut() {
+                            b.pending_free = false;
+                        }
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(BlockEffect::NotPending);
+                    }
+                },
+                None => out.segment_events.push(e),
+            }
+        }
+        out
+    }
 }
 
 impl State {
@@ -156,6 +224,35 @@ impl State {
                 }
                 None => rest.undo_segments(ev, e, &mut figures),
             }
+        }
+        rest.blocks = blocks.into_values().collect();
+        rest
+    }
+
+    /// This state with the events of `stretch` undone (they being the ones just before it):
+    /// what [`Self::undo_untracked`] makes of them, from what [`Stretch::of`] found without
+    /// the state.
+    pub fn undo_stretch(self, ev: &dyn EventColumns, stretch: &Stretch) -> State {
+        let mut blocks: rustc_hash::FxHashMap<u64, Block> = self.blocks.values().map(|b| (b.addr, *b)).collect();
+        for (&addr, effect) in &stretch.blocks {
+            match effect {
+                BlockEffect::Set(Some(b)) => {
+                    blocks.insert(addr, *b);
+                }
+                BlockEffect::Set(None) => {
+                    blocks.remove(&addr);
+                }
+                BlockEffect::NotPending => {
+                    if let Some(b) = blocks.get_mut(&addr) {
+                        b.pending_free = false;
+                    }
+                }
+            }
+        }
+        let mut rest = State { segments: self.segments, blocks: Blocks::default() };
+        let mut figures = Figures::default();
+        for &e in &stretch.segment_events {
+            rest.undo_segments(ev, e, &mut figures);
         }
         rest.blocks = blocks.into_values().collect();
         rest
