@@ -123,7 +123,8 @@ fn the_first_frame_reads_only_its_parts() {
 
 /// A link's view with a pinned allocation (`?element=…&x=…`): the first frame shows the link's
 /// range (it cannot find the element, whose columns are not among the first parts), and the
-/// allocation is pinned once the rest arrives, the range kept.
+/// allocation is pinned once the rest arrives, the range kept and the plot where it was (the
+/// pinned details fill the bottom bar as tall as its hint).
 #[test]
 fn a_first_frame_shows_a_links_range_and_pins_its_allocation_once_the_rest_arrives() {
     let bytes = std::fs::read(data("gpt2_small.memviz")).unwrap();
@@ -141,11 +142,13 @@ fn a_first_frame_shows_a_links_range_and_pins_its_allocation_once_the_rest_arriv
     let t = app.timeline().unwrap();
     assert_eq!((t.doc.view.x0, t.doc.view.x1), (100.0, 900.0));
     assert!(t.doc.selection.pinned.is_none(), "nothing is pinned before the elements are here");
+    let preview_plot = t.plot.plot_rect;
     app.open_session(session(&bytes), &ctx);
     settled(&mut gpu, &mut app);
     let t = app.timeline().unwrap();
     assert_eq!(t.doc.selection.pinned.map(|p| p.element.0), Some(40));
     assert_eq!((t.doc.view.x0, t.doc.view.x1), (100.0, 900.0));
+    assert_eq!(t.plot.plot_rect, preview_plot, "the plot moved when the pinned details arrived");
 }
 
 /// What the row under the top bar says (the shape candidates, frees without their alloc), as a

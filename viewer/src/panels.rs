@@ -122,6 +122,11 @@ pub fn info_grid_ui(ui: &mut egui::Ui, lines: &[(String, String)], id: &str) {
     });
 }
 
+/// The bottom bar's height at least while an allocation is pinned (it can be dragged taller;
+/// its facts and stack scroll within it), and on a link's first frame that will pin one: the
+/// pinned details arriving with the rest of the archive never move the plot.
+pub const DETAILS_HEIGHT: f32 = 170.0;
+
 /// The bottom bar while nothing is pinned (also the first frame's, whose bar is as tall).
 pub const BOTTOM_HINT: &str = "Click an allocation to pin it here · scroll: zoom · shift+scroll: zoom bytes · drag: pan · ctrl+drag: zoom to range · double-click: fit bytes · R/T+drag: rulers · ctrl+C: copy stack";
 
@@ -148,7 +153,10 @@ pub fn bottom_bar_ui(
         ui.vertical(|ui| {
             ui.set_width(360.0);
             ui.strong(format!("element {}", info.id));
-            info_grid_ui(ui, &info.lines(start), "pinned");
+            // Scrolled within the bar's height, as the stack is: the details arriving never
+            // make the bar taller, which would move the plot.
+            let facts = egui::ScrollArea::vertical().id_salt("pinned facts").auto_shrink([false, false]);
+            facts.show(ui, |ui| info_grid_ui(ui, &info.lines(start), "pinned"));
         });
         ui.separator();
         ui.vertical(|ui| {

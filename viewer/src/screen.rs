@@ -89,7 +89,9 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
         });
         return;
     }
-    egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
+    let details = egui::Panel::bottom("details").resizable(true).default_size(panels::DETAILS_HEIGHT);
+    let details = if t.doc.selection.pinned.is_some() { details.min_size(panels::DETAILS_HEIGHT) } else { details };
+    details.show(ui, |ui| {
         panels::bottom_bar_ui(ui, t, options, s.stack_filter, s.full_paths);
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
@@ -148,8 +150,10 @@ fn preview_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: S
             ui.weak("the rest of the archive is on its way");
         });
     });
-    egui::Panel::bottom("details").resizable(true).default_size(170.0).show(ui, |ui| {
-        // (A link's pinned allocation comes with the rest: its details are as tall as its lines.)
+    let details = egui::Panel::bottom("details").resizable(true).default_size(panels::DETAILS_HEIGHT);
+    let details = if options.pin.is_some() { details.min_size(panels::DETAILS_HEIGHT) } else { details };
+    details.show(ui, |ui| {
+        // (A link's pinned allocation comes with the rest: the bar is as tall as it will be.)
         ui.weak(if options.pin.is_some() {
             "the pinned allocation, once the rest is here"
         } else {
