@@ -136,6 +136,16 @@ fn a_first_frame_shows_a_links_range_and_pins_its_allocation_once_the_rest_arriv
         x_range: Some((100.0, 900.0)),
         ..Default::default()
     };
+    // Coloured by category: the categories' row is there from the first frame.
+    let mut app = ViewerApp::new(ViewerOptions { by_category: true, ..options() });
+    app.open_preview(session(&bytes), &ctx);
+    settled(&mut gpu, &mut app);
+    let preview_plot = app.timeline().unwrap().plot.plot_rect;
+    app.open_session(session(&bytes), &ctx);
+    settled(&mut gpu, &mut app);
+    assert!(app.timeline().unwrap().categories_ready().is_some());
+    assert_eq!(app.timeline().unwrap().plot.plot_rect, preview_plot, "coloured by category, the plot moved");
+
     let mut app = ViewerApp::new(options());
     app.open_preview(session(&bytes), &ctx);
     settled(&mut gpu, &mut app);

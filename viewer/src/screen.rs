@@ -162,6 +162,10 @@ fn preview_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerOptions, s: S
     });
     egui::Panel::bottom("minimap").exact_size(theme::MINIMAP_HEIGHT).show(ui, |ui| panels::minimap_ui(ui, t));
     egui::Panel::bottom("lines legend").show(ui, |ui| super::legend::timeline_ui(ui, &t.doc, None));
+    if t.doc.colour_by_category && t.doc.plane == Plane::Elements {
+        // The categories come with the rest (they read every element): their row says so.
+        egui::Panel::bottom("legend").show(ui, |ui| panels::legend_ui(ui, &mut t.doc, None));
+    }
     egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| plot_ui(ui, t, options));
 }
 
