@@ -177,7 +177,7 @@ impl SpanMarks {
         w.0
     }
 
-    /// [`Self::encode`]'s bytes (each depth's marks in [`Depth::new`]'s order); `None` for
+    /// [`Self::encode`]'s bytes (each depth's marks by start, as a depth keeps them); `None` for
     /// anything else.
     pub fn decode(bytes: &[u8]) -> Option<SpanMarks> {
         let mut r = crate::wire::Reader(bytes);

@@ -253,7 +253,7 @@ impl WebHandle {
     pub fn search_matches(&self) -> Option<u32> {
         let app = self.runner.app_mut::<ViewerApp>()?;
         let search = &app.timeline()?.doc.search;
-        (search.open && !search.text.trim().is_empty() && !search.pending()).then(|| search.matches.len() as u32)
+        (search.open && !search.text.trim().is_empty() && !search.pending()).then_some(search.matches.len() as u32)
     }
 
     /// For tests: the pinned element, if any.

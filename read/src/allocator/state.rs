@@ -230,8 +230,8 @@ impl State {
     }
 
     /// This state with the events of `stretch` undone (they being the ones just before it):
-    /// what [`Self::undo_untracked`] makes of them, from what [`Stretch::of`] found without
-    /// the state.
+    /// what an untracked undo of them makes (`undo_untracked`), from what [`Stretch::of`] found
+    /// without the state.
     pub fn undo_stretch(self, ev: &dyn EventColumns, stretch: &Stretch) -> State {
         let mut blocks: rustc_hash::FxHashMap<u64, Block> = self.blocks.values().map(|b| (b.addr, *b)).collect();
         for (&addr, effect) in &stretch.blocks {
