@@ -70,3 +70,46 @@ pub fn at(what: &str, ms: f64) {
         eprintln!("timing: {what} at {ms:.1} ms");
     }
 }
+
+/// How long a thread of an index was busy, of how long it was alive (`MEMVIZ_TIMINGS`): for a
+/// worker that waits on others, whether it or they held the stage up.
+pub struct Busy {
+    started: Instant,
+    busy: std::time::Duration,
+    on: bool,
+}
+
+impl Busy {
+    pub fn new() -> Busy {
+        Busy { started: Instant::now(), busy: std::time::Duration::ZERO, on: enabled() }
+    }
+
+    /// Runs `f`, counting its time as busy.
+    #[inline]
+    pub fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        if !self.on {
+            return f();
+        }
+        let t0 = Instant::now();
+        let out = f();
+        self.busy += t0.elapsed();
+        out
+    }
+
+    /// Says how long `what` was busy, of how long it was alive, and when it ended.
+    pub fn report(&self, what: &str) {
+        if !self.on {
+            return;
+        }
+        let alive = self.started.elapsed().as_secs_f64();
+        let ended = INDEX_STARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).map(|i| i.elapsed());
+        let ended = ended.map_or(String::new(), |e| format!(", ended at {:.3} s", e.as_secs_f64()));
+        eprintln!("timing:   {what}: {:.3} s of {alive:.3} s{ended}", self.busy.as_secs_f64());
+    }
+}
+
+impl Default for Busy {
+    fn default() -> Self {
+        Busy::new()
+    }
+}

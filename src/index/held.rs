@@ -183,6 +183,8 @@ pub struct HeldRows {
     forget: bool,
     stale: Arc<AtomicBool>,
     out: SyncSender<Held>,
+    /// The time spent handing chunks over (waiting while both workers' channels are full).
+    waited: crate::timings::Busy,
 }
 
 impl HeldRows {
@@ -196,6 +198,7 @@ impl HeldRows {
             forget,
             stale,
             out,
+            waited: crate::timings::Busy::new(),
         }
     }
 
@@ -210,9 +213,10 @@ impl HeldRows {
             Ok(old) => old.refill(events, &self.held.slices(), rows),
             Err(_) => RawRows::of(events, &self.held.slices(), rows),
         });
-        let sent = hand.to_compress.send(rows.clone()).is_ok();
+        let (to_compress, to_walk) = (&hand.to_compress, &hand.to_walk);
+        let (sent, walked) = self.waited.time(|| (to_compress.send(rows.clone()).is_ok(), to_walk.send(rows).is_ok()));
         self.handed += 1;
-        if hand.to_walk.send(rows).is_ok() && sent && self.forget && self.handed.is_multiple_of(FORGET_EVERY) {
+        if walked && sent && self.forget && self.handed.is_multiple_of(FORGET_EVERY) {
             self.held.let_go(start, &events.action);
         }
     }
@@ -261,6 +265,7 @@ impl RowSink for HeldRows {
 
     fn finish(&mut self, _events: &Events) {
         self.hand = None;
+        self.waited.report("the reader handing rows to the workers beside it (waiting while they were behind)");
         let _ = self.out.try_send(std::mem::take(&mut self.held));
     }
 }

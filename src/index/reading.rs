@@ -225,20 +225,22 @@ fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) 
 }
 
 fn compress_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Columns {
-    let mut columns = Columns::default();
+    let (mut columns, mut busy) = (Columns::default(), crate::timings::Busy::new());
     for rows in rx {
-        columns.take(&rows);
+        busy.time(|| columns.take(&rows));
         give_back(rows, done);
     }
+    busy.report("while reading, compressing the rows was busy");
     columns
 }
 
 fn walk_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Walking {
-    let mut walking = Walking::default();
+    let (mut walking, mut busy) = (Walking::default(), crate::timings::Busy::new());
     for rows in rx {
-        walking.rows(&rows);
+        busy.time(|| walking.rows(&rows));
         give_back(rows, done);
     }
+    busy.report("while reading, walking the rows was busy");
     walking
 }
 
