@@ -124,17 +124,24 @@ pub fn build_root(
             parts().map(late).collect::<Vec<_>>()
         },
         || {
+            // Each device's checkpoints, then its tiles beside its summary (which reads the
+            // checkpoints, not the tiles): on a long trace the summary's pass over the action
+            // times no longer waits for the pyramid (gen10g: 1.1 s after it, on this one thread).
             let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
-                (Lod::of(*l, Some(&d.elements.stack)), Lod::of(fe.segments.0.view(), None))
+                let cps = crate::timings::timed("checkpoints", || Checkpoints::build(*l));
+                let (tiles, summary) = rayon::join(
+                    || crate::timings::timed("tiles", || Lod::tiles(*l, cps.view(), Some(&d.elements.stack))),
+                    || {
+                        crate::timings::timed("summary", || {
+                            summary(&snap, &spans, *l, &d.elements.stack, fe, cps.view())
+                        })
+                    },
+                );
+                ((Lod::of_parts(cps, tiles), Lod::of(fe.segments.0.view(), None)), summary)
             };
             let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
-            let mut lods = crate::timings::timed("checkpoints and tiles", || lods.map(lod).collect::<Vec<_>>());
-            let summaries: Vec<f::Summary> = crate::timings::timed("summaries", || {
-                let parts = views.iter().zip(&heads.devices).zip(&from_events).zip(&lods);
-                parts
-                    .map(|(((l, d), fe), lod)| summary(&snap, &spans, *l, &d.elements.stack, fe, &lod.0.checkpoints))
-                    .collect()
-            });
+            let (mut lods, summaries): (Vec<(Lod, Lod)>, Vec<f::Summary>) =
+                crate::timings::timed("checkpoints, tiles and summaries", || lods.map(lod).unzip());
             // What follows the heads in the archive is written while the passes run.
             if let Some((first, _)) = lods.first_mut() {
                 first_lods.hand(std::mem::take(&mut first.checkpoints), std::mem::take(&mut first.tiles));
@@ -314,13 +321,13 @@ fn summary(
     l: LayoutRef<'_>,
     stack: &[u32],
     fe: &FromEvents,
-    cps: &f::Checkpoints,
+    checkpoints: CheckpointsRef<'_>,
 ) -> f::Summary {
     let trace_start_us = fe.first_event_time.or_else(|| fe.action_time_us.iter().copied().find(|&t| t != NO_TIME));
     let spans: Vec<NamedSpan<'_>> = all.iter().filter(|s| s.on(l.device)).map(|s| s.named(snap)).collect();
     let t = TimelineRef {
         layout: l,
-        checkpoints: CheckpointsRef { every: cps.every, starts: &cps.starts, ids: &cps.ids },
+        checkpoints,
         sites: stack,
         spans: &spans,
         times: &fe.action_time_us,
@@ -456,6 +463,16 @@ impl Lod {
     /// timeline, whose keys the viewer makes).
     fn of(view: crate::layout::LayoutRef<'_>, stack: Option<&[u32]>) -> Lod {
         let cps = crate::timings::timed("checkpoints", || Checkpoints::build(view));
+        let tiles = Lod::tiles(view, cps.view(), stack);
+        Lod::of_parts(cps, tiles)
+    }
+
+    fn of_parts(cps: Checkpoints, tiles: Vec<f::TileLevel>) -> Lod {
+        Lod { checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids }, tiles }
+    }
+
+    /// The tile levels, from the checkpoints.
+    fn tiles(view: crate::layout::LayoutRef<'_>, cps: CheckpointsRef<'_>, stack: Option<&[u32]>) -> Vec<f::TileLevel> {
         let min_level = FINEST_TILE_ACTIONS.trailing_zeros();
         let keyed = |level: u32| {
             let columns = view.actions.len().div_ceil(1 << level);
@@ -465,16 +482,15 @@ impl Lod {
             let keys = keyed(level).map(|stack| chunks::encode::<u32>(&memviz_format::texel_keys(texels, stack)));
             (chunks::encode::<u32>(texels), keys)
         };
-        let levels = lod::build_pyramid(view, cps.view(), min_level, TILE_W, TILE_H, encode);
-        let tiles = levels
+        let levels = lod::build_pyramid(view, cps, min_level, TILE_W, TILE_H, encode);
+        levels
             .into_iter()
             .map(|t| {
                 let (mut chunks, keys): (Vec<f::Chunk>, Vec<Option<f::Chunk>>) = t.tiles.into_iter().unzip();
                 chunks.extend(keys.into_iter().flatten());
                 f::TileLevel { level: t.level, columns: t.columns, sample: t.sample, tiles: chunks }
             })
-            .collect();
-        Lod { checkpoints: f::Checkpoints { every: cps.every, starts: cps.starts, ids: cps.ids }, tiles }
+            .collect()
     }
 }
 
