@@ -12,7 +12,10 @@
 //! - **Stale ones swept**: after a `kill -9`, the next write into that folder removes the
 //!   `.*.tmp-PID-*` files of the current user whose process is gone ([`sweep_stale`]).
 //!
-//! `unsafe` here: the signal handler's installation and its table of C strings (libc).
+//! - **A bus error is one line**: a mapped input truncated while it is read (`SIGBUS`) ends in
+//!   one error line and exit code 1, the temp files removed ([`report_bus_errors`]).
+//!
+//! `unsafe` here: the signal handlers' installation and the table of C strings (libc).
 
 #![allow(unsafe_code)]
 
@@ -170,6 +173,34 @@ extern "C" fn on_signal(signal: libc::c_int) {
     remove_all();
     // SAFETY: _exit is async-signal-safe.
     unsafe { libc::_exit(128 + signal) };
+}
+
+/// The line a bus error ends the process with.
+const BUS_ERROR: &[u8] = b"error: a file memviz had mapped got shorter while it was read (SIGBUS): was it truncated or rewritten meanwhile?\n";
+
+extern "C" fn on_bus_error(_: libc::c_int) {
+    remove_all();
+    // SAFETY: write and _exit are async-signal-safe; the message is a static byte string.
+    unsafe {
+        libc::write(2, BUS_ERROR.as_ptr().cast(), BUS_ERROR.len());
+        libc::_exit(1)
+    };
+}
+
+/// A mapped file truncated while it is read raises SIGBUS where its missing pages are read:
+/// from now on that is one error line and exit code 1, the temp files removed, instead of a
+/// crash (`ingest::mapped`).
+pub fn report_bus_errors() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a handler that only calls async-signal-safe functions.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_bus_error as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+        }
+    });
 }
 
 /// SIGINT, SIGTERM and SIGHUP remove the temp files and exit 130, 143 and 129 (once, on first use).

@@ -275,3 +275,40 @@ fn archives_are_written_for_others_to_read_and_one_others_can_write_is_not_trust
     let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(v["devices"][0]["events"], 5056);
 }
+
+/// 10. A plain pickle is read through a mapping of its file: truncated while it is read, the
+///     index ends in one error line and exit code 1 (the `SIGBUS` of a page past the new end
+///     turned into one line), its temp files removed.
+#[test]
+fn a_snapshot_truncated_while_it_is_read_is_one_error_line() {
+    let dir = tempdir();
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let pickle = dir.path().join("big.pickle");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
+    crate::generator::gen_snapshot::write(&snap, 2_000_000, &mut w).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let len = std::fs::metadata(&pickle).unwrap().len();
+    let target = dir.path().join("big.memviz");
+    let child = Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .args(["--no-cache".as_ref(), "index".as_ref(), pickle.as_os_str(), "-o".as_ref(), target.as_os_str()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the file is mapped (the decoder is then a few MB in, at most), most of it goes.
+    let maps = format!("/proc/{}/maps", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("big.pickle")) {
+        assert!(std::time::Instant::now() < deadline, "the pickle was never mapped");
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    std::fs::OpenOptions::new().write(true).open(&pickle).unwrap().set_len(len / 8).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    one_error_line(out.status.code(), &stderr);
+    assert!(stderr.contains("SIGBUS"), "{stderr}");
+    assert!(!target.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 1, "only the pickle is left: {left:?}");
+}

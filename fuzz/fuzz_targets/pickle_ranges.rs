@@ -1,6 +1,7 @@
 //! The pickle VM on arbitrary bytes, read serially and with its batches of trace events read in
-//! ranges on the pool (as `memviz index` does on more than one thread): the same snapshot or the
-//! same error, offset and all. The first byte picks the ranges' size.
+//! ranges on the pool (as `memviz index` does on more than one thread), through a read window and
+//! over the bytes as a mapped file's (`ingest::mapped`): the same snapshot or the same error,
+//! offset and all. The first byte picks the ranges' size.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -15,4 +16,9 @@ fuzz_target!(|data: &[u8]| {
     let serial = text(memviz::ingest::pickle::decode(pickle));
     let ranged = text(memviz::ingest::pickle::decode_in_ranges(pickle, every));
     assert!(serial == ranged, "read in ranges of {every} bytes, the snapshot differs");
+    for ranges in [None, Some(every)] {
+        let src = memviz::ingest::pickle::Mapped { bytes: pickle, behind: &|_| {} };
+        let mapped = text(memviz::ingest::pickle::decode_mapped_with(src, None, ranges));
+        assert!(serial == mapped, "mapped, in ranges {ranges:?}, the snapshot differs");
+    }
 });

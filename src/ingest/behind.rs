@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::{self, Read};
 
 /// Files at least this large are dropped from the page cache behind the reader.
-const LARGE: u64 = 1 << 30;
+pub(super) const LARGE: u64 = 1 << 30;
 /// Bytes read between two drops.
 const STRIDE: u64 = 32 << 20;
 

@@ -13,6 +13,7 @@
 mod ahead;
 mod behind;
 pub mod json;
+mod mapped;
 pub mod pickle;
 
 pub use crate::schema;
@@ -153,9 +154,36 @@ pub fn read_path_observed(
     }
     let file = File::open(path).map_err(IngestError::Open)?;
     let meta = file.metadata().map_err(IngestError::Open)?;
+    if meta.is_file()
+        && meta.len() < behind::LARGE
+        && let Some(map) = mapped::map(&file, meta.len())
+        && map.first() == Some(&PROTO)
+    {
+        return read_mapped(&map, progress, rows);
+    }
     let (file_bytes, ahead) = if meta.is_file() { (meta.len(), true) } else { (0, false) };
     let inner = behind::DropBehind::new(file, file_bytes);
     read_inner(FileBytes { inner, n: &read_bytes }, file_bytes, Some(report), ahead, rows)
+}
+
+/// The first byte of a pickle of protocol 2 or later.
+const PROTO: u8 = 0x80;
+
+/// A plain pickle (it starts with `PROTO`: no compression, no JSON, no archive) below 1 GB, its
+/// file mapped: the decoder's window moves over the mapping (`mapped`).
+fn read_mapped(
+    map: &memmap2::Mmap,
+    progress: &dyn Fn(u64),
+    rows: Option<Box<dyn RowSink>>,
+) -> Result<(Snapshot, SourceInfo), IngestError> {
+    let len = map.len() as u64;
+    let behind = mapped::Behind::new(map, progress);
+    let at = |offset: u64| behind.at(offset);
+    let (snap, info) = pickle::decode_mapped(pickle::Mapped { bytes: map, behind: &at }, rows)?;
+    progress(len);
+    // Every byte of the file counts as decoded, as when it is read through a buffer to its end.
+    let format = Format::Pickle { protocol: info.protocol };
+    Ok((snap, SourceInfo { compression: Compression::None, format, file_bytes: len, decoded_bytes: len }))
 }
 
 /// Counts the bytes read from the file (before decompression), wherever it is read.

@@ -38,7 +38,8 @@ use std::io::Read;
 
 pub use convert::State;
 use convert::Wave;
-use input::Input;
+pub use input::Mapped;
+use input::{Input, Source};
 use value::{Obj, Val, long_from_le};
 
 use super::builder::{NotASnapshot, RowSink};
@@ -102,11 +103,36 @@ fn decode_with<R: Read>(
     rows: Option<Box<dyn RowSink>>,
     every: Option<usize>,
 ) -> Result<(Snapshot, PickleInfo), PickleError> {
-    let st = State::with_rows(rows);
     let inp = match every {
         Some(_) => Input::with_window(reader, WAVE),
         None => Input::new(reader),
     };
+    run_vm(inp, rows, every)
+}
+
+/// [`decode_observed`] over a mapped file's bytes (`ingest::read_path_observed` maps a plain
+/// pickle): the decoder's window moves over the mapping instead of being filled from it.
+pub fn decode_mapped(src: Mapped<'_>, rows: Option<Box<dyn RowSink>>) -> Result<(Snapshot, PickleInfo), PickleError> {
+    decode_mapped_with(src, rows, range_bytes())
+}
+
+/// [`decode_mapped`] read serially (`every`: `None`) or in ranges of `every` bytes on rayon's
+/// current pool: the same snapshot, or the same error (for the tests and the differential fuzz
+/// target that check it).
+pub fn decode_mapped_with(
+    src: Mapped<'_>,
+    rows: Option<Box<dyn RowSink>>,
+    every: Option<usize>,
+) -> Result<(Snapshot, PickleInfo), PickleError> {
+    run_vm(Input::mapped(src, if every.is_some() { WAVE } else { 0 }), rows, every)
+}
+
+fn run_vm<S: Source>(
+    inp: Input<S>,
+    rows: Option<Box<dyn RowSink>>,
+    every: Option<usize>,
+) -> Result<(Snapshot, PickleInfo), PickleError> {
+    let st = State::with_rows(rows);
     let mut vm = Vm {
         inp,
         stack: Vec::with_capacity(1024),
@@ -167,8 +193,8 @@ fn range_bytes() -> Option<usize> {
 /// measured alike at 8 and 16 threads, 4 MiB slower: too few ranges to share out).
 const RANGE_BYTES: usize = 512 << 10;
 
-struct Vm<R> {
-    inp: Input<R>,
+struct Vm<S> {
+    inp: Input<S>,
     stack: Vec<Val>,
     marks: Vec<usize>,
     st: State,
@@ -285,7 +311,7 @@ pub const MAX_STACK: usize = 1 << 24;
 /// MARKs open at once: a snapshot nests a few levels deep.
 pub const MAX_MARKS: usize = 1 << 16;
 
-impl<R: Read> Vm<R> {
+impl<S: Source> Vm<S> {
     /// Runs opcodes until STOP and returns the top value.
     fn run(&mut self, info: &mut PickleInfo) -> Result<Val, PickleError> {
         loop {

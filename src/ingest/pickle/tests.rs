@@ -227,7 +227,22 @@ fn both_ways(bytes: &[u8]) -> (String, String, usize, usize) {
         let ranged = ranged.unwrap_or_else(|e| format!("error: {e}"));
         assert!(ranged == fast, "read in ranges of {every} bytes, it differs:\n{ranged}\n{fast}");
     }
-    (slow, fast, read_fast, knob::RANGED_EVENTS.get() / 2)
+    let ranged_events = knob::RANGED_EVENTS.get() / 2;
+    // And mapped (`ingest::mapped`: the window moved over the bytes, not filled), serially and
+    // in ranges, told how far it read as it goes.
+    for every in [None, Some(1), Some(4096)] {
+        let (reached, last) = (std::cell::Cell::new(0), std::cell::Cell::new(true));
+        let behind = |at: u64| {
+            last.set(last.get() && at >= reached.get() && at <= bytes.len() as u64);
+            reached.set(at);
+        };
+        let src = super::Mapped { bytes, behind: &behind };
+        let mapped = super::decode_mapped_with(src, None, every).map(|(snap, _)| format!("{snap:?}"));
+        let mapped = mapped.unwrap_or_else(|e| format!("error: {e}"));
+        assert!(mapped == fast, "read mapped ({every:?}), it differs:\n{mapped}\n{fast}");
+        assert!(last.get(), "told of offsets going back or past the end");
+    }
+    (slow, fast, read_fast, ranged_events)
 }
 
 /// The fast path builds the very model the VM builds — strings, stacks and frames interned in the
