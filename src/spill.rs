@@ -30,7 +30,7 @@
 //! [`DISK_MARGIN`]), the command stops with one error line and exit code 1, its temp files
 //! removed ([`crate::temp_files::remove_all`]) — a hostile input never exhausts the machine.
 //!
-//! With `temp_files.rs` (signal handlers), the only `unsafe` outside `file/mod.rs`, the read crate's `archive/open.rs` and `main.rs`: the allocator, its mapping and the
+//! With `temp_files.rs` (signal handlers) and `ingest/mapped.rs` (a pickle's mapping), the only `unsafe` outside `file/mod.rs`, the read crate's `archive/open.rs` and `main.rs`: the allocator, its mapping and the
 //! syscalls (Linux only; elsewhere [`Spilling`] is the system allocator and nothing spills).
 
 #![allow(unsafe_code)]

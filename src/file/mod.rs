@@ -1,7 +1,8 @@
 //! The `.memviz` file on disk: mapped and opened as a [`memviz_read::archive::Archive`] (whose
 //! validation, checks and reading are the read crate's), and written atomically (`write`). `pages` tells which blocks of a mapping this process read.
 //!
-//! This file and the spill allocator hold the root crate's only `unsafe`: mapping a file.
+//! This file, `ingest/mapped.rs` and the spill allocator hold the root crate's `unsafe` for
+//! mapping files (`temp_files.rs` its signal handlers).
 
 #![allow(unsafe_code)]
 

@@ -16,7 +16,7 @@
 //! `temp_files` turns that into one error line and exit code 1.
 //!
 //! With `spill.rs`, `temp_files.rs`, `file/mod.rs` and `main.rs`, one of the few places with
-//! `unsafe`: making the mapping and dropping its pages.
+//! `unsafe`: making the mapping, dropping its pages, reading the page size.
 
 #![allow(unsafe_code)]
 
