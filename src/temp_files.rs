@@ -187,9 +187,9 @@ extern "C" fn on_bus_error(_: libc::c_int) {
     };
 }
 
-/// A mapped file truncated while it is read raises SIGBUS where its missing pages are read:
-/// from now on that is one error line and exit code 1, the temp files removed, instead of a
-/// crash (`ingest::mapped`).
+/// A mapped file (an archive, a pickle: `ingest::mapped`) truncated while it is read raises
+/// SIGBUS where its missing pages are read: from now on that is one error line and exit code 1,
+/// the temp files removed, instead of a crash. Every command installs it (`commands::run`).
 pub fn report_bus_errors() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {

@@ -40,6 +40,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     // folder, and stops with one line at a hard limit (`spill`).
     let _bounded = (!matches!(cli.command, Command::Open(_))).then(|| crate::spill::guard(&std::env::temp_dir()));
     crate::index::threads::size_global(crate::index::threads::count(None)?);
+    // An archive or pickle truncated while it is mapped is one error line, not a crash.
+    crate::temp_files::report_bus_errors();
     let opening = Opening::new(!cli.no_cache);
     let o = &opening;
     match cli.command {
