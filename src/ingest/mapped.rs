@@ -12,8 +12,8 @@
 //! fault by page fault, and its mapped pages, counted in the resident size, made the spill
 //! watcher drop the spilled columns' pages 768 times instead of 12.
 //!
-//! A file truncated while it is mapped raises `SIGBUS` where its missing pages are read:
-//! `temp_files` turns that into one error line and exit code 1.
+//! A file truncated while it is mapped raises `SIGBUS` where its missing pages are read: every
+//! command turns that into one error line and exit code 1 (`temp_files::report_bus_errors`).
 //!
 //! With `spill.rs`, `temp_files.rs`, `file/mod.rs` and `main.rs`, one of the few places with
 //! `unsafe`: making the mapping, dropping its pages, reading the page size.
@@ -33,14 +33,12 @@ pub fn map(file: &File, len: u64) -> Option<Mmap> {
     if len == 0 || usize::try_from(len).is_err() {
         return None;
     }
-    // SAFETY: a read-only private mapping of a regular file. Its bytes change only if another
-    // process writes the file meanwhile (reading then sees some new bytes, which the decoder
-    // treats as any input); a truncation raises SIGBUS, which `temp_files` reports and exits on.
     // No `MADV_SEQUENTIAL`: with it the waves' workers took 1.5 s instead of 0.77 on gen9m here
     // (two threads), the kernel mapping fewer pages around each fault.
-    let map = unsafe { Mmap::map(file) }.ok()?;
-    crate::temp_files::report_bus_errors();
-    Some(map)
+    // SAFETY: a read-only private mapping of a regular file. Its bytes change only if another
+    // process writes the file meanwhile (reading then sees some new bytes, which the decoder
+    // treats as any input); a truncation raises SIGBUS, which the commands report and exit on.
+    unsafe { Mmap::map(file) }.ok()
 }
 
 /// Drops the pages of `map` behind the decoder as it moves on, and reports the bytes read.
