@@ -29,6 +29,16 @@ fn measured(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> (Opt
     (out.status.code(), rest.iter().map(|l| format!("{l}\n")).collect(), kb / 1024)
 }
 
+/// `dir/big.pickle`: gpt2_small's run repeated to `events` events (the benchmark generator).
+fn big_pickle(dir: &Path, events: u64) -> std::path::PathBuf {
+    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
+    let pickle = dir.join("big.pickle");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
+    crate::generator::gen_snapshot::write(&snap, events, &mut w).unwrap();
+    w.flush().unwrap();
+    pickle
+}
+
 fn one_error_line(code: Option<i32>, stderr: &str) {
     assert_eq!(code, Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -142,12 +152,7 @@ fn interrupted_runs_leave_nothing() {
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 
     // A snapshot big enough that its archive is written for a while.
-    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let pickle = dir.path().join("big.pickle");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
-    crate::generator::gen_snapshot::write(&snap, 3_000_000, &mut w).unwrap();
-    w.flush().unwrap();
-    drop(w);
+    let pickle = big_pickle(dir.path(), 3_000_000);
     let target = dir.path().join("big.memviz");
     let mut child = Command::new(env!("CARGO_BIN_EXE_memviz"))
         .args(["index".as_ref(), pickle.as_os_str(), "-o".as_ref(), target.as_os_str()])
@@ -282,12 +287,7 @@ fn archives_are_written_for_others_to_read_and_one_others_can_write_is_not_trust
 #[test]
 fn a_snapshot_truncated_while_it_is_read_is_one_error_line() {
     let dir = tempdir();
-    let (snap, _) = memviz::ingest::read_path(&data("gpt2_small.pickle")).unwrap();
-    let pickle = dir.path().join("big.pickle");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&pickle).unwrap());
-    crate::generator::gen_snapshot::write(&snap, 2_000_000, &mut w).unwrap();
-    w.flush().unwrap();
-    drop(w);
+    let pickle = big_pickle(dir.path(), 2_000_000);
     let len = std::fs::metadata(&pickle).unwrap().len();
     let target = dir.path().join("big.memviz");
     let child = Command::new(env!("CARGO_BIN_EXE_memviz"))
