@@ -37,6 +37,8 @@ pub struct Window {
 pub struct Reading<R> {
     reader: R,
     buf: Box<[u8]>,
+    /// The reader said it ended: it is not read again (a terminal would wait for more).
+    ended: bool,
 }
 
 impl<R: Read> Source for Reading<R> {
@@ -49,16 +51,15 @@ impl<R: Read> Source for Reading<R> {
         debug_assert!(n <= self.buf.len());
         self.buf.copy_within(w.pos..w.end, 0);
         let (base, mut end) = (w.base + w.pos as u64, w.end - w.pos);
-        let mut eof = false;
-        while end < n && !eof {
+        while end < n && !self.ended {
             match self.reader.read(&mut self.buf[end..]) {
-                Ok(0) => eof = true,
+                Ok(0) => self.ended = true,
                 Ok(k) => end += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => return Err(PickleError::Io { offset: base + end as u64, error }),
             }
         }
-        Ok((Window { pos: 0, end, base }, eof))
+        Ok((Window { pos: 0, end, base }, self.ended))
     }
 }
 
@@ -103,7 +104,7 @@ impl<R: Read> Input<Reading<R>> {
     pub fn with_window(reader: R, bytes: usize) -> Self {
         let cap = bytes.max(WINDOW);
         let buf = vec![0; cap].into_boxed_slice();
-        Input { src: Reading { reader, buf }, pos: 0, end: 0, base: 0, eof: false, cap }
+        Input { src: Reading { reader, buf, ended: false }, pos: 0, end: 0, base: 0, eof: false, cap }
     }
 }
 
