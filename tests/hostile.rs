@@ -283,17 +283,16 @@ fn archives_are_written_for_others_to_read_and_one_others_can_write_is_not_trust
 
 /// 10. A plain pickle is read through a mapping of its file: truncated while it is read, the
 ///     index ends in one error line and exit code 1 (the `SIGBUS` of a page past the new end
-///     turned into one line), its temp files removed.
+///     turned into one line, or the zeros after the end in its last page read as bad opcodes),
+///     its temp files removed.
 #[test]
 fn a_snapshot_truncated_while_it_is_read_is_one_error_line() {
     let dir = tempdir();
     let pickle = big_pickle(dir.path(), 2_000_000);
     let len = std::fs::metadata(&pickle).unwrap().len();
     let target = dir.path().join("big.memviz");
-    // One thread: the read lasts long enough to be caught mapped on any machine.
     let child = Command::new(env!("CARGO_BIN_EXE_memviz"))
         .args(["--no-cache".as_ref(), "index".as_ref(), pickle.as_os_str(), "-o".as_ref(), target.as_os_str()])
-        .env("MEMVIZ_THREADS", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -309,7 +308,10 @@ fn a_snapshot_truncated_while_it_is_read_is_one_error_line() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     one_error_line(out.status.code(), &stderr);
-    assert!(stderr.contains("SIGBUS"), "{stderr}");
+    // A page past the new end read (the waves' workers read ahead): SIGBUS. The decoder itself
+    // reaching the end first reads the rest of the last page as zeros: a malformed pickle there.
+    let past_the_end = stderr.split("byte ").nth(1).and_then(|b| b.split(':').next()?.parse::<u64>().ok());
+    assert!(stderr.contains("SIGBUS") || past_the_end.is_some_and(|b| b >= len / 8), "{stderr}");
     assert!(!target.exists());
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(left.len(), 1, "only the pickle is left: {left:?}");
