@@ -54,14 +54,15 @@ pub fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let out = f();
     if enabled() {
         let took = started.elapsed().as_secs_f64();
-        match *INDEX_STARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
-            Some(index) => {
-                eprintln!("timing:   {what} took {took:.3} s, ended at {:.3} s", index.elapsed().as_secs_f64())
-            }
-            None => eprintln!("timing:   {what} took {took:.3} s"),
-        }
+        eprintln!("timing:   {what} took {took:.3} s{}", ended_at());
     }
     out
+}
+
+/// `, ended at S s` (since the last index began), or nothing outside an index.
+fn ended_at() -> String {
+    let index = *INDEX_STARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    index.map_or(String::new(), |i| format!(", ended at {:.3} s", i.elapsed().as_secs_f64()))
 }
 
 /// The viewer's start-up reached `what`, `ms` after the process started.
@@ -102,9 +103,7 @@ impl Busy {
             return;
         }
         let alive = self.started.elapsed().as_secs_f64();
-        let ended = INDEX_STARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).map(|i| i.elapsed());
-        let ended = ended.map_or(String::new(), |e| format!(", ended at {:.3} s", e.as_secs_f64()));
-        eprintln!("timing:   {what}: {:.3} s of {alive:.3} s{ended}", self.busy.as_secs_f64());
+        eprintln!("timing:   {what}: {:.3} s of {alive:.3} s{}", self.busy.as_secs_f64(), ended_at());
     }
 }
 

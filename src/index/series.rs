@@ -200,8 +200,6 @@ pub fn section(snap: &Snapshot, l: &LayoutRef<'_>, plan: &Plan, parts: Vec<PartO
         });
     }
     let finished: Vec<f::Series> = series
-        .into_iter()
-        .collect::<Vec<_>>()
         .into_par_iter()
         .map(|parts| {
             let mut parts = parts.into_iter();
