@@ -40,14 +40,14 @@ pub enum BuildStage {
 ///
 /// Everything that needs the raw event columns (the layouts, given; spans, action times,
 /// element sites, reserved memory, the segment timeline, the summary's first time and OOM
-/// events) is derived first, where the reader's workers did not already (`made`: the event
+/// events) is derived first — beside the live stacks' checkpoints, recorded in parts —, where the reader's workers did not already (`made`: the event
 /// table compressed, a walked trace's action times and element sites); then the raw large
 /// columns are freed and what exists of the archive — the root's fields before its devices,
 /// each device's element columns, actions and totals: the [`Heads`] — goes to `begin`, to be
 /// written meanwhile (`begin` gives back where the first device's checkpoints and tiles go,
 /// written next as soon as they exist). Then the allocator's backward pass — one long sequential
-/// walk per device, reading the compressed chunks, in two parts side by side on a long trace —
-/// runs beside checkpoints and tiles, so a 2-core machine stays busy. Returns each device's
+/// walk per device, reading the compressed chunks, in parts side by side on a long trace —
+/// runs beside the tiles, so a 2-core machine stays busy. Returns each device's
 /// remaining fields (its others default, and the first's checkpoints and tiles, handed over
 /// already) once the heads are no longer read.
 pub fn build_root(
@@ -64,8 +64,9 @@ pub fn build_root(
         None => (None, Vec::new(), None),
     };
     walked.resize(layouts.len(), None);
-    // The allocator passes' plans (K, from a walk over the actions) beside the rest.
-    let ((spans, mut from_events), plans) = rayon::join(
+    // The allocator passes' plans (K, from a walk over the actions) and the live stacks'
+    // checkpoints (in parts on the pool) beside the rest.
+    let ((spans, mut from_events), (plans, checkpoints)) = rayon::join(
         || {
             crate::timings::timed("spans and what needs the raw events", || {
                 let spans = spans::spans(&snap);
@@ -81,10 +82,19 @@ pub fn build_root(
             })
         },
         || {
-            crate::timings::timed("the passes' plans", || {
-                let threads = rayon::current_num_threads();
-                layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads)).collect::<Vec<Plan>>()
-            })
+            rayon::join(
+                || {
+                    crate::timings::timed("the passes' plans", || {
+                        let threads = rayon::current_num_threads();
+                        layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads)).collect::<Vec<Plan>>()
+                    })
+                },
+                || {
+                    crate::timings::timed("checkpoints", || {
+                        layouts.iter().map(|l| Checkpoints::build(l.view())).collect::<Vec<_>>()
+                    })
+                },
+            )
         },
     );
     let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
@@ -98,13 +108,12 @@ pub fn build_root(
     let first_lods = begin(heads.clone());
     stage(BuildStage::Derive);
     let views: Vec<LayoutRef<'_>> = heads.devices.iter().map(layout_view).collect();
-    // The allocator's pass of each device beside its checkpoints and tiles: this worker runs the
-    // late parts of the long traces' passes, from the start (on three threads or more: all
-    // their spans, on every other worker); another makes the checkpoints and tiles and the summaries
-    // that read them, then each device's early part (or its whole pass, when it is short), its
-    // cut settled so that both parts end together (`series::Plan`; had the checkpoints and tiles
-    // waited for the first part to end instead, their one core's work would come after both
-    // parts).
+    // The allocator's pass of each device beside its tiles: this worker runs the late parts of
+    // the long traces' passes, from the start (on three threads or more: all their spans, on
+    // every other worker); another makes the tiles and the summaries, then each device's early
+    // part (or its whole pass, when it is short), its cut settled so that both parts end
+    // together (`series::Plan`; had the tiles waited for the first part to end instead, their
+    // one core's work would come after both parts).
     let parts = || views.iter().zip(&plans);
     // Each worker reads the chunks through its own cursor.
     let events = || CompressedEvents::new(&heads.root.events, &snap.events);
@@ -124,11 +133,10 @@ pub fn build_root(
             parts().map(late).collect::<Vec<_>>()
         },
         || {
-            // Each device's checkpoints, then its tiles beside its summary (which reads the
-            // checkpoints, not the tiles): on a long trace the summary's pass over the action
-            // times no longer waits for the pyramid (gen10g: 1.1 s after it, on this one thread).
-            let lod = |((l, d), fe): ((&LayoutRef<'_>, &f::Device), &FromEvents)| {
-                let cps = crate::timings::timed("checkpoints", || Checkpoints::build(*l));
+            // Each device's tiles beside its summary (which reads the checkpoints, not the
+            // tiles): on a long trace the summary's pass over the action times no longer waits
+            // for the pyramid (gen10g: 1.1 s after it, on this one thread).
+            let lod = |(((l, d), fe), cps): (((&LayoutRef<'_>, &f::Device), &FromEvents), Checkpoints)| {
                 let (tiles, summary) = rayon::join(
                     || crate::timings::timed("tiles", || Lod::tiles(*l, cps.view(), Some(&d.elements.stack))),
                     || {
@@ -139,9 +147,9 @@ pub fn build_root(
                 );
                 ((Lod::of_parts(cps, tiles), Lod::of(fe.segments.0.view(), None)), summary)
             };
-            let lods = views.par_iter().zip(&heads.devices).zip(&from_events);
+            let lods = views.par_iter().zip(&heads.devices).zip(&from_events).zip(checkpoints);
             let (mut lods, summaries): (Vec<(Lod, Lod)>, Vec<f::Summary>) =
-                crate::timings::timed("checkpoints, tiles and summaries", || lods.map(lod).unzip());
+                crate::timings::timed("tiles and summaries", || lods.map(lod).unzip());
             // What follows the heads in the archive is written while the passes run.
             if let Some((first, _)) = lods.first_mut() {
                 first_lods.hand(std::mem::take(&mut first.checkpoints), std::mem::take(&mut first.tiles));

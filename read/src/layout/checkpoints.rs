@@ -5,6 +5,14 @@
 //! For the live stack K balances two costs: storage (one copy of the live stack per checkpoint)
 //! and the replay a query needs (K steps, each a binary search; a free marks its entry dead, see
 //! [`LazyStack`], and the stack is compacted once when read).
+//!
+//! The live stack's checkpoints are recorded in parts side by side on the rayon pool: a part
+//! starts from the stack worked out from the elements' lifetimes (those pushed before it and not
+//! yet removed, by slot), and the parts are kept only where each one's replay ends in the stack
+//! the next one started from — else the whole is replayed on one thread. Either way the
+//! checkpoints are the one replay's, at any thread count.
+
+use rayon::prelude::*;
 
 use super::{LayoutRef, LazyStack, LiveStack};
 use crate::model::NONE;
@@ -126,10 +134,91 @@ impl Checkpoints {
         Checkpoints::build_every(layout, checkpoint_every(layout.actions.len() as u64, live_sum(layout)))
     }
 
-    /// Records the live stack every `every` actions.
+    /// Records the live stack every `every` actions: in parts on the current rayon pool where it
+    /// has threads and the trace is long enough, else in one replay.
     pub fn build_every(layout: LayoutRef<'_>, every: u32) -> Checkpoints {
+        let saves = layout.actions.len() / every.max(1) as usize + 1;
+        let parts = rayon::current_num_threads().min(saves / MIN_SAVES_A_PART);
+        if parts >= 2
+            && let Some(cps) = Checkpoints::record_in_parts(layout, every, parts)
+        {
+            return cps;
+        }
         Checkpoints::record(LazyStack::new(layout), layout.actions.len(), every)
     }
+
+    /// [`Checkpoints::record`] of the live stack in `parts` parts side by side, or `None` where
+    /// a part's replay did not end in the stack the next part started from (a layout whose
+    /// lifetimes and actions disagree: never one [`super::Layout::build`] makes).
+    fn record_in_parts(layout: LayoutRef<'_>, every: u32, parts: usize) -> Option<Checkpoints> {
+        let saves = layout.actions.len() / every.max(1) as usize + 1;
+        let firsts: Vec<usize> = (0..=parts).map(|p| saves * p / parts).collect();
+        let outs: Vec<Part> = firsts.par_windows(2).map(|w| Part::record(layout, every, w[0], w[1])).collect();
+        let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
+        for (i, part) in outs.iter().enumerate() {
+            if let Some(next) = outs.get(i + 1)
+                && part.end.as_slice() != next.first()
+            {
+                return None;
+            }
+            let base = cps.ids.len() as u32;
+            cps.starts.extend(part.ends.iter().map(|&e| base + e));
+            cps.ids.extend_from_slice(&part.ids);
+        }
+        Some(cps)
+    }
+}
+
+/// A part of the live stack's checkpoints should save at least this many states (~64 K actions
+/// replayed at K = 1024 beside a pass over the element columns for its first).
+const MIN_SAVES_A_PART: usize = 64;
+
+/// The states a part saved, and the stack its replay ended in (empty for the last part).
+struct Part {
+    ids: Vec<u32>,
+    /// Where each saved state ends in `ids`.
+    ends: Vec<u32>,
+    end: Vec<u32>,
+}
+
+impl Part {
+    /// Saves the states before actions `from·every, …, (to − 1)·every`, from the first worked out
+    /// from the elements' lifetimes; then replays on to `to·every` when that is not the last.
+    fn record(layout: LayoutRef<'_>, every: u32, from: usize, to: usize) -> Part {
+        let at = from * every as usize;
+        let mut stack = match from {
+            0 => LazyStack::new(layout),
+            _ => LazyStack::resume(layout, &live_before(layout, at), at),
+        };
+        let mut part = Part { ids: Vec::new(), ends: Vec::with_capacity(to - from), end: Vec::new() };
+        for j in from..to {
+            stack.save(&mut part.ids);
+            part.ends.push(part.ids.len() as u32);
+            if j + 1 < to || to * (every as usize) <= layout.actions.len() {
+                stack.advance_to((j + 1) * every as usize);
+            }
+        }
+        if to * (every as usize) <= layout.actions.len() {
+            part.end = stack.ids().to_vec();
+        }
+        part
+    }
+
+    /// The first state it saved.
+    fn first(&self) -> &[u32] {
+        &self.ids[..self.ends.first().map_or(0, |&e| e as usize)]
+    }
+}
+
+/// The live stack before action `at` from the elements' lifetimes: pushed by an earlier action
+/// or live before the trace, and not removed by an earlier action; by slot.
+fn live_before(layout: LayoutRef<'_>, at: usize) -> Vec<u32> {
+    let (start, end) = (layout.elements.start, layout.elements.end);
+    let at = at as u32;
+    let live = |i: usize| (start[i] == NONE || start[i] < at) && (end[i] == NONE || end[i] >= at);
+    let mut ids: Vec<u32> = (0..start.len()).filter(|&i| live(i)).map(|i| i as u32).collect();
+    ids.sort_unstable_by_key(|&i| layout.elements.slot[i as usize]);
+    ids
 }
 
 impl CheckpointsRef<'_> {
@@ -192,6 +281,43 @@ mod tests {
             assert_eq!((got.at, got.value), (applied, (applied * (applied + 1) / 2) as u64), "{applied}");
             assert!(applied - resumed_from < 8, "replayed fewer than K steps");
         }
+    }
+
+    /// The live stack's checkpoints in parts are the one replay's, on real traces (frees,
+    /// ghosts, free-only elements, pools, graphs), at any part count — and where lifetimes and
+    /// actions disagree, the one replay is what is kept.
+    #[test]
+    fn checkpoints_in_parts_are_the_one_replays() {
+        use crate::layout::Layout;
+        let mut disagreed = 0;
+        for name in ["gpt2_small", "oom_streams", "cudagraph", "expandable", "frag_oom", "resnet"] {
+            let snap = crate::fixtures::snapshot(name);
+            for device in snap.device_ids() {
+                let l = Layout::build(&snap, device);
+                let view = l.view();
+                for every in [1, 2, 64] {
+                    let one = Checkpoints::record(LazyStack::new(view), view.actions.len(), every);
+                    let saves = view.actions.len() / every as usize + 1;
+                    for parts in [2, 3, 16].into_iter().filter(|&p| p <= saves) {
+                        let got = Checkpoints::record_in_parts(view, every, parts);
+                        assert_eq!(got.as_ref(), Some(&one), "{name} {device:?} every {every}, {parts} parts");
+                    }
+                }
+                // An element removed earlier than its action says: the parts disagree.
+                let mut bad = l.clone();
+                let Some(id) =
+                    (0..bad.elements.end.len()).find(|&i| bad.elements.end[i] > 2 && bad.elements.end[i] != NONE)
+                else {
+                    continue;
+                };
+                bad.elements.end[id] = 0;
+                let one = Checkpoints::record(LazyStack::new(bad.view()), bad.actions.len(), 1);
+                disagreed += usize::from(Checkpoints::record_in_parts(bad.view(), 1, 4).is_none());
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+                assert_eq!(pool.install(|| Checkpoints::build_every(bad.view(), 1)), one, "{name}");
+            }
+        }
+        assert!(disagreed > 0, "no damaged layout's parts disagreed: the one replay's path untested");
     }
 
     #[test]
