@@ -11,6 +11,7 @@ use memviz_format::{TILE_H, TILE_W};
 use super::columns::{Columns, CompressedEvents};
 use super::reading::{MadeWhileReading, Walked};
 use super::series::{self, Plan};
+use crate::allocator;
 use crate::archive::chunks::{self, CHUNK_ROWS};
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
 use crate::derive::{reserved, sites, spans, steps};
@@ -64,9 +65,11 @@ pub fn build_root(
         None => (None, Vec::new(), None),
     };
     walked.resize(layouts.len(), None);
-    // The allocator passes' plans (K, from a walk over the actions) and the live stacks'
-    // checkpoints (in parts on the pool) beside the rest.
-    let ((spans, mut from_events), (plans, checkpoints)) = rayon::join(
+    let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
+    // The allocator passes' plans (K, from a walk over the actions) and the states their spans
+    // start from; the live stacks' checkpoints (in parts on the pool) and minimaps: beside the
+    // rest.
+    let ((spans, mut from_events), ((plans, starts), (checkpoints, minimaps))) = rayon::join(
         || {
             crate::timings::timed("spans and what needs the raw events", || {
                 let spans = spans::spans(&snap);
@@ -84,25 +87,39 @@ pub fn build_root(
         || {
             rayon::join(
                 || {
-                    crate::timings::timed("the passes' plans", || {
+                    let plans = crate::timings::timed("the passes' plans", || {
                         let threads = rayon::current_num_threads();
                         layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads)).collect::<Vec<Plan>>()
-                    })
+                    });
+                    let events = || CompressedEvents::of_columns(&columns, &snap.events);
+                    let starts = |(l, p): (&Layout, &Plan)| match p.spans().is_empty() {
+                        true => Vec::new(),
+                        false => crate::timings::timed("allocator pass, the spans' starts", || {
+                            series::span_starts(&snap, &events, &l.view(), p)
+                        }),
+                    };
+                    let starts: Vec<Vec<allocator::State>> = layouts.iter().zip(&plans).map(starts).collect();
+                    (plans, starts)
                 },
                 || {
-                    crate::timings::timed("checkpoints", || {
-                        layouts.iter().map(|l| Checkpoints::build(l.view())).collect::<Vec<_>>()
-                    })
+                    rayon::join(
+                        || {
+                            crate::timings::timed("checkpoints", || {
+                                layouts.iter().map(|l| Checkpoints::build(l.view())).collect::<Vec<_>>()
+                            })
+                        },
+                        || layouts.iter().map(|l| minimap::build(&l.totals)).collect::<Vec<_>>(),
+                    )
                 },
             )
         },
     );
-    let columns = columns.unwrap_or_else(|| Columns::compress(&snap.events));
     let event_count = snap.events.len();
     drop(held);
     snap.events.drop_rows();
     let devices = crate::timings::timed("device heads", || {
-        layouts.into_iter().zip(&mut from_events).map(|(l, fe)| device_head(l, fe)).collect()
+        let heads = layouts.into_iter().zip(&mut from_events).zip(minimaps);
+        heads.map(|((l, fe), minimap)| device_head(l, fe, minimap)).collect()
     });
     let heads = Arc::new(Heads { root: root_head(&mut snap, source, name, event_count, columns), devices });
     let first_lods = begin(heads.clone());
@@ -119,18 +136,15 @@ pub fn build_root(
     let events = || CompressedEvents::new(&heads.root.events, &snap.events);
     let (late, (lods, summaries, early)) = rayon::join(
         || {
-            let late = |(l, p): (&LayoutRef<'_>, &Plan)| -> Vec<series::PartOut> {
+            let late = |((l, p), starts): ((&LayoutRef<'_>, &Plan), Vec<allocator::State>)| -> Vec<series::PartOut> {
                 let spans = p.spans();
                 if spans.is_empty() {
                     return series::late_part(&snap, &events(), l, p).into_iter().collect();
                 }
-                let starts = crate::timings::timed("allocator pass, the spans' starts", || {
-                    series::span_starts(&snap, &events, l, p)
-                });
                 let spans = spans.into_par_iter().zip(starts).with_max_len(1);
                 spans.map(|(s, start)| series::span_part(&snap, &events(), l, p, s, Some(&start))).collect()
             };
-            parts().map(late).collect::<Vec<_>>()
+            parts().zip(starts).map(late).collect::<Vec<_>>()
         },
         || {
             // Each device's tiles beside its summary (which reads the checkpoints, not the
@@ -379,8 +393,7 @@ fn summary(
 
 /// A device's fields before `checkpoints` (FORMAT.md: the element timeline's columns), the
 /// layout's and the element stacks moved in; the later fields default.
-fn device_head(l: Layout, fe: &mut FromEvents) -> f::Device {
-    let minimap = minimap::build(&l.totals);
+fn device_head(l: Layout, fe: &mut FromEvents, minimap: Vec<minimap::MinMax>) -> f::Device {
     let Layout { device, elements, actions, initial, initial_total, totals, peak_bytes, peak_action } = l;
     f::Device {
         device: device.0,

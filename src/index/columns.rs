@@ -156,7 +156,10 @@ impl Columns {
 /// sparse columns from the events.
 pub struct CompressedEvents<'a> {
     events: &'a Events,
-    table: &'a EventTable,
+    /// The action, address and size columns' chunks.
+    action: &'a [Chunk],
+    addr: &'a [Chunk],
+    size: &'a [Chunk],
     /// The three columns of one chunk, decoded together: an undo reads all three of every event,
     /// and one chunk check a row replaced three cursors'.
     last: RefCell<DecodedRows>,
@@ -175,7 +178,19 @@ struct DecodedRows {
 impl<'a> CompressedEvents<'a> {
     /// `table`'s chunks (the archive's event table, made of the compressed [`Columns`]).
     pub fn new(table: &'a EventTable, events: &'a Events) -> Self {
-        CompressedEvents { events, table, last: RefCell::default() }
+        CompressedEvents {
+            events,
+            action: &table.action,
+            addr: &table.addr,
+            size: &table.size,
+            last: RefCell::default(),
+        }
+    }
+
+    /// The chunks of `columns`, before they move into the event table.
+    pub fn of_columns(columns: &'a Columns, events: &'a Events) -> Self {
+        let (action, addr, size) = (&columns.action, &columns.addr, &columns.size);
+        CompressedEvents { events, action, addr, size, last: RefCell::default() }
     }
 
     fn row(&self, e: usize) -> (Action, u64, u64) {
@@ -185,12 +200,11 @@ impl<'a> CompressedEvents<'a> {
             fn decoded<T: chunks::Scalar>(column: &[Chunk], c: usize) -> Vec<T> {
                 column.get(c).and_then(|chunk| chunks::decode_owned(chunk).ok()).unwrap_or_default()
             }
-            let t = self.table;
             *rows = DecodedRows {
                 chunk: Some(c),
-                action: decoded(&t.action, c),
-                addr: decoded(&t.addr, c),
-                size: decoded(&t.size, c),
+                action: decoded(self.action, c),
+                addr: decoded(self.addr, c),
+                size: decoded(self.size, c),
             };
         }
         let value = |v: Option<&u64>| v.copied().unwrap_or_default();
