@@ -39,7 +39,7 @@ fn archive_path() -> PathBuf {
             let ok = std::process::Command::new("xz").arg("-dc").arg(&xz).stdout(out).status().unwrap();
             assert!(ok.success(), "decompressing {}", xz.display());
         }
-        memviz::commands::index(&pickle, Some(&archive), None).unwrap();
+        memviz::commands::index(&pickle, Some(&archive), None, false).unwrap();
     }
     archive
 }

@@ -326,6 +326,10 @@ pub struct IndexArgs {
     /// The archive's bytes are the same at any count.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
+    /// Print `read BYTES` lines to standard output as the snapshot is read (how `memviz serve`
+    /// follows the index it runs in a child process).
+    #[arg(long, hide = true)]
+    pub progress_lines: bool,
 }
 
 #[derive(Debug, Args)]

@@ -191,8 +191,7 @@ impl Served {
                 let (job, path) = (Arc::clone(&run), file.to_owned());
                 // The index runs beside the server; the page asks again until it is done.
                 tokio::task::spawn_blocking(move || {
-                    let built = crate::index::cache::archive_for(&path, &|n| job.read.store(n, Ordering::Relaxed))
-                        .map_err(|e| format!("{e:#}"));
+                    let built = index_in_child(&path, &job.read);
                     *job.done.lock().unwrap_or_else(PoisonError::into_inner) = Some(built);
                 });
                 run
@@ -205,6 +204,71 @@ impl Served {
             None => Err(IndexState::Running { read: run.read.load(Ordering::Relaxed), total: run.total }),
         }
     }
+}
+
+/// The archive of `snapshot`: the cached one, or one `memviz index` makes into the cache in a
+/// child process, `read` following the bytes it read — so a snapshot that ends an index (one
+/// past the memory budget's hard limit, a crash) ends the child, not the server, and the page
+/// shows the child's error line.
+fn index_in_child(snapshot: &Path, read: &AtomicU64) -> Result<PathBuf, String> {
+    let stamp = crate::file::write::stamp(snapshot).map_err(|e| format!("{}: {e}", snapshot.display()))?;
+    if let Some(cached) = crate::index::cache::find_cache(snapshot, &stamp) {
+        return Ok(cached.path);
+    }
+    let out = crate::index::cache::cache_path(snapshot, &stamp);
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let mut child = std::process::Command::new(exe)
+        .arg("index")
+        .arg(snapshot)
+        .arg("-o")
+        .arg(&out)
+        .arg("--progress-lines")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting `memviz index`: {e}"))?;
+    // Its error line: the last of standard error, read on its own thread (a child blocked on a
+    // full pipe would never end), at most [`CHILD_STDERR`] bytes of it kept.
+    let stderr = child.stderr.take().and_then(|e| {
+        let reading = std::thread::Builder::new().name("memviz-index-stderr".into());
+        reading.spawn(move || last_line(e)).ok()
+    });
+    if let Some(stdout) = child.stdout.take() {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(n) = line.strip_prefix("read ").and_then(|n| n.trim().parse().ok()) {
+                read.store(n, Ordering::Relaxed);
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("waiting for `memviz index`: {e}"))?;
+    let said = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    match status.success() {
+        true => Ok(out),
+        false if !said.is_empty() => Err(said.strip_prefix("error: ").unwrap_or(&said).to_owned()),
+        false => Err(format!("`memviz index` of {} ended ({status})", snapshot.display())),
+    }
+}
+
+/// Standard error of a child kept at most this long (its last bytes).
+const CHILD_STDERR: usize = 64 << 10;
+
+/// The last non-empty line of `from`, read to its end.
+fn last_line(from: impl std::io::Read) -> String {
+    let mut tail = std::collections::VecDeque::<u8>::new();
+    let mut from = from;
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        tail.extend(&buf[..n]);
+        let over = tail.len().saturating_sub(CHILD_STDERR);
+        tail.drain(..over);
+    }
+    let text = String::from_utf8_lossy(tail.make_contiguous()).into_owned();
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_owned()
 }
 
 /// The folders of `entries` (sorted by root, then path) holding at least two snapshots, or two

@@ -183,6 +183,43 @@ fn serve_lists_and_sends_archives_with_ranges_and_indexes_snapshots_on_demand() 
     assert_eq!(get(&server, "/web/pkg/memviz_web_bg.wasm.d.ts", &[]).0, 404, "only the page's files");
 }
 
+/// A snapshot whose index ends its process — here 4·10⁶ one-item lists, past the heap's hard
+/// limit under a tiny budget, which stops the process with one error line — ends the child
+/// `memviz index` the server runs, not the server: the page is told the child's error line
+/// (422) and the server answers on (it indexed in its own process before, and died with it).
+#[test]
+fn an_index_that_ends_its_process_ends_the_child_not_the_server() {
+    let dir = tempdir();
+    let served = dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    // `{'note': 'segments', 'lists': [[None], …]}` (the word a snapshot is told by first), the
+    // lists memoized, in batches of 1,000.
+    let mut lists = b"\x80\x04}\x94(\x8c\x04note\x94\x8c\x08segments\x94\x8c\x05lists\x94]\x94".to_vec();
+    for _ in 0..4_000 {
+        lists.push(b'(');
+        for _ in 0..1_000 {
+            lists.extend_from_slice(b"]\x94Na");
+        }
+        lists.push(b'e');
+    }
+    lists.extend_from_slice(b"u.");
+    std::fs::write(served.join("lists.pickle"), &lists).unwrap();
+    let budget = [("MEMVIZ_MEMORY_BUDGET", Path::new("1M"))];
+    let server = start_with(&[served.to_str().unwrap()], &dir.path().join("cache"), &budget);
+    let (status, body) = loop {
+        let (status, _, body) = get(&server, "/archive/0/lists.pickle", &[]);
+        match status {
+            202 => std::thread::sleep(std::time::Duration::from_millis(50)),
+            other => break (other, String::from_utf8_lossy(&body).into_owned()),
+        }
+    };
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("needs more memory than the budget allows"), "{body}");
+    assert_eq!(body.lines().count(), 1, "{body}");
+    assert_eq!(get(&server, "/api/list", &[]).0, 200, "the server answers on");
+    assert_eq!(get(&server, "/archive/0/lists.pickle", &[]).0, 422, "and remembers the outcome");
+}
+
 #[test]
 fn serve_refuses_what_leaves_the_served_folder_and_requests_without_the_token() {
     let dir = served_folder();

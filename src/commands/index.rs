@@ -1,6 +1,8 @@
 //! `memviz index`: snapshot → `.memviz`, with a progress bar on a terminal and a one-line summary.
 
+use std::io::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,7 +13,14 @@ use crate::index::cache::file_name;
 use crate::index::pipeline::{IndexSummary, build_archive};
 use crate::ingest;
 
-pub fn index(input: &Path, output: Option<&Path>, jobs: Option<usize>) -> anyhow::Result<IndexSummary> {
+/// `progress_lines`: the bytes read also as `read BYTES` lines on standard output, a line at
+/// most every [`PROGRESS_LINE_MS`] (`memviz serve`'s child).
+pub fn index(
+    input: &Path,
+    output: Option<&Path>,
+    jobs: Option<usize>,
+    progress_lines: bool,
+) -> anyhow::Result<IndexSummary> {
     let context = || input.display().to_string();
     if crate::file::is_archive(input) {
         bail!("{}: already a .memviz archive", input.display());
@@ -51,7 +60,17 @@ pub fn index(input: &Path, output: Option<&Path>, jobs: Option<usize>) -> anyhow
         bar.set_message(msg);
     };
     let threads = crate::index::threads::count(jobs)?;
-    let progress = |n| bar.set_position(n);
+    let started = std::time::Instant::now();
+    let last_line = AtomicU64::new(0);
+    let progress = |n| {
+        bar.set_position(n);
+        let ms = started.elapsed().as_millis() as u64;
+        if progress_lines && ms >= last_line.load(Ordering::Relaxed) + PROGRESS_LINE_MS {
+            last_line.store(ms, Ordering::Relaxed);
+            // A parent gone (the pipe closed) does not stop the index: it still fills the cache.
+            let _ = writeln!(std::io::stdout().lock(), "read {n}");
+        }
+    };
     let summary = crate::index::threads::on_pool(threads, || build_archive(input, stamp, &out, &progress, &message))?;
     bar.finish_and_clear();
     eprintln!(
@@ -73,6 +92,9 @@ pub fn index(input: &Path, output: Option<&Path>, jobs: Option<usize>) -> anyhow
     );
     Ok(summary)
 }
+
+/// The fewest milliseconds between two `read BYTES` lines.
+pub const PROGRESS_LINE_MS: u64 = 100;
 
 pub(crate) fn progress_bar(len: u64) -> ProgressBar {
     let bar = ProgressBar::new(len);

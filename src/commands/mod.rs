@@ -50,7 +50,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp => mcp::serve(),
         Command::Serve(args) => crate::serve::serve(&args.paths, args.bind, args.port),
         Command::Index(args) if args.input.is_dir() => guarded(o, |_| index::index_folder(&args)),
-        Command::Index(args) => guarded(o, |_| index(&args.input, args.output.as_deref(), args.jobs).map(drop)),
+        Command::Index(args) => {
+            guarded(o, |_| index(&args.input, args.output.as_deref(), args.jobs, args.progress_lines).map(drop))
+        }
         Command::Stats(args) => guarded(o, |o| stats(&args, o))?.print(Format::of(args.json, false)),
         Command::Export(ExportCommand::Layout(args)) => guarded(o, |_| export_layout(&args, opening.cache)),
         Command::Export(ExportCommand::Sampled { args, every }) => {
