@@ -75,7 +75,7 @@ pub fn build_root(
                 let spans = spans::spans(&snap);
                 // The events' values: the model's, or those the reader held where it let go of
                 // the walked trace's block events.
-                let rows: &dyn EventValues = match &held {
+                let rows: &(dyn EventValues + Sync) = match &held {
                     Some(h) => h,
                     None => &snap.events,
                 };
@@ -294,7 +294,7 @@ struct FromEvents {
 /// `rows`: where the events' values are.
 fn event_derived(
     snap: &Snapshot,
-    rows: &dyn EventValues,
+    rows: &(dyn EventValues + Sync),
     spans: &[spans::Span],
     l: &Layout,
     walked: Option<Walked>,
@@ -309,7 +309,18 @@ fn event_derived(
             (model_action_times(snap, view), Vec::new(), sites::element_stacks(snap, view), first)
         }
     };
-    let reserved = reserved::timeline(snap, rows, device);
+    // The reserved series and OOM events beside the segment timeline and its sites.
+    let ((reserved, oom_events), (segments, segment_stacks)) = rayon::join(
+        || {
+            let ooms = trace.clone().filter(|&e| snap.events.action[e] == Action::Oom);
+            (reserved::timeline(snap, rows, device), ooms.map(|e| (e - trace.start) as u32).collect())
+        },
+        || {
+            let segments = Layout::segments(snap, rows, device);
+            let stacks = sites::segment_stacks(snap, rows, segments.view());
+            (segments, stacks)
+        },
+    );
     let spans = spans
         .iter()
         .filter(|s| s.on(device))
@@ -320,10 +331,6 @@ fn event_derived(
         time_us: reserved.points.iter().map(|p| p.0).collect(),
         bytes: reserved.points.iter().map(|p| p.1).collect(),
     };
-    let segments = Layout::segments(snap, rows, device);
-    let segment_stacks = sites::segment_stacks(snap, rows, segments.view());
-    let oom_events =
-        trace.clone().filter(|&e| snap.events.action[e] == Action::Oom).map(|e| (e - trace.start) as u32).collect();
     FromEvents {
         first_event_time,
         oom_events,
