@@ -128,6 +128,13 @@ pub fn stats() -> SpillStats {
     imp::stats()
 }
 
+/// For a thread that streams through spilled memory faster than the watcher looks (the
+/// archive's writer serializes gigabytes of spilled columns): drops the spill file's pages now
+/// where the resident size is past the mark the watcher drops them at.
+pub fn relieve() {
+    imp::relieve();
+}
+
 /// Called by the binary that installs [`Spilling`], before anything is built.
 pub fn install() {
     imp::install();
@@ -211,6 +218,9 @@ mod imp {
     const WATCH_NEAR: Duration = Duration::from_millis(1);
 
     static INSTALLED: AtomicBool = AtomicBool::new(false);
+    /// The resident size past which the spill file's pages are dropped (none while no build
+    /// spills).
+    static RELEASE_AT: AtomicU64 = AtomicU64::new(u64::MAX);
     /// Whether large allocations go to the file now.
     static SPILLING: AtomicBool = AtomicBool::new(false);
     /// The mapping's first byte (0: none yet) and the file.
@@ -234,6 +244,12 @@ mod imp {
 
     pub fn stats() -> SpillStats {
         SpillStats { spilled_bytes: SPILLED.load(Relaxed), releases: RELEASES.load(Relaxed) }
+    }
+
+    pub fn relieve() {
+        if resident().is_some_and(|rss| rss > RELEASE_AT.load(Relaxed)) {
+            release_pages();
+        }
     }
 
     /// Spilling past ¾ of `budget`, the process stopped once its heap passes `hard` or the
@@ -265,6 +281,7 @@ mod imp {
                 let _ = w.join();
             }
             SPILLING.store(false, Relaxed);
+            RELEASE_AT.store(u64::MAX, Relaxed);
         }
     }
 
@@ -318,6 +335,7 @@ mod imp {
     fn watch(budget: u64, hard: u64) {
         let start = budget / 4 * 3;
         let release = budget / 8 * 7;
+        RELEASE_AT.store(release, Relaxed);
         let mut status = String::with_capacity(4096);
         while !STOP.load(Relaxed) {
             if anonymous(&mut status).is_some_and(|a| a > hard) {
@@ -522,6 +540,7 @@ mod imp {
     use super::SpillStats;
 
     pub fn install() {}
+    pub fn relieve() {}
     pub fn stats() -> SpillStats {
         SpillStats::default()
     }

@@ -225,6 +225,9 @@ impl Sink {
         self.pos += n as u64;
         self.buf.copy_within(self.start + n..self.start + self.fill, self.start);
         self.fill -= n;
+        // The columns serialized into this block may be spilled: their pages dropped here as
+        // they are read, at the writer's pace, where the watcher would drop them.
+        crate::spill::relieve();
         Ok(())
     }
 
