@@ -14,7 +14,7 @@ use crate::index::pipeline::{IndexSummary, build_archive};
 use crate::ingest;
 
 /// `progress_lines`: the bytes read also as `read BYTES` lines on standard output, a line at
-/// most every [`PROGRESS_LINE_MS`] (`memviz serve`'s child).
+/// most every `PROGRESS_LINE_MS` (100 ms; `memviz serve`'s child).
 pub fn index(
     input: &Path,
     output: Option<&Path>,
@@ -94,7 +94,7 @@ pub fn index(
 }
 
 /// The fewest milliseconds between two `read BYTES` lines.
-pub const PROGRESS_LINE_MS: u64 = 100;
+const PROGRESS_LINE_MS: u64 = 100;
 
 pub(crate) fn progress_bar(len: u64) -> ProgressBar {
     let bar = ProgressBar::new(len);

@@ -41,8 +41,10 @@ pub enum BuildStage {
 ///
 /// Everything that needs the raw event columns (the layouts, given; spans, action times,
 /// element sites, reserved memory, the segment timeline, the summary's first time and OOM
-/// events) is derived first — beside the live stacks' checkpoints, recorded in parts —, where the reader's workers did not already (`made`: the event
-/// table compressed, a walked trace's action times and element sites); then the raw large
+/// events) is derived first, where the reader's workers did not already (`made`: the event
+/// table compressed, a walked trace's action times and element sites) — beside the passes'
+/// plans and their spans' starting states, the live stacks' checkpoints (recorded in parts) and
+/// the minimaps, which need only the layouts and the compressed columns; then the raw large
 /// columns are freed and what exists of the archive — the root's fields before its devices,
 /// each device's element columns, actions and totals: the [`Heads`] — goes to `begin`, to be
 /// written meanwhile (`begin` gives back where the first device's checkpoints and tiles go,
