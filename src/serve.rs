@@ -228,11 +228,11 @@ fn index_in_child(snapshot: &Path, read: &AtomicU64) -> Result<PathBuf, String> 
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("starting `memviz index`: {e}"))?;
-    // Its error line: the last of standard error, read on its own thread (a child blocked on a
-    // full pipe would never end), at most [`CHILD_STDERR`] bytes of it kept.
+    // Its error line, from standard error read on its own thread (a child blocked on a full
+    // pipe would never end), at most [`CHILD_STDERR`] bytes of it kept.
     let stderr = child.stderr.take().and_then(|e| {
         let reading = std::thread::Builder::new().name("memviz-index-stderr".into());
-        reading.spawn(move || last_line(e)).ok()
+        reading.spawn(move || error_line(e)).ok()
     });
     if let Some(stdout) = child.stdout.take() {
         use std::io::BufRead as _;
@@ -254,8 +254,9 @@ fn index_in_child(snapshot: &Path, read: &AtomicU64) -> Result<PathBuf, String> 
 /// Standard error of a child kept at most this long (its last bytes).
 const CHILD_STDERR: usize = 64 << 10;
 
-/// The last non-empty line of `from`, read to its end.
-fn last_line(from: impl std::io::Read) -> String {
+/// The last `error: ` line of `from` (read to its end), else its last non-empty line (a timing
+/// line may follow an error's where `MEMVIZ_TIMINGS` is set).
+fn error_line(from: impl std::io::Read) -> String {
     let mut tail = std::collections::VecDeque::<u8>::new();
     let mut from = from;
     let mut buf = [0u8; 8192];
@@ -268,7 +269,9 @@ fn last_line(from: impl std::io::Read) -> String {
         tail.drain(..over);
     }
     let text = String::from_utf8_lossy(tail.make_contiguous()).into_owned();
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_owned()
+    let mut lines = text.lines().rev().map(str::trim).filter(|l| !l.is_empty());
+    let last = lines.clone().next().unwrap_or_default();
+    lines.find(|l| l.starts_with("error: ")).unwrap_or(last).to_owned()
 }
 
 /// The folders of `entries` (sorted by root, then path) holding at least two snapshots, or two
@@ -612,6 +615,18 @@ pub fn serve(paths: &[PathBuf], bind: IpAddr, port: u16) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child's error line is its last `error: ` line, timing lines after it or not; without
+    /// one, its last line; only its last bytes are kept.
+    #[test]
+    fn a_childs_error_line() {
+        let said = "note: x\nerror: the input is bad\ntiming: command done at 0.1 s\n\n";
+        assert_eq!(error_line(said.as_bytes()), "error: the input is bad");
+        assert_eq!(error_line("killed\n".as_bytes()), "killed");
+        assert_eq!(error_line(&b""[..]), "");
+        let long = format!("error: early\n{}\nerror: late", "x".repeat(CHILD_STDERR));
+        assert_eq!(error_line(long.as_bytes()), "error: late");
+    }
 
     #[test]
     fn requests_stay_inside_what_was_given() {
