@@ -192,15 +192,18 @@ extern "C" fn on_bus_error(_: libc::c_int) {
 /// the temp files removed, instead of a crash. Every command installs it (`commands::run`).
 pub fn report_bus_errors() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: a handler that only calls async-signal-safe functions.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_bus_error as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
-        }
-    });
+    ONCE.call_once(|| install(libc::SIGBUS, on_bus_error));
+}
+
+/// `handler` for `signal`; it must call only async-signal-safe functions.
+fn install(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: the handlers given here only call async-signal-safe functions.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP remove the temp files and exit 130, 143 and 129 (once, on first use).
@@ -208,13 +211,7 @@ fn install_handlers() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: a handler that only calls async-signal-safe functions.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
+            install(signal, on_signal);
         }
     });
 }
