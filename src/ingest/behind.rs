@@ -18,8 +18,8 @@ use std::io::{self, Read};
 
 /// Files at least this large are dropped from the page cache behind the reader.
 pub(super) const LARGE: u64 = 1 << 30;
-/// Bytes read between two drops.
-const STRIDE: u64 = 32 << 20;
+/// Bytes read between two drops (here and behind a mapped pickle's decoder, `super::mapped`).
+pub(super) const STRIDE: u64 = 32 << 20;
 
 /// A file read front to back, its pages dropped from the page cache once read when it is large.
 pub struct DropBehind {

@@ -25,8 +25,7 @@ use std::fs::File;
 
 use memmap2::{Mmap, UncheckedAdvice};
 
-/// Bytes read between two drops of the pages behind.
-const STRIDE: u64 = 32 << 20;
+use super::behind::STRIDE;
 
 /// `file` of `len` bytes mapped read-only; `None` where it cannot be (the caller reads it).
 pub fn map(file: &File, len: u64) -> Option<Mmap> {
