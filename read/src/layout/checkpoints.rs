@@ -190,15 +190,17 @@ impl Part {
             0 => LazyStack::new(layout),
             _ => LazyStack::resume(layout, &live_before(layout, at), at),
         };
+        // Not the last part: the next one starts `to·every` actions in.
+        let next = to * every as usize <= layout.actions.len();
         let mut part = Part { ids: Vec::new(), ends: Vec::with_capacity(to - from), end: Vec::new() };
         for j in from..to {
             stack.save(&mut part.ids);
             part.ends.push(part.ids.len() as u32);
-            if j + 1 < to || to * (every as usize) <= layout.actions.len() {
+            if j + 1 < to || next {
                 stack.advance_to((j + 1) * every as usize);
             }
         }
-        if to * (every as usize) <= layout.actions.len() {
+        if next {
             part.end = stack.ids().to_vec();
         }
         part
