@@ -211,11 +211,10 @@ impl Served {
 /// past the memory budget's hard limit, a crash) ends the child, not the server, and the page
 /// shows the child's error line.
 fn index_in_child(snapshot: &Path, read: &AtomicU64) -> Result<PathBuf, String> {
-    let stamp = crate::file::write::stamp(snapshot).map_err(|e| format!("{}: {e}", snapshot.display()))?;
-    if let Some(cached) = crate::index::cache::find_cache(snapshot, &stamp) {
-        return Ok(cached.path);
-    }
-    let out = crate::index::cache::cache_path(snapshot, &stamp);
+    let out = match crate::index::cache::lookup(snapshot).map_err(|e| format!("{e:#}"))? {
+        crate::index::cache::Cached::Found(path) => return Ok(path),
+        crate::index::cache::Cached::Missing(path, _) => path,
+    };
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
     let mut child = std::process::Command::new(exe)
         .arg("index")

@@ -80,13 +80,31 @@ pub fn load(path: &Path, use_cache: bool) -> anyhow::Result<Loaded> {
 /// The archive of `snapshot`: the cached one if it matches, else a fresh one (written beside
 /// it, or in the user cache directory). `progress` gets the bytes read so far.
 pub fn archive_for(snapshot: &Path, progress: &dyn Fn(u64)) -> anyhow::Result<PathBuf> {
-    let stamp = crate::file::write::stamp(snapshot).with_context(|| snapshot.display().to_string())?;
-    if let Some(a) = find_cache(snapshot, &stamp) {
-        return Ok(a.path);
+    match lookup(snapshot)? {
+        Cached::Found(path) => Ok(path),
+        Cached::Missing(path, stamp) => {
+            super::pipeline::build_archive(snapshot, stamp, &path, progress, &|_| {})?;
+            Ok(path)
+        }
     }
-    let path = cache_path(snapshot, &stamp);
-    super::pipeline::build_archive(snapshot, stamp, &path, progress, &|_| {})?;
-    Ok(path)
+}
+
+/// Where `snapshot`'s archive is in the cache ([`lookup`]).
+pub enum Cached {
+    /// A current one, at this path.
+    Found(PathBuf),
+    /// None: one goes at this path, made from the snapshot with this stamp.
+    Missing(PathBuf, SourceStamp),
+}
+
+/// Looks for `snapshot`'s current archive in the cache (`memviz serve` builds a missing one in
+/// a child process, [`archive_for`] in this one).
+pub fn lookup(snapshot: &Path) -> anyhow::Result<Cached> {
+    let stamp = crate::file::write::stamp(snapshot).with_context(|| snapshot.display().to_string())?;
+    Ok(match find_cache(snapshot, &stamp) {
+        Some(a) => Cached::Found(a.path),
+        None => Cached::Missing(cache_path(snapshot, &stamp), stamp),
+    })
 }
 
 /// An open archive of `snapshot`: the cached one (built on first use), or — without the cache —
