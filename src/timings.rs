@@ -37,13 +37,15 @@ pub fn stage(what: &str, started: Instant) {
         rest.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum::<u64>()
     });
     eprintln!(
-        "timing: {what} done at {:.3} s, CPU {:.2} s (RSS {}, peak {}; spilled {:.1} MB, pages dropped {} times)",
+        "timing: {what} done at {:.3} s, CPU {:.2} s (RSS {}, peak {}; spilled {:.1} MB, pages dropped {} times in {:.3} s, the longest {:.1} ms)",
         started.elapsed().as_secs_f64(),
         ticks as f64 / 100.0,
         field("VmRSS:"),
         field("VmHWM:"),
         spill.spilled_bytes as f64 / (1 << 20) as f64,
-        spill.releases
+        spill.releases,
+        spill.release_ns as f64 / 1e9,
+        spill.release_ns_max as f64 / 1e6
     );
 }
 

@@ -16,6 +16,7 @@ pub mod derive;
 pub mod layout;
 pub mod lod;
 pub mod model;
+pub mod pace;
 pub mod schema;
 
 #[cfg(test)]

@@ -509,6 +509,8 @@ impl Lod {
             stack.filter(|_| columns.div_ceil(TILE_W as usize) <= KEYED_LEVEL_TILES)
         };
         let encode = |level: u32, texels: &[u32]| {
+            // A tile's raster paged through the layout's spilled columns.
+            crate::spill::help_drop();
             let keys = keyed(level).map(|stack| chunks::encode::<u32>(&memviz_format::texel_keys(texels, stack)));
             (chunks::encode::<u32>(texels), keys)
         };

@@ -175,7 +175,11 @@ fn run(snap: &Snapshot, events: &dyn EventColumns, l: &LayoutRef<'_>, plan: &Pla
         plan.every,
         part,
         |k, fig| figures.push(k, fig),
-        |w| states.push(chunks::encode::<u64>(w)),
+        |w| {
+            states.push(chunks::encode::<u64>(w));
+            // The pass pages through the layout's spilled actions.
+            crate::spill::help_drop();
+        },
     );
     PartOut { figures, states }
 }

@@ -231,6 +231,7 @@ fn trace_loop(t: &TimelineRef<'_>) -> Option<Vec<(Option<usize>, u32, u32)>> {
     let e = l.elements;
     let mut births: HashMap<(u32, u64), Vec<u32>> = HashMap::new();
     for (k, &id) in l.actions.iter().enumerate() {
+        crate::pace::at(k);
         let id = id as usize;
         if e.start[id] as usize == k {
             births.entry((t.site(ElementId::at(id)), e.size[id])).or_default().push(k as u32);

@@ -133,6 +133,7 @@ pub fn family_steps_of(
             let total_start = l.total_after(i64::from(a0) - 1);
             let (mut peak_bytes, mut peak_action) = (total_start, None);
             for (k, &total) in (a0..a1).zip(&l.totals[a0 as usize..a1 as usize]) {
+                crate::pace::at(k as usize);
                 if peak_action.is_none() || total > peak_bytes {
                     (peak_bytes, peak_action) = (total, Some(k));
                 }
@@ -166,6 +167,7 @@ fn retainers(t: &TimelineRef<'_>, rows: &[StepRow]) -> Vec<Retained> {
     }
     let mut by_site: HashMap<u32, (u64, BTreeSet<usize>)> = HashMap::new();
     for id in 0..e.len() {
+        crate::pace::at(id);
         let start = e.start[id];
         if start == BEFORE_TRACE {
             continue;

@@ -194,6 +194,7 @@ impl Part {
         let next = to * every as usize <= layout.actions.len();
         let mut part = Part { ids: Vec::new(), ends: Vec::with_capacity(to - from), end: Vec::new() };
         for j in from..to {
+            crate::pace::tick();
             stack.save(&mut part.ids);
             part.ends.push(part.ids.len() as u32);
             if j + 1 < to || next {

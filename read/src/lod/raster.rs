@@ -153,7 +153,10 @@ pub fn sample_actions(totals: &[u64], finer: Option<&[u32]>, level: u32) -> Vec<
         None => {
             let per = 1usize << level;
             (0..totals.len().div_ceil(per))
-                .map(|c| argmax(totals, c * per, ((c + 1) * per).min(totals.len())))
+                .map(|c| {
+                    crate::pace::at(c * per);
+                    argmax(totals, c * per, ((c + 1) * per).min(totals.len()))
+                })
                 .collect()
         }
     }
