@@ -246,6 +246,8 @@ fn walk_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Walking 
 
 /// The second worker done with a chunk sends it back (never waiting: a full channel drops it).
 fn give_back(rows: Arc<RawRows>, done: &SyncSender<RawRows>) {
+    // Both workers write columns that spill past the budget.
+    crate::spill::help_drop();
     if let Some(rows) = Arc::into_inner(rows) {
         let _ = done.try_send(rows);
     }

@@ -324,6 +324,7 @@ impl Layout {
         let mut peak_action = None;
         let mut totals = Vec::with_capacity(actions.len());
         for (k, &id) in actions.iter().enumerate() {
+            crate::pace::at(k);
             let i = id as usize;
             if els.start[i] == k as u32 {
                 els.slot[i] = slot;
