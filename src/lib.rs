@@ -7,7 +7,7 @@
 //! (`model`, `schema`, `layout`, `lod`, `derive`, `allocator`, `archive`, `analysis`) is the
 //! `memviz-read` crate, re-exported here under the same names.
 
-pub use memviz_read::{allocator, analysis, archive, derive, layout, lod, model, schema};
+pub use memviz_read::{allocator, analysis, archive, derive, layout, lod, model, pace, schema};
 /// The viewer, crate `memviz-viewer`; [`native`] is what it runs on here.
 pub use memviz_viewer as viewer;
 

@@ -140,7 +140,7 @@ pub fn relieve() {
 }
 
 /// For a thread that pages through spilled memory (the allocator's pass and the tiles read the
-/// layout's columns; the read crate's long passes through [`memviz_read::pace`]), every so
+/// layout's columns; the read crate's long passes through [`crate::pace`]), every so
 /// often: while the spill file's pages are being dropped, drops some of them instead of
 /// faulting more in — so the threads that fill the resident size are the ones that empty it.
 /// One atomic load when no drop is under way.
@@ -149,10 +149,10 @@ pub fn help_drop() {
 }
 
 /// Called by the binary that installs [`Spilling`], before anything is built: the read
-/// crate's long passes ([`memviz_read::pace`]) then help its drops as they go.
+/// crate's long passes ([`crate::pace`]) then help its drops as they go.
 pub fn install() {
     imp::install();
-    memviz_read::pace::set(help_drop);
+    crate::pace::set(help_drop);
 }
 
 fn budget() -> u64 {
