@@ -412,12 +412,13 @@ mod imp {
     }
 
     /// The spill file's pages dropped from the process, the range cut in pieces that
-    /// [`droppers`] threads take in turn, and with them every thread that calls
-    /// [`help_drop`] or [`relieve`] meanwhile (those that page through spilled columns: the
-    /// writer, the allocator's pass, the tiles, the summary, the checkpoints): on a many-core host such threads fault pages back in
-    /// faster than one thread unmaps them (one `madvise` over the 8 GB range of gen10g took
-    /// 60 ms at the median, while sixteen threads faulted hundreds of megabytes back); dropping
-    /// instead, they fault nothing.
+    /// [`droppers`] threads take in turn, and with them every thread that calls [`help_drop`]
+    /// or [`relieve`] meanwhile (those that page through spilled columns: the read's workers,
+    /// the layout, the checkpoints, the allocator's pass, the tiles, the summary, the writer):
+    /// on a many-core host they fault pages back in faster than one thread unmaps them (one
+    /// `madvise` over the 8 GB range of gen10g took 60 ms at the median, up to 810 ms on two
+    /// busy cores, while sixteen threads faulted hundreds of megabytes back); dropping instead,
+    /// they fault nothing.
     fn release_pages() {
         release_pages_by(droppers());
     }
@@ -454,7 +455,8 @@ mod imp {
 
     /// Drops pieces of the drop under way until none is left. A piece is the same range in
     /// every drop, so one taken from a drop that has ended and a later one begun is still
-    /// inside the mapping and drops what the later drop would.
+    /// inside the mapping and drops what the later drop would (or, past the range the earlier
+    /// drop knew, is left to the next drop).
     fn drop_pieces() {
         let base = BASE.load(Acquire);
         let used = DROP_USED.load(Acquire);
