@@ -276,10 +276,6 @@ mod imp {
     }
 
     pub fn help_drop() {
-        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        if *OFF.get_or_init(|| std::env::var("MEMVIZ_SPILL_HELP").is_ok_and(|v| v == "0")) {
-            return;
-        }
         if DROP_USED.load(Relaxed) != 0 {
             drop_pieces();
         }
@@ -366,19 +362,11 @@ mod imp {
         if page > 0 {
             PAGE.store(page as usize, Relaxed);
         }
-        // The kernel's default advice: a fault on a page the file has never held reads ahead
-        // (zeroes) the pages after it, which a growing column writes next — faults that find
-        // their page in the cache cost less. With `MADV_RANDOM` (each page zeroed on its own
-        // fault) the layout's walk of gen10g's trace was busy 20.9–21.7 s here against
-        // 14.2–17.5 s, the system time 22.8–26.2 s against 14.0–17.6 s.
-        // (`MEMVIZ_SPILL_ADVICE`: for the device's A/B only, to be removed.)
-        // SAFETY: advice on our own mapping; it changes no contents.
-        let advice = match std::env::var("MEMVIZ_SPILL_ADVICE").as_deref() {
-            Ok("random") => libc::MADV_RANDOM,
-            Ok("sequential") => libc::MADV_SEQUENTIAL,
-            _ => libc::MADV_NORMAL,
-        };
-        unsafe { libc::madvise(base, RESERVE as usize, advice) };
+        // No `madvise` advice: by default a fault on a page the file has never held reads ahead
+        // (zeroes) the pages after it, which a growing column writes next, and their faults find
+        // them in the cache. With `MADV_RANDOM` (each page zeroed on its own fault) the layout's
+        // walk of gen10g's trace was busy 20.9–21.7 s on the 2-core VM against 14.2–17.5 s, the
+        // system time 22.8–26.2 s against 14.0–17.6 s.
         FD.store(fd, Relaxed);
         // Release: whoever sees the mapping sees the page size and the descriptor stored before.
         BASE.store(base as usize, Release);
