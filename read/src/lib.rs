@@ -7,7 +7,8 @@
 //! rules and the builder every decoder writes into) → `layout` (timeline replay, checkpoints) →
 //! `lod`, `derive`, `allocator` → `archive` (an archive's bytes validated and read: the session,
 //! element attributes, events, the whole model restored, the consistency check) → `analysis`
-//! (every answer).
+//! (every answer). `pace` sits beside `model`: the long passes tick it, for a program that
+//! keeps their columns in a spill file (`memviz index`).
 
 pub mod allocator;
 pub mod analysis;
