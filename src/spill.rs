@@ -576,6 +576,18 @@ mod imp {
         take(layout.size())
     }
 
+    /// Test helper: a drop of the first `used` bytes under way, helped by this thread; the
+    /// pieces that were left to take afterwards.
+    #[cfg(test)]
+    pub fn help_with(used: usize) -> usize {
+        let _one = DROPPING.lock().unwrap_or_else(|e| e.into_inner());
+        DROP_NEXT.store(0, Relaxed);
+        DROP_USED.store(used, Release);
+        super::help_drop();
+        DROP_USED.store(0, Relaxed);
+        used.div_ceil(PIECE).saturating_sub(DROP_NEXT.load(Relaxed))
+    }
+
     /// Test helper: frees `ptr` when the system allocator made it (spilling had not started).
     #[cfg(test)]
     pub fn dealloc_if_not_spilled(ptr: *mut u8, layout: Layout) -> bool {
@@ -717,6 +729,9 @@ mod tests {
         // The ranges taken so far span more than one piece of a drop: dropped by four threads.
         imp::release_pages_by(4);
         assert!(check(r, 4 << 20), "bytes lost through a drop in pieces");
+        // A pass that helps a drop under way takes every piece left.
+        assert_eq!(imp::help_with(3 * (64 << 20) + 1), 0, "pieces left to the drop's own threads");
+        assert!(check(r, 4 << 20), "bytes lost through a helped drop");
         let s = unsafe { Spilling.realloc(r, Layout::from_size_align(40 << 20, 8).unwrap(), 2 << 20) };
         assert_eq!(s, r);
         assert!(check(s, 2 << 20));

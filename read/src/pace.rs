@@ -27,7 +27,28 @@ pub fn tick() {
 /// Ticks at every [`EVERY`]th item `i` of a pass.
 #[inline]
 pub fn at(i: usize) {
-    if i % EVERY == 0 {
+    if i.is_multiple_of(EVERY) {
         tick();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        static TICKS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The hook counts this thread's ticks only: other tests' passes tick it too.
+    #[test]
+    fn a_pass_ticks_the_hook_every_so_many_items() {
+        set(|| TICKS.with(|t| t.set(t.get() + 1)));
+        for i in 0..3 * EVERY + 1 {
+            at(i);
+        }
+        tick();
+        assert_eq!(TICKS.with(Cell::get), 4 + 1);
     }
 }
