@@ -172,7 +172,8 @@ pub fn estimate_words(snap: &Snapshot, actions: &[Action], device: DeviceId) -> 
     let st = State::at_dump(snap, device);
     let (mut segs, mut blocks) = (st.segments.len() as i64, st.blocks.len() as i64);
     let mut total = words(&st);
-    for &action in actions[snap.trace(device)].iter().rev() {
+    for (i, &action) in actions[snap.trace(device)].iter().rev().enumerate() {
+        crate::pace::at(i);
         match action {
             Action::Alloc => blocks -= 1,
             Action::FreeCompleted | Action::Free => blocks += 1,

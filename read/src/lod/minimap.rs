@@ -92,6 +92,7 @@ fn extreme(
 pub fn build(totals: &[u64]) -> Vec<MinMax> {
     let mut acc = Accumulator::new(totals.len());
     for (k, &v) in totals.iter().enumerate() {
+        crate::pace::at(k);
         acc.add(k, v);
     }
     acc.finish()
