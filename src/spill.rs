@@ -404,7 +404,8 @@ mod imp {
     /// The spill file's pages dropped from the process, the range cut in pieces that
     /// [`droppers`] threads take in turn, and with them every thread that calls [`help_drop`]
     /// or [`relieve`] meanwhile (those that page through spilled columns: the read's workers,
-    /// the layout, the checkpoints, the allocator's pass, the tiles, the summary, the writer):
+    /// the layout, the checkpoints, the minimaps, the allocator's pass, the tiles, the summary,
+    /// the writer):
     /// on a many-core host they fault pages back in faster than one thread unmaps them (one
     /// `madvise` over the 8 GB range of gen10g took 60 ms at the median, up to 810 ms on two
     /// busy cores, while sixteen threads faulted hundreds of megabytes back); dropping instead,
