@@ -276,14 +276,20 @@ mod imp {
     }
 
     pub fn help_drop() {
-        if DROP_USED.load(Relaxed) != 0 {
+        helped();
+    }
+
+    /// Helps the drop under way, if one is; whether one was.
+    fn helped() -> bool {
+        let under_way = DROP_USED.load(Relaxed) != 0;
+        if under_way {
             drop_pieces();
         }
+        under_way
     }
 
     pub fn relieve() {
-        if DROP_USED.load(Relaxed) != 0 {
-            drop_pieces();
+        if helped() {
             return;
         }
         // Nothing spills, or the watcher saw the resident size well under the mark: no statm
@@ -405,11 +411,10 @@ mod imp {
     /// [`droppers`] threads take in turn, and with them every thread that calls [`help_drop`]
     /// or [`relieve`] meanwhile (those that page through spilled columns: the read's workers,
     /// the layout, the checkpoints, the minimaps, the allocator's pass, the tiles, the summary,
-    /// the writer):
-    /// on a many-core host they fault pages back in faster than one thread unmaps them (one
-    /// `madvise` over the 8 GB range of gen10g took 60 ms at the median, up to 810 ms on two
-    /// busy cores, while sixteen threads faulted hundreds of megabytes back); dropping instead,
-    /// they fault nothing.
+    /// the writer): on a many-core host they fault pages back in faster than one thread unmaps
+    /// them (one `madvise` over the 8 GB range of gen10g took 60 ms at the median, up to 810 ms
+    /// on two busy cores, while sixteen threads faulted hundreds of megabytes back); dropping
+    /// instead, they fault nothing.
     fn release_pages() {
         release_pages_by(droppers());
     }
