@@ -781,10 +781,17 @@ impl TimeAxis<'_> {
         let c = self.index.partition_point(|ct| pred(ct.first));
         let Some(c) = c.checked_sub(1) else { return 0 };
         let rows = (self.starts[c + 1] - self.starts[c]) as usize;
-        let within = if self.sampled && self.session.cached_time_chunk(self.device, c).is_none() {
-            // Sample m − 1 holds and sample m does not: the answer is in ((m − 1)·S, m·S].
-            self.want(c);
-            self.index[c].samples.partition_point(|&t| pred(t)) * TIME_SAMPLE
+        let within = if self.sampled {
+            // The cached chunk is taken once: a worker filling the cache could evict it between
+            // a check and a second lookup, which would then decode it here, on the UI thread.
+            match self.session.cached_time_chunk(self.device, c) {
+                Some(times) => times.partition_point(|&t| pred(t)),
+                None => {
+                    // Sample m − 1 holds and sample m does not: the answer is in ((m − 1)·S, m·S].
+                    self.want(c);
+                    self.index[c].samples.partition_point(|&t| pred(t)) * TIME_SAMPLE
+                }
+            }
         } else {
             self.session.time_chunk(self.device, c).partition_point(|&t| pred(t))
         };

@@ -506,13 +506,15 @@ impl Open {
         (k < n).then_some(k)
     }
 
-    /// Toggles the x axis, keeping the visible actions.
+    /// Toggles the x axis, keeping the visible actions (within a sample's actions when their
+    /// chunks are not decoded: the UI thread decodes none).
     pub fn set_time_axis(&mut self, on: bool) {
         if on == self.doc.time_axis {
             return;
         }
         let session = Arc::clone(&self.doc.session);
-        let Some(times) = session.time_axis(self.doc.device).filter(|_| self.doc.plane == Plane::Elements) else {
+        let Some(times) = session.time_axis_sampled(self.doc.device).filter(|_| self.doc.plane == Plane::Elements)
+        else {
             return;
         };
         if times.is_empty() || times.first_timed().is_none() {
