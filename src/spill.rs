@@ -155,7 +155,8 @@ pub fn install() {
     crate::pace::set(help_drop);
 }
 
-fn budget() -> u64 {
+/// The memory budget: `MEMVIZ_MEMORY_BUDGET`, else [`DEFAULT_BUDGET`].
+pub fn budget() -> u64 {
     std::env::var("MEMVIZ_MEMORY_BUDGET").ok().and_then(|v| parse_bytes(&v)).unwrap_or(DEFAULT_BUDGET)
 }
 

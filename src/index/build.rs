@@ -91,7 +91,9 @@ pub fn build_root(
                 || {
                     let plans = crate::timings::timed("the passes' plans", || {
                         let threads = rayon::current_num_threads();
-                        layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads)).collect::<Vec<Plan>>()
+                        // The spans share a quarter of the memory budget.
+                        let room = crate::spill::budget() / 4;
+                        layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads, room)).collect::<Vec<Plan>>()
                     });
                     let events = || CompressedEvents::of_columns(&columns, &snap.events);
                     let starts = |(l, p): (&Layout, &Plan)| match p.spans().is_empty() {

@@ -51,15 +51,20 @@ impl Plan {
     /// long trace runs as two parts, its cut settled while the late part runs, or — given three
     /// `threads` or more — as one span fewer than the threads: a span left over would start
     /// only when another ended (measured on 16 threads: the pass's wall 0.60 s, 0.1–0.2 s of it
-    /// the sixteenth span alone, docs/performance.md).
-    pub fn new(snap: &Snapshot, l: &LayoutRef<'_>, threads: usize) -> Plan {
+    /// the sixteenth span alone, docs/performance.md). The spans hold at most `room` bytes
+    /// between them ([`span_bytes`]): fewer spans than threads on a host of many cores.
+    pub fn new(snap: &Snapshot, l: &LayoutRef<'_>, threads: usize, room: u64) -> Plan {
         let n = snap.trace(l.device).len();
+        let words = allocator::estimate_words(snap, &snap.events.action, l.device);
         let split = match threads {
             _ if n < SPLIT_EVENTS => Split::Whole,
             0..=2 => Split::InTwo(Cut::open(n)),
-            _ => Split::Spans(span_cuts(n, threads - 1)),
+            _ => {
+                let fit = room / span_bytes(words / n.max(1) as u64);
+                Split::Spans(span_cuts(n, (threads - 1).min(fit.max(2) as usize)))
+            }
         };
-        Plan::with(snap, l, split)
+        Plan { every: allocator::every_for(words), split }
     }
 
     /// A plan cut after the last `undone` events, whatever the trace's length (tests).
@@ -70,6 +75,7 @@ impl Plan {
     }
 
     /// Reads the snapshot's raw action column (before the rows are dropped).
+    #[cfg(test)]
     fn with(snap: &Snapshot, l: &LayoutRef<'_>, split: Split) -> Plan {
         Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), split }
     }
@@ -81,6 +87,18 @@ impl Plan {
             _ => Vec::new(),
         }
     }
+}
+
+/// What a span of a pass holds while it runs, whatever the trace's length, from the states'
+/// average size in words: its start state and the state it undoes (a word is 8 bytes; the maps
+/// around them about as much again), the block being filled of each of its seven series, its
+/// cursor's decoded chunk of the events' action, address and size, and its thread's zstd
+/// contexts and kept chunk buffers (`archive::chunks`) — pieces under what spills, so
+/// anonymous: on 128 threads gen9m's 127 spans passed the heap's hard limit (1 GiB), ~8.5 MB
+/// a span as measured.
+fn span_bytes(state_words: u64) -> u64 {
+    let chunk = (CHUNK_ROWS * 8) as u64;
+    2 * state_words * 8 * 2 + (7 + 3 + 2) * chunk + (2 << 20)
 }
 
 /// Where `parts` spans of a pass over `n` events start, and `n`: as many events each, since a
@@ -267,9 +285,12 @@ fn values(f: &Figures) -> [u64; 7] {
 struct SeriesBuilder {
     /// The values since the last chunk, last first.
     block: Vec<i64>,
-    /// The first chunk's values (last first), compressed only at the end: an early part's first
-    /// chunk is completed by what its late part left over.
-    head: Option<Vec<i64>>,
+    /// The first chunk's values, compressed as the chunk is: an early part's first chunk is
+    /// completed by what its late part left over, so it is decoded again when the parts are
+    /// stitched ([`Self::then`]). Kept raw, it was half a span's memory — 3.5 MB of the seven
+    /// series, anonymous (a chunk's 512 KiB is under what spills): on 128 threads gen9m's
+    /// spans passed the heap's hard limit.
+    head: Option<Chunk>,
     /// The chunks after the head, last first.
     chunks: Vec<Chunk>,
     levels: minimap::Accumulator,
@@ -292,22 +313,24 @@ impl SeriesBuilder {
         // Chunks start at multiples of CHUNK_ROWS, as every chunked column's do. The block's
         // memory is kept for the next chunk (a fresh one grew by doubling into fresh pages).
         if k.is_multiple_of(CHUNK_ROWS) {
+            let done = chunk(&self.block);
             if self.head.is_none() && self.chunks.is_empty() {
-                self.head = Some(std::mem::replace(&mut self.block, Vec::with_capacity(CHUNK_ROWS)));
+                self.head = Some(done);
             } else {
-                self.chunks.push(chunk(&self.block));
-                self.block.clear();
+                self.chunks.push(done);
             }
+            self.block.clear();
         }
     }
 
     /// This (late part's) series followed by the early part's below it.
     fn then(self, early: SeriesBuilder) -> SeriesBuilder {
-        let mut chunks: Vec<Chunk> = self.head.as_deref().map(chunk).into_iter().chain(self.chunks).collect();
+        let mut chunks: Vec<Chunk> = self.head.into_iter().chain(self.chunks).collect();
         let mut block = self.block;
         match early.head {
             Some(head) => {
-                block.extend(head);
+                let values = chunks::decode_deltas_owned(&head).expect("a chunk made here decodes");
+                block.extend(values.iter().rev());
                 chunks.push(chunk(&block));
                 chunks.extend(early.chunks);
                 block = early.block;
@@ -320,7 +343,7 @@ impl SeriesBuilder {
     }
 
     fn finish(self) -> f::Series {
-        let mut chunks: Vec<Chunk> = self.head.as_deref().map(chunk).into_iter().chain(self.chunks).collect();
+        let mut chunks: Vec<Chunk> = self.head.into_iter().chain(self.chunks).collect();
         if !self.block.is_empty() {
             chunks.push(chunk(&self.block));
         }

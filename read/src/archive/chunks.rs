@@ -48,7 +48,7 @@ thread_local! {
 }
 
 /// A kept buffer larger than this is let go after use (an allocator state can be large).
-const KEEP_BYTES: usize = 8 << 20;
+const KEEP_BYTES: usize = 1 << 20;
 
 /// Runs `f` on this thread's buffer in `kept`, emptied first.
 fn with_buffer<R>(
