@@ -6,7 +6,8 @@
 //! allocator. While a build runs ([`activate`]), a watcher thread reads the process's resident
 //! size every few milliseconds; once it passes ¾ of the budget, every allocation of at least
 //! [`MIN_SPILL`] bytes (the columns, the layout, the archive's root: everything that grows with
-//! the input) is placed in one shared mapping of an unlinked, sparse temp file, and each time the
+//! the input; one of an eighth of the budget or more from the build's start) is placed in one
+//! shared mapping of an unlinked, sparse temp file, and each time the
 //! resident size passes ⅞ of the budget the watcher drops that mapping's pages from the process
 //! (`MADV_DONTNEED`). For a shared file mapping that loses nothing: the pages stay in the page
 //! cache (dirty ones are written back by the kernel) and the next access maps them again, so the
@@ -239,6 +240,8 @@ mod imp {
     static RELEASE_AT: AtomicU64 = AtomicU64::new(u64::MAX);
     /// Whether large allocations go to the file now.
     static SPILLING: AtomicBool = AtomicBool::new(false);
+    /// Allocations this large go to the file while a build runs, spilling or not ([`EARLY`]).
+    static EARLY_FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
     /// The mapping's first byte (0: none yet) and the file.
     static BASE: AtomicUsize = AtomicUsize::new(0);
     static FD: AtomicI32 = AtomicI32::new(-1);
@@ -315,6 +318,7 @@ mod imp {
         builds.0 += 1;
         if builds.0 == 1 {
             STOP.store(false, Relaxed);
+            EARLY_FROM.store(usize::try_from(budget / EARLY).unwrap_or(usize::MAX).max(MIN_SPILL), Relaxed);
             let watcher = std::thread::Builder::new().name("memviz-spill".into()).spawn(move || watch(budget, hard));
             builds.1 = watcher.ok();
         }
@@ -330,6 +334,7 @@ mod imp {
                 let _ = w.join();
             }
             SPILLING.store(false, Relaxed);
+            EARLY_FROM.store(usize::MAX, Relaxed);
             RELEASE_AT.store(u64::MAX, Relaxed);
         }
     }
@@ -473,6 +478,12 @@ mod imp {
     /// The pieces a drop is cut in.
     const PIECE: usize = 64 << 20;
 
+    /// An allocation of an eighth of the budget or more goes to the file from a build's start,
+    /// before the resident size calls for spilling: a column grown anonymously before spilling
+    /// began keeps its capacity in the heap, and filling it afterwards raised the heap past the
+    /// mark (gen10g: `RssAnon` 865–871 MB against the ¾ mark of 768), towards the hard limit.
+    const EARLY: u64 = 8;
+
     /// Threads that drop the pages side by side: `MEMVIZ_SPILL_DROPPERS`, else half the cores
     /// this process may use, at most eight.
     fn droppers() -> usize {
@@ -529,7 +540,9 @@ mod imp {
     }
 
     fn wants(layout: Layout) -> bool {
-        layout.size() >= MIN_SPILL && layout.align() <= PAGE.load(Relaxed) && SPILLING.load(Relaxed)
+        layout.size() >= MIN_SPILL
+            && layout.align() <= PAGE.load(Relaxed)
+            && (SPILLING.load(Relaxed) || layout.size() >= EARLY_FROM.load(Relaxed))
     }
 
     /// Reserves the file's blocks for `[offset, offset + len)`, within the spill limit.
@@ -701,6 +714,16 @@ mod tests {
     fn spilled_allocations_keep_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
         install();
+        // An eighth of the budget goes to the file from a build's start, before any spilling
+        // (the watcher, given 1 GiB, has no reason to start it).
+        let early = Active { on: imp::activate(dir.path(), 1 << 30, u64::MAX, u64::MAX) };
+        assert!(early.on);
+        let big = Layout::from_size_align(128 << 20, 8).unwrap();
+        // SAFETY: a layout of non-zero size, freed with it.
+        let p = unsafe { Spilling.alloc(big) };
+        assert!(!imp::dealloc_if_not_spilled(p, big), "an eighth of the budget made in the heap");
+        unsafe { Spilling.dealloc(p, big) };
+        drop(early);
         // Spilling at once; never stopped for the heap, which the tests beside this one share.
         let active = Active { on: imp::activate(dir.path(), 0, u64::MAX, u64::MAX) };
         assert!(active.on);
