@@ -24,7 +24,7 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
            '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   for (const name of archives) {
-    const times = [], wholes = [];
+    const times = [], wholes = [], steps = [];
     let pan = '', parts = '';
     for (let run = 0; run < 3; run++) {
       const page = await browser.newPage({ viewport: { width: Number(process.env.W ?? 1600), height: Number(process.env.H ?? 900) } });
@@ -37,6 +37,9 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
       await page.goto(`http://127.0.0.1:${port}/web/index.html?archive=/archive/0/${name}`);
       await page.waitForFunction('window.memvizFirstFrameMs !== undefined', null, { timeout: 300000 });
       times.push(Math.round(await page.evaluate('window.memvizFirstFrameMs')));
+      // Where the first frame's time went: the page's marks (ms since navigation).
+      const marks = await page.evaluate(() => performance.getEntriesByType('mark').map((m) => `${m.name} ${Math.round(m.startTime)}`));
+      steps.push(marks.join(', '));
       const preview = await page.evaluate('window.memvizPreviewBytes ?? 0');
       if (preview) {
         // A preview: the whole archive replaces it once the rest is in.
@@ -72,6 +75,7 @@ const quantile = (xs, q) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
       await page.close();
     }
     console.log(`${name}: first frame ${times.join(', ')} ms${parts}${pan}`);
+    console.log(`  marks: ${steps.join(' | ')}`);
   }
   await browser.close();
 })();

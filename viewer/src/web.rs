@@ -93,6 +93,7 @@ impl WebHandle {
             [name] => Some(platform.open_archive(Path::new(name)).map_err(|e| JsValue::from_str(&e))?),
             _ => None,
         };
+        mark("archive opened");
         *self.platform.borrow_mut() = Some(Arc::clone(&platform));
         let paths: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
         let (gpu, egui_ctx) = (Rc::clone(&self.gpu), Rc::clone(&self.ctx));
@@ -104,6 +105,7 @@ impl WebHandle {
                 canvas,
                 eframe::WebOptions::default(),
                 Box::new(move |cc| {
+                    mark("graphics ready");
                     let rs = cc.wgpu_render_state.as_ref().ok_or("the wgpu renderer is not available")?;
                     rs.renderer.write().callback_resources.insert(crate::gpu::TimelineResources::new(
                         &rs.device,
@@ -118,6 +120,7 @@ impl WebHandle {
                         Some(session) => app.open_session(session, &cc.egui_ctx),
                         None => app.open_paths(&paths, &cc.egui_ctx),
                     }
+                    mark("viewer made");
                     Ok(Box::new(app))
                 }),
             )
@@ -514,5 +517,12 @@ impl Platform for WebPlatform {
         }
         *last = (url, now);
         false
+    }
+}
+
+/// A start-up point on the page's timeline (`performance.mark`: the browser bench prints them).
+fn mark(name: &str) {
+    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = p.mark(name);
     }
 }
