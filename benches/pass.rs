@@ -35,7 +35,7 @@ fn main() {
     for layout in &layouts {
         let l = layout.view();
         // Two threads' plan: the pass in two parts, timed one after the other.
-        let plan = series::Plan::new(&snap, &l, 2);
+        let plan = series::Plan::new(&snap, &l, 2, u64::MAX);
         let (mut early, mut late) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
         for _ in 0..runs {
             let t = Instant::now();

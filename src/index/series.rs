@@ -52,7 +52,7 @@ impl Plan {
     /// `threads` or more — as one span fewer than the threads: a span left over would start
     /// only when another ended (measured on 16 threads: the pass's wall 0.60 s, 0.1–0.2 s of it
     /// the sixteenth span alone, docs/performance.md). The spans hold at most `room` bytes
-    /// between them ([`span_bytes`]): fewer spans than threads on a host of many cores.
+    /// between them (`span_bytes`): fewer spans than threads on a host of many cores.
     pub fn new(snap: &Snapshot, l: &LayoutRef<'_>, threads: usize, room: u64) -> Plan {
         let n = snap.trace(l.device).len();
         let words = allocator::estimate_words(snap, &snap.events.action, l.device);
