@@ -7,17 +7,16 @@
 //! size every few milliseconds; once it passes ¾ of the budget, every allocation of at least
 //! [`MIN_SPILL`] bytes (the columns, the layout, the archive's root: everything that grows with
 //! the input; one of an eighth of the budget or more from the build's start) is placed in one
-//! shared mapping of an unlinked, sparse temp file, and each time the
-//! resident size passes ⅞ of the budget the watcher drops that mapping's pages from the process
-//! (`MADV_DONTNEED`). For a shared file mapping that loses nothing: the pages stay in the page
-//! cache (dirty ones are written back by the kernel) and the next access maps them again, so the
-//! passes over the columns page through them and the kernel can reclaim them under pressure. The
-//! data is the same bytes wherever it lives, so archives are byte-identical with or without it.
+//! shared mapping of an unlinked, sparse temp file, and each time the resident size passes ⅞ of
+//! the budget the watcher drops that mapping's pages from the process (`MADV_DONTNEED`). For a
+//! shared file mapping that loses nothing: the pages stay in the page cache (dirty ones are
+//! written back by the kernel) and the next access maps them again, so the passes over the
+//! columns page through them and the kernel can reclaim them under pressure. The data is the
+//! same bytes wherever it lives, so archives are byte-identical with or without it.
 //!
 //! Each spilled allocation takes a fresh range of the file: a header page with the range's length,
 //! then room for eight times its size, so a `Vec` that doubles grows in place three times of four;
-//! its blocks are reserved with `fallocate` when
-//! it is made, so a full disk is the system allocator's turn rather than a `SIGBUS`, and freed
+//! its blocks are reserved with `fallocate` when it is made, so a full disk is the system allocator's turn rather than a `SIGBUS`, and freed
 //! with a punched hole, which returns its pages and its disk at once. Ranges are never reused:
 //! the file is eight terabytes of address space, sparse.
 //!
