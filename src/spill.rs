@@ -16,9 +16,10 @@
 //!
 //! Each spilled allocation takes a fresh range of the file: a header page with the range's length,
 //! then room for eight times its size, so a `Vec` that doubles grows in place three times of four;
-//! its blocks are reserved with `fallocate` when it is made, so a full disk is the system allocator's turn rather than a `SIGBUS`, and freed
-//! with a punched hole, which returns its pages and its disk at once. Ranges are never reused:
-//! the file is eight terabytes of address space, sparse.
+//! its blocks are reserved with `fallocate` when it is made, so a full disk is the system
+//! allocator's turn rather than a `SIGBUS`, and freed with a punched hole, which returns its
+//! pages and its disk at once. Ranges are never reused: the file is eight terabytes of address
+//! space, sparse.
 //!
 //! `MEMVIZ_MEMORY_BUDGET` (bytes, or with `K` / `M` / `G`) sets the budget; the default is
 //! [`DEFAULT_BUDGET`]. Tests set a tiny one to make a small build spill all the time.
