@@ -432,6 +432,40 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
     }
 }
 
+/// A folder's ranks built side by side share the memory budget: each plans the allocator pass's
+/// spans within its share of the quarter the spans get (~8 MB a span). Under a 240 MiB budget a
+/// build alone on eight threads runs 7 spans (60 MiB of room); two ranks built at once on eight
+/// threads each, 3 each (30 MiB). (The spans never change the bytes: the thread-count test.)
+#[test]
+fn ranks_built_side_by_side_share_the_spans_room() {
+    let dir = tempdir();
+    let long = long_run(dir.path(), 220);
+    let job = dir.path().join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    for r in 0..2 {
+        std::fs::hard_link(&long, job.join(format!("rank{r}.pickle"))).unwrap();
+    }
+    let run = |input: &Path, out: &Path, jobs: &str| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"));
+        cmd.args([
+            "index".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--jobs".as_ref(),
+            jobs.as_ref(),
+        ]);
+        let run = cmd.env("MEMVIZ_TIMINGS", "1").env("MEMVIZ_MEMORY_BUDGET", "240M").output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{stderr}");
+        stderr.matches("allocator pass, a span").count()
+    };
+    let alone = dir.path().join("alone.memviz");
+    assert_eq!(run(&long, &alone, "8"), 7, "one build on eight threads");
+    let out = dir.path().join("out");
+    assert_eq!(run(&job, &out, "16"), 2 * 3, "two builds on eight threads each");
+}
+
 /// A long run's archive (100 MB-class structure in a few MB: the generator repeating gpt2_small's
 /// steps): `at --peak` reads, and checks, a few of its blocks; a corrupted block it does not read
 /// leaves its answer as it was, one it reads makes it the one-line error.

@@ -91,8 +91,9 @@ pub fn build_root(
                 || {
                     let plans = crate::timings::timed("the passes' plans", || {
                         let threads = rayon::current_num_threads();
-                        // The spans share a quarter of the memory budget.
-                        let room = crate::spill::budget() / 4;
+                        // The spans share a quarter of the memory budget, this build's share
+                        // of it where a folder's ranks are built side by side.
+                        let room = crate::spill::budget() / 4 / super::pipeline::running() as u64;
                         layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads, room)).collect::<Vec<Plan>>()
                     });
                     let events = || CompressedEvents::of_columns(&columns, &snap.events);

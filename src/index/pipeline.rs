@@ -29,6 +29,31 @@ pub struct IndexSummary {
     pub seconds: f64,
 }
 
+/// Builds running in this process now (a folder's ranks are indexed a few at a time): each
+/// plans its share of the memory budget ([`running`]).
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts a build while it lives.
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The builds running in this process now, this one included (at least 1).
+pub(super) fn running() -> usize {
+    RUNNING.load(std::sync::atomic::Ordering::Relaxed).max(1)
+}
+
 /// Reads `snapshot`, lays it out and writes its archive to `out`; `progress` gets the bytes read,
 /// `message` each later stage.
 pub fn build_archive(
@@ -39,6 +64,7 @@ pub fn build_archive(
     message: &(dyn Fn(&'static str) + Sync),
 ) -> anyhow::Result<IndexSummary> {
     let started = Instant::now();
+    let _running = Running::start();
     crate::timings::index_started(started);
     // Past the memory budget, what grows with the input spills to a temp file beside the output.
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
