@@ -123,8 +123,7 @@ impl Drop for Active {
 /// Turns spilling on for a build whose output goes into `dir`. Does nothing when the binary's
 /// allocator is not [`Spilling`] (the library's tests), or where the spill file cannot be made.
 pub fn activate(dir: &Path) -> Active {
-    let budget = budget();
-    Active { on: imp::activate(dir, budget, budget.max(MIN_HARD_LIMIT), spill_limit(dir)) }
+    Active { on: imp::activate(dir, budget(), heap_limit(), spill_limit(dir)) }
 }
 
 /// What spilling did so far.
@@ -154,6 +153,11 @@ pub fn help_drop() {
 pub fn install() {
     imp::install();
     crate::pace::set(help_drop);
+}
+
+/// The heap a command may never pass: the budget, at least [`MIN_HARD_LIMIT`].
+pub fn heap_limit() -> u64 {
+    budget().max(MIN_HARD_LIMIT)
 }
 
 /// The memory budget: `MEMVIZ_MEMORY_BUDGET`, else [`DEFAULT_BUDGET`].

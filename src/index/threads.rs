@@ -1,22 +1,34 @@
 //! How many threads an index uses: `--jobs N`, else `MEMVIZ_THREADS`, else the CPUs this process
 //! may run on — std's `available_parallelism`, which on Linux is the smaller of the affinity mask
 //! (a Slurm job's cpuset, `taskset`) and the cgroup's CPU quota (a Kubernetes limit: v2 `cpu.max`,
-//! v1 `cpu.cfs_quota_us`), rounded down. The archive's bytes never depend on it.
+//! v1 `cpu.cfs_quota_us`), rounded down — at most one for each [`THREAD_HEAP`] of the heap's
+//! hard limit. The archive's bytes never depend on it.
 
 use anyhow::bail;
 
-/// The threads for an index run: `jobs` if given, else `MEMVIZ_THREADS`, else the CPUs.
+/// The heap an index's thread holds that cannot spill, as measured: its zstd contexts and chunk
+/// buffers, its share of the passes' working sets (the allocator pass's spans, the tiles). The
+/// budget is the process's, not a thread's: gen10g's heap peaked at 463 MB on 16 threads, 730
+/// MB on 64 and 954 MB on 128 — a few more and the index would stop at the 1 GiB limit.
+pub const THREAD_HEAP: u64 = 16 << 20;
+
+/// The threads for an index run: `jobs` if given, else `MEMVIZ_THREADS`, else the CPUs; at
+/// most one for each [`THREAD_HEAP`] of the heap's hard limit (64 under the default budget).
 pub fn count(jobs: Option<usize>) -> anyhow::Result<usize> {
-    if let Some(n) = jobs {
-        return Ok(n.max(1));
-    }
-    match std::env::var("MEMVIZ_THREADS") {
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
+    let asked = match (jobs, std::env::var("MEMVIZ_THREADS")) {
+        (Some(n), _) => n.max(1),
+        (None, Ok(v)) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
             _ => bail!("MEMVIZ_THREADS={v}: not a number of threads (1 or more)"),
         },
-        Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
-    }
+        (None, Err(_)) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    Ok(asked.min(within(crate::spill::heap_limit())))
+}
+
+/// The most threads a heap limit of `bytes` leaves room for.
+fn within(bytes: u64) -> usize {
+    usize::try_from(bytes / THREAD_HEAP).unwrap_or(usize::MAX).max(1)
 }
 
 /// Runs `f` on a pool of `threads` named workers (`memviz-index-N`), so that all the parallel
@@ -46,6 +58,14 @@ pub fn for_folder(threads: usize, files: usize) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_heap_limit_caps_the_threads() {
+        assert_eq!(super::within(1 << 30), 64);
+        assert_eq!(super::within(256 << 20), 16);
+        assert_eq!(super::within(4 << 30), 256);
+        assert_eq!(super::within(0), 1);
+    }
+
     #[test]
     fn a_folder_shares_the_threads_among_a_few_files_at_once() {
         assert_eq!(super::for_folder(16, 64), (8, 2));
