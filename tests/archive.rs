@@ -399,16 +399,7 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
                 let spans = stderr.matches("allocator pass, a span").count();
                 // A span for each thread but one, as many as fit a quarter of the memory budget
                 // (~8 MB a span: 30 of the default 1 GiB; 2 under a budget forced small).
-                let budget = std::env::var("MEMVIZ_MEMORY_BUDGET").ok().map(|b| {
-                    let shift = match b.trim().chars().last() {
-                        Some('K' | 'k') => 10,
-                        Some('M' | 'm') => 20,
-                        Some('G' | 'g') => 30,
-                        _ => 0,
-                    };
-                    b.trim().trim_end_matches(char::is_alphabetic).parse::<u64>().unwrap() << shift
-                });
-                let small = budget.is_some_and(|b| b < 64 << 20);
+                let small = memviz::spill::budget() < 64 << 20;
                 match threads {
                     0..=2 => assert_eq!(spans, 0, "{stderr}"),
                     _ if small => assert_eq!(spans, 2, "{threads} threads, a small budget: {stderr}"),
