@@ -398,11 +398,11 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
             if long {
                 let spans = stderr.matches("allocator pass, a span").count();
                 // A span for each thread but one, as many as fit a quarter of the memory budget
-                // (~8 MB a span: 30 of the default 1 GiB; 2 under a budget forced small).
-                let small = memviz::spill::budget() < 64 << 20;
+                // (~8 MB a span: 30 of the default 1 GiB; at least 2, and 2 under 1M).
+                let small = memviz::spill::budget() < 256 << 20;
                 match threads {
                     0..=2 => assert_eq!(spans, 0, "{stderr}"),
-                    _ if small => assert_eq!(spans, 2, "{threads} threads, a small budget: {stderr}"),
+                    _ if small => assert!((2..threads).contains(&spans), "{threads} threads, a small budget: {stderr}"),
                     3..=16 => assert_eq!(spans, threads - 1, "{threads} threads: {stderr}"),
                     _ => assert!((16..threads - 1).contains(&spans), "{spans} spans on {threads} threads: {stderr}"),
                 }
