@@ -517,7 +517,14 @@ impl Lod {
             let keys = keyed(level).map(|stack| chunks::encode::<u32>(&memviz_format::texel_keys(texels, stack)));
             (chunks::encode::<u32>(texels), keys)
         };
-        let levels = lod::build_pyramid(view, cps, min_level, TILE_W, TILE_H, encode);
+        // The finest tiles' rasters share a quarter of the budget: each holds a column stack of
+        // the live set (~16 bytes an entry: its id, its drawn size in a Fenwick tree) and its
+        // texels. With millions of allocations live at once, 64 side by side held gigabytes.
+        let live = cps.starts.windows(2).map(|w| (w[1] - w[0]) as u64).max().unwrap_or(0);
+        let raster = live * 16 + u64::from(TILE_W * TILE_H) * 4;
+        let room = crate::spill::budget() / 4 / super::pipeline::running() as u64;
+        let at_once = usize::try_from(room / raster.max(1)).unwrap_or(usize::MAX).max(2);
+        let levels = lod::build_pyramid(view, cps, min_level, (TILE_W, TILE_H), at_once, encode);
         levels
             .into_iter()
             .map(|t| {

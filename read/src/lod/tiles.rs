@@ -30,13 +30,15 @@ pub fn top_level(actions: usize, tile_w: u32) -> u32 {
 
 /// Builds levels `min_level..=top_level`, finest first. Each tile is `tile_w × tile_h` texels
 /// (columns past the end of the trace are empty) covering bytes `[0, peak)`, handed to
-/// `encode` with its level.
+/// `encode` with its level. At most about `at_once` finest tiles are rasterised side by side
+/// (each restores a column stack of the live set: a trace of millions of live allocations
+/// holds tens of megabytes a raster); `usize::MAX`: as many as the rayon pool runs.
 pub fn build_pyramid<T: Send>(
     layout: LayoutRef<'_>,
     cps: CheckpointsRef<'_>,
     min_level: u32,
-    tile_w: u32,
-    tile_h: u32,
+    (tile_w, tile_h): (u32, u32),
+    at_once: usize,
     encode: impl Fn(u32, &[u32]) -> T + Sync,
 ) -> Vec<TileLevel<T>> {
     let actions = layout.actions.len();
@@ -56,6 +58,9 @@ pub fn build_pyramid<T: Send>(
     let pyramid = Pyramid {
         layout,
         cps,
+        top: samples.len() - 1,
+        // Side by side down to this many levels under the top tile: 2^depth rasters at once.
+        depth: at_once.max(1).ilog2() as usize,
         samples: &samples,
         min_level,
         w: tile_w as usize,
@@ -83,6 +88,9 @@ struct Pyramid<'p, E> {
     cps: CheckpointsRef<'p>,
     /// The sample actions of levels `min_level..=top`.
     samples: &'p [Vec<u32>],
+    /// The top level's index in `samples`, and how many levels under it split side by side.
+    top: usize,
+    depth: usize,
     min_level: u32,
     w: usize,
     h: usize,
@@ -108,8 +116,10 @@ impl<T: Send, E: Fn(u32, &[u32]) -> T + Sync> Pyramid<'_, E> {
             // Columns 2c and 2c + 1 of the finer level lie under column c: tiles 2t and 2t + 1.
             let finer = &self.samples[li - 1];
             let right_exists = (2 * t + 1) * w < finer.len();
+            let left = || self.tile(li - 1, 2 * t);
+            let right = || right_exists.then(|| self.tile(li - 1, 2 * t + 1));
             let ((left, mut made), right) =
-                rayon::join(|| self.tile(li - 1, 2 * t), || right_exists.then(|| self.tile(li - 1, 2 * t + 1)));
+                if self.top - li < self.depth { rayon::join(left, right) } else { (left(), right()) };
             let right = right.map(|(texels, more)| {
                 made.extend(more);
                 texels
@@ -162,8 +172,13 @@ mod tests {
     fn every_tile_equals_its_columns_rasterised() {
         let (layout, cps) = super::super::gpt2_small();
         let (w, h) = (16, 24);
-        let levels = build_pyramid(layout.view(), cps.view(), 2, w, h, |level, texels| (level, texels.to_vec()));
+        let encode = |level, texels: &[u32]| (level, texels.to_vec());
+        let levels = build_pyramid(layout.view(), cps.view(), 2, (w, h), usize::MAX, encode);
         assert!(levels.len() >= 4, "{} levels", levels.len());
+        // Rasterised one at a time or two, the same pyramid.
+        for at_once in [1, 2] {
+            assert!(build_pyramid(layout.view(), cps.view(), 2, (w, h), at_once, encode) == levels, "{at_once}");
+        }
         assert_eq!(levels.last().unwrap().tiles.len(), 1, "the top level is one tile");
         let peak = layout.peak_bytes.max(1);
         for l in &levels {
