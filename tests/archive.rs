@@ -423,6 +423,25 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
     }
 }
 
+/// More threads than the memory budget leaves room for (one per 16 MiB of its heap limit): the
+/// index runs the most it may and says so; within the room it says nothing.
+#[test]
+fn threads_past_the_budgets_room_are_lowered_with_a_warning() {
+    let dir = tempdir();
+    let out = dir.path().join("x.memviz");
+    let run = |jobs: &str| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memviz"));
+        cmd.args(["index".as_ref(), data("gpt2_small.pickle").as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        let run = cmd.args(["--jobs", jobs]).env("MEMVIZ_MEMORY_BUDGET", "1G").output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{stderr}");
+        stderr
+    };
+    let lowered = run("1000");
+    assert!(lowered.contains("warning: 1000 threads asked, 64 used"), "{lowered}");
+    assert!(!run("64").contains("threads asked"));
+}
+
 /// A folder's ranks built side by side share the memory budget: each plans the allocator pass's
 /// spans within its share of the quarter the spans get (~8 MB a span). Under a 240 MiB budget a
 /// build alone on eight threads runs 7 spans (60 MiB of room); two ranks built at once on eight

@@ -59,7 +59,7 @@ pub fn index(
         bar.set_style(stage_style());
         bar.set_message(msg);
     };
-    let threads = crate::index::threads::count(jobs)?;
+    let threads = crate::index::threads::count_told(jobs)?;
     let started = std::time::Instant::now();
     let last_line = AtomicU64::new(0);
     let progress = |n| {
@@ -135,7 +135,7 @@ pub fn index_folder(args: &crate::cli::IndexArgs) -> anyhow::Result<()> {
     }
     let bytes: u64 = files.iter().map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len())).sum();
     let bar = progress_bar(bytes);
-    let threads = crate::index::threads::count(args.jobs)?;
+    let threads = crate::index::threads::count_told(args.jobs)?;
     let outcomes = folder::index_all(&files, args.output.as_deref(), threads, &|n| bar.set_position(n));
     bar.finish_and_clear();
     let (mut built, mut current, mut failed) = (0, 0, 0);

@@ -15,15 +15,39 @@ pub const THREAD_HEAP: u64 = 16 << 20;
 /// The threads for an index run: `jobs` if given, else `MEMVIZ_THREADS`, else the CPUs; at
 /// most one for each [`THREAD_HEAP`] of the heap's hard limit (64 under the default budget).
 pub fn count(jobs: Option<usize>) -> anyhow::Result<usize> {
-    let asked = match (jobs, std::env::var("MEMVIZ_THREADS")) {
+    Ok(asked(jobs)?.min(most()))
+}
+
+/// [`count`] for an index run, with a warning on standard error where `--jobs` or
+/// `MEMVIZ_THREADS` asked for more threads than the memory budget leaves room for.
+pub fn count_told(jobs: Option<usize>) -> anyhow::Result<usize> {
+    let (asked, most) = (asked(jobs)?, most());
+    let told = jobs.is_some() || std::env::var_os("MEMVIZ_THREADS").is_some();
+    if told && asked > most {
+        eprintln!(
+            "warning: {asked} threads asked, {most} used: each holds heap that cannot spill, one per {} MiB of the {} MiB limit (MEMVIZ_MEMORY_BUDGET raises it)",
+            THREAD_HEAP >> 20,
+            crate::spill::heap_limit() >> 20
+        );
+    }
+    Ok(asked.min(most))
+}
+
+/// The most threads the heap's hard limit leaves room for.
+fn most() -> usize {
+    within(crate::spill::heap_limit())
+}
+
+/// The threads asked for: `jobs`, else `MEMVIZ_THREADS`, else the CPUs.
+fn asked(jobs: Option<usize>) -> anyhow::Result<usize> {
+    Ok(match (jobs, std::env::var("MEMVIZ_THREADS")) {
         (Some(n), _) => n.max(1),
         (None, Ok(v)) => match v.trim().parse::<usize>() {
             Ok(n) if n > 0 => n,
             _ => bail!("MEMVIZ_THREADS={v}: not a number of threads (1 or more)"),
         },
         (None, Err(_)) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    Ok(asked.min(within(crate::spill::heap_limit())))
+    })
 }
 
 /// The most threads a heap limit of `bytes` leaves room for.
