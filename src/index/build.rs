@@ -91,9 +91,7 @@ pub fn build_root(
                 || {
                     let plans = crate::timings::timed("the passes' plans", || {
                         let threads = rayon::current_num_threads();
-                        // The spans share a quarter of the memory budget, this build's share
-                        // of it where a folder's ranks are built side by side.
-                        let room = crate::spill::budget() / 4 / super::pipeline::running() as u64;
+                        let room = super::pipeline::room();
                         layouts.iter().map(|l| Plan::new(&snap, &l.view(), threads, room)).collect::<Vec<Plan>>()
                     });
                     let events = || CompressedEvents::of_columns(&columns, &snap.events);
@@ -522,8 +520,7 @@ impl Lod {
         // texels. With millions of allocations live at once, 64 side by side held gigabytes.
         let live = cps.starts.windows(2).map(|w| (w[1] - w[0]) as u64).max().unwrap_or(0);
         let raster = live * 16 + u64::from(TILE_W * TILE_H) * 4;
-        let room = crate::spill::budget() / 4 / super::pipeline::running() as u64;
-        let at_once = usize::try_from(room / raster.max(1)).unwrap_or(usize::MAX).max(2);
+        let at_once = usize::try_from(super::pipeline::room() / raster.max(1)).unwrap_or(usize::MAX).max(2);
         let levels = lod::build_pyramid(view, cps, min_level, (TILE_W, TILE_H), at_once, encode);
         levels
             .into_iter()

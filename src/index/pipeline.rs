@@ -30,7 +30,7 @@ pub struct IndexSummary {
 }
 
 /// Builds running in this process now (a folder's ranks are indexed a few at a time): each
-/// plans its share of the memory budget ([`running`]).
+/// plans its share of the memory budget ([`room`]).
 static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Counts a build while it lives.
@@ -49,9 +49,11 @@ impl Drop for Running {
     }
 }
 
-/// The builds running in this process now, this one included (at least 1).
-pub(super) fn running() -> usize {
-    RUNNING.load(std::sync::atomic::Ordering::Relaxed).max(1)
+/// A quarter of the memory budget, this build's share of it where builds run side by side: what
+/// the allocator pass's spans may hold between them, and the finest tiles' rasters theirs.
+pub(super) fn room() -> u64 {
+    let running = RUNNING.load(std::sync::atomic::Ordering::Relaxed).max(1);
+    crate::spill::budget() / 4 / running as u64
 }
 
 /// Reads `snapshot`, lays it out and writes its archive to `out`; `progress` gets the bytes read,
