@@ -309,10 +309,14 @@ fn skip_batch(wave: &[u8], mut at: usize) -> Option<usize> {
 fn boundaries(wave: &[u8], every: usize, end: Option<usize>) -> Vec<usize> {
     let mut starts = vec![0];
     let last = end.unwrap_or(wave.len());
-    for c in memchr::memmem::find_iter(wave, BATCH).take_while(|&c| c < last) {
-        if c >= starts[starts.len() - 1] + every {
-            starts.push(c);
-        }
+    // Each search starts `every` bytes past the last start: the bytes match at every event dict
+    // but for the MARK before it, so a search over the whole wave stops ~100 bytes apart (a
+    // fifth of the serial joins' time on gen9m).
+    let finder = memchr::memmem::Finder::new(BATCH);
+    let mut from = every;
+    while let Some(c) = wave.get(from..).and_then(|rest| finder.find(rest)).map(|c| from + c).filter(|&c| c < last) {
+        starts.push(c);
+        from = c + every;
     }
     if let Some(e) = end.filter(|&e| e > 0) {
         starts.push(e);
