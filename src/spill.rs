@@ -6,7 +6,8 @@
 //! allocator. While a build runs ([`activate`]), a watcher thread reads the process's resident
 //! size every few milliseconds; once it passes ¾ of the budget, every allocation of at least
 //! [`MIN_SPILL`] bytes (the columns, the layout, the archive's root: everything that grows with
-//! the input; one of an eighth of the budget or more from the build's start) is placed in one
+//! the input; one of an eighth of the budget or more sooner, once the heap's large allocations
+//! would pass half the budget with it) is placed in one
 //! shared mapping of an unlinked, sparse temp file, and each time the resident size passes ⅞ of
 //! the budget the watcher drops that mapping's pages from the process (`MADV_DONTNEED`). For a
 //! shared file mapping that loses nothing: the pages stay in the page cache (dirty ones are
@@ -190,7 +191,7 @@ unsafe impl GlobalAlloc for Spilling {
         if let Some(p) = imp::alloc(layout) {
             return p;
         }
-        unsafe { System.alloc(layout) }
+        imp::heap_made(unsafe { System.alloc(layout) }, layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -198,12 +199,13 @@ unsafe impl GlobalAlloc for Spilling {
         if let Some(p) = imp::alloc(layout) {
             return p;
         }
-        unsafe { System.alloc_zeroed(layout) }
+        imp::heap_made(unsafe { System.alloc_zeroed(layout) }, layout.size())
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if !imp::dealloc(ptr, layout) {
-            unsafe { System.dealloc(ptr, layout) }
+            unsafe { System.dealloc(ptr, layout) };
+            imp::heap_freed(layout.size());
         }
     }
 
@@ -244,8 +246,12 @@ mod imp {
     static RELEASE_AT: AtomicU64 = AtomicU64::new(u64::MAX);
     /// Whether large allocations go to the file now.
     static SPILLING: AtomicBool = AtomicBool::new(false);
-    /// Allocations this large go to the file while a build runs, spilling or not ([`EARLY`]).
+    /// Allocations this large go to the file while a build runs, spilling or not, once the
+    /// heap's large allocations would pass `HEAP_SHARE` with them ([`EARLY`]).
     static EARLY_FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
+    static HEAP_SHARE: AtomicU64 = AtomicU64::new(u64::MAX);
+    /// The bytes the heap's allocations of [`MIN_SPILL`] or more were made for, touched or not.
+    static BIG_HEAP: AtomicU64 = AtomicU64::new(0);
     /// The mapping's first byte (0: none yet) and the file.
     static BASE: AtomicUsize = AtomicUsize::new(0);
     static FD: AtomicI32 = AtomicI32::new(-1);
@@ -323,6 +329,7 @@ mod imp {
         if builds.0 == 1 {
             STOP.store(false, Relaxed);
             EARLY_FROM.store(usize::try_from(budget / EARLY).unwrap_or(usize::MAX).max(MIN_SPILL), Relaxed);
+            HEAP_SHARE.store(budget / 2, Relaxed);
             let watcher = std::thread::Builder::new().name("memviz-spill".into()).spawn(move || watch(budget, hard));
             builds.1 = watcher.ok();
         }
@@ -339,6 +346,7 @@ mod imp {
             }
             SPILLING.store(false, Relaxed);
             EARLY_FROM.store(usize::MAX, Relaxed);
+            HEAP_SHARE.store(u64::MAX, Relaxed);
             RELEASE_AT.store(u64::MAX, Relaxed);
         }
     }
@@ -482,11 +490,30 @@ mod imp {
     /// The pieces a drop is cut in.
     const PIECE: usize = 64 << 20;
 
-    /// An allocation of an eighth of the budget or more goes to the file from a build's start,
-    /// before the resident size calls for spilling: a column grown anonymously before spilling
-    /// began keeps its capacity in the heap, and filling it afterwards raised the heap past the
-    /// mark (gen10g: `RssAnon` 865–871 MB against the ¾ mark of 768), towards the hard limit.
+    /// An allocation of an eighth of the budget or more goes to the file before the resident
+    /// size calls for spilling where, with it, the heap's large allocations would be made for
+    /// more than half the budget: a column grown anonymously before spilling began keeps its
+    /// capacity in the heap, and filling it afterwards raised the heap past the mark (gen10g:
+    /// `RssAnon` 865–871 MB against the ¾ mark of 768), towards the hard limit. Not from a
+    /// build's start whatever the heap holds: gen9m's memo (one 128 MiB allocation, written
+    /// on the reader's thread) then faulted its pages in through the file system — on ext4
+    /// each a block mapped and marked dirty —, its joins 0.19 → 0.28 s on the device's host.
     const EARLY: u64 = 8;
+
+    /// Counts a heap allocation of `size` bytes at `ptr` (null: none made) in [`BIG_HEAP`].
+    pub fn heap_made(ptr: *mut u8, size: usize) -> *mut u8 {
+        if !ptr.is_null() && size >= MIN_SPILL {
+            BIG_HEAP.fetch_add(size as u64, Relaxed);
+        }
+        ptr
+    }
+
+    /// Uncounts a heap allocation of `size` bytes, freed.
+    pub fn heap_freed(size: usize) {
+        if size >= MIN_SPILL {
+            BIG_HEAP.fetch_sub(size as u64, Relaxed);
+        }
+    }
 
     /// Threads that drop the pages side by side: `MEMVIZ_SPILL_DROPPERS`, else half the cores
     /// this process may use, at most eight.
@@ -544,9 +571,12 @@ mod imp {
     }
 
     fn wants(layout: Layout) -> bool {
-        layout.size() >= MIN_SPILL
+        let size = layout.size();
+        size >= MIN_SPILL
             && layout.align() <= PAGE.load(Relaxed)
-            && (SPILLING.load(Relaxed) || layout.size() >= EARLY_FROM.load(Relaxed))
+            && (SPILLING.load(Relaxed)
+                || size >= EARLY_FROM.load(Relaxed)
+                    && BIG_HEAP.load(Relaxed).saturating_add(size as u64) > HEAP_SHARE.load(Relaxed))
     }
 
     /// Reserves the file's blocks for `[offset, offset + len)`, within the spill limit.
@@ -620,6 +650,7 @@ mod imp {
         }
         // SAFETY: the system allocator made `ptr` with `layout`.
         unsafe { System.dealloc(ptr, layout) };
+        heap_freed(layout.size());
         true
     }
 
@@ -648,7 +679,7 @@ mod imp {
                 }
                 // SAFETY: as `GlobalAlloc::realloc`: `new_size` is valid for `layout.align()`.
                 let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-                let to = take(new_size).unwrap_or_else(|| unsafe { System.alloc(new) });
+                let to = take(new_size).unwrap_or_else(|| heap_made(unsafe { System.alloc(new) }, new_size));
                 if !to.is_null() {
                     // SAFETY: both ranges are at least `old` bytes and belong to different owners.
                     unsafe { std::ptr::copy_nonoverlapping(ptr, to, old) };
@@ -668,10 +699,15 @@ mod imp {
                         std::ptr::copy_nonoverlapping(ptr, to, old.min(new_size));
                         System.dealloc(ptr, layout);
                     }
+                    heap_freed(old);
                     return to;
                 }
                 // SAFETY: the caller's arguments, for the allocator that made `ptr`.
-                unsafe { System.realloc(ptr, layout, new_size) }
+                let to = unsafe { System.realloc(ptr, layout, new_size) };
+                if !to.is_null() {
+                    heap_freed(old);
+                }
+                heap_made(to, new_size)
             }
         }
     }
@@ -687,6 +723,10 @@ mod imp {
     pub fn install() {}
     pub fn relieve() {}
     pub fn help_drop() {}
+    pub fn heap_made(ptr: *mut u8, _size: usize) -> *mut u8 {
+        ptr
+    }
+    pub fn heap_freed(_size: usize) {}
     pub fn stats() -> SpillStats {
         SpillStats::default()
     }
@@ -718,15 +758,20 @@ mod tests {
     fn spilled_allocations_keep_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
         install();
-        // An eighth of the budget goes to the file from a build's start, before any spilling
-        // (the watcher, given 1 GiB, has no reason to start it).
+        // An eighth of the budget goes to the file before any spilling (the watcher, given 1 GiB,
+        // has no reason to start it) once the heap's large allocations would pass half the
+        // budget with it: four go to the heap (untouched, they cost no memory), the fifth not.
         let early = Active { on: imp::activate(dir.path(), 1 << 30, u64::MAX, u64::MAX) };
         assert!(early.on);
         let big = Layout::from_size_align(128 << 20, 8).unwrap();
-        // SAFETY: a layout of non-zero size, freed with it.
+        // SAFETY: a layout of non-zero size, each freed with it.
+        let heap: Vec<*mut u8> = (0..4).map(|_| unsafe { Spilling.alloc(big) }).collect();
         let p = unsafe { Spilling.alloc(big) };
-        assert!(!imp::dealloc_if_not_spilled(p, big), "an eighth of the budget made in the heap");
+        assert!(!imp::dealloc_if_not_spilled(p, big), "past half the budget made in the heap");
         unsafe { Spilling.dealloc(p, big) };
+        for q in heap {
+            assert!(imp::dealloc_if_not_spilled(q, big), "an eighth of the budget spilled early");
+        }
         drop(early);
         // Spilling at once; never stopped for the heap, which the tests beside this one share.
         let active = Active { on: imp::activate(dir.path(), 0, u64::MAX, u64::MAX) };
