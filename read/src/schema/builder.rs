@@ -51,6 +51,26 @@ pub struct Builder {
     unknown: HashMap<(&'static str, StrId), u64>,
     /// Where the events' large columns go; `None`: into the model's.
     rows: Option<Box<dyn RowSink>>,
+    /// Events pushed whose large columns have yet to go to `rows` ([`Self::push_events_later`]).
+    put_off: Vec<(u32, Events)>,
+}
+
+/// The sink and the rows put off for it, taken from a builder ([`Builder::take_put_off`]) to be
+/// handed over on another thread while the builder is read.
+pub struct PutOff {
+    rows: Option<Box<dyn RowSink>>,
+    list: Vec<(u32, Events)>,
+}
+
+impl PutOff {
+    /// Hands the rows put off to the sink, in order (`events`: the builder's events).
+    pub fn hand_over(&mut self, events: &Events) {
+        if let Some(sink) = self.rows.as_mut() {
+            for (first, rows) in self.list.drain(..) {
+                sink.extend(events, first, &rows);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Builder {
@@ -132,7 +152,19 @@ impl Builder {
         self.snap.stacks.get(id)
     }
 
+    /// Hands the rows put off to the sink: before every other use of it, so that it sees the
+    /// events in order.
+    #[inline]
+    fn catch_up(&mut self) {
+        if let Some(sink) = self.rows.as_mut().filter(|_| !self.put_off.is_empty()) {
+            for (first, rows) in self.put_off.drain(..) {
+                sink.extend(&self.snap.events, first, &rows);
+            }
+        }
+    }
+
     pub fn push_event(&mut self, row: &EventRow) -> u32 {
+        self.catch_up();
         match self.rows.as_mut() {
             None => self.snap.events.push(row),
             Some(sink) => {
@@ -146,6 +178,7 @@ impl Builder {
     /// Pushes every event of `rows` (a reader's events read apart, its ids from 0: as if each
     /// row were pushed in turn); returns the first one's id.
     pub fn push_events(&mut self, rows: &Events) -> u32 {
+        self.catch_up();
         let first = self.snap.events.append_without_values(rows);
         match self.rows.as_mut() {
             None => self.snap.events.append_values(rows),
@@ -154,8 +187,33 @@ impl Builder {
         first
     }
 
+    /// [`Self::push_events`], the large columns handed to a sink later: at its next use, or
+    /// on another thread beside other work ([`Self::take_put_off`]).
+    pub fn push_events_later(&mut self, rows: Events) -> u32 {
+        if self.rows.is_none() {
+            return self.push_events(&rows);
+        }
+        let first = self.snap.events.append_without_values(&rows);
+        self.put_off.push((first, rows));
+        first
+    }
+
+    /// The sink and the rows put off for it, for [`PutOff::hand_over`] while this builder is
+    /// read elsewhere; [`Self::give_back`] returns the sink.
+    pub fn take_put_off(&mut self) -> PutOff {
+        PutOff { rows: self.rows.take(), list: std::mem::take(&mut self.put_off) }
+    }
+
+    /// Returns the sink taken by [`Self::take_put_off`], with any rows it still holds put off.
+    pub fn give_back(&mut self, mut off: PutOff) {
+        self.rows = off.rows.take();
+        off.list.append(&mut self.put_off);
+        self.put_off = off.list;
+    }
+
     /// Overwrites event `id` (a pickle that adds keys to an event dict after creating it).
     pub fn set_event(&mut self, id: u32, row: &EventRow) {
+        self.catch_up();
         match self.rows.as_mut() {
             None => self.snap.events.set_row(id, row),
             Some(sink) => {
@@ -168,6 +226,7 @@ impl Builder {
     /// Event `id` read back, for a reader that goes on with it (zeros where its values are no
     /// longer held: the sink noted that).
     pub fn event_row(&mut self, id: u32) -> EventRow {
+        self.catch_up();
         let v = match self.rows.as_mut() {
             None => self.snap.events.values(id as usize),
             Some(sink) => sink.values(id),
@@ -267,6 +326,7 @@ impl Builder {
                 TraceList::Ids(ids) => self.append_copy(ids.iter().copied()),
             });
         }
+        self.catch_up();
         if let Some(sink) = self.rows.as_mut() {
             sink.finish(&self.snap.events);
         }
