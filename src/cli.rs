@@ -322,7 +322,7 @@ pub struct IndexArgs {
     #[arg(long, value_parser = parse_shard, value_name = "I/N")]
     pub shard: Option<(usize, usize)>,
     /// Threads to use (default: `MEMVIZ_THREADS`, else the CPUs this process may use, a
-    /// cgroup's quota respected; at most one per 16 MiB of the memory budget, 64 by default); a
+    /// cgroup's quota respected; at most one per 32 MiB of the memory budget, 32 by default); a
     /// folder's snapshots are indexed up to 8 at once, sharing them. The archive's bytes are the
     /// same at any count.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]

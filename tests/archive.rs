@@ -377,6 +377,7 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
             (8, true, Some(600)),
             (8, false, None),
             (8, false, Some(0)),
+            // 32 of them run under the default budget (`threads::THREAD_HEAP`).
             (64, true, None),
         ];
         for (threads, by_flag, range) in runs {
@@ -423,7 +424,7 @@ fn an_index_writes_the_same_bytes_at_any_thread_count() {
     }
 }
 
-/// More threads than the memory budget leaves room for (one per 16 MiB of its heap limit): the
+/// More threads than the memory budget leaves room for (one per 32 MiB of its heap limit): the
 /// index runs the most it may and says so; within the room it says nothing.
 #[test]
 fn threads_past_the_budgets_room_are_lowered_with_a_warning() {
@@ -438,8 +439,8 @@ fn threads_past_the_budgets_room_are_lowered_with_a_warning() {
         stderr
     };
     let lowered = run("1000");
-    assert!(lowered.contains("warning: 1000 threads asked, 64 used"), "{lowered}");
-    assert!(!run("64").contains("threads asked"));
+    assert!(lowered.contains("warning: 1000 threads asked, 32 used"), "{lowered}");
+    assert!(!run("32").contains("threads asked"));
 }
 
 /// A folder's ranks built side by side share the memory budget: each plans the allocator pass's
