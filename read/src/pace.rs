@@ -1,8 +1,8 @@
 //! Long passes over a layout's columns say how far they got, every so often ([`tick`]), to a
 //! hook the program sets once ([`set`]): `memviz index` keeps those columns in a spill file past
-//! its memory budget, and its hook drops the file's pages from the process while a drop is under
-//! way instead of letting the pass fault more in (`src/spill.rs`). Without a hook a tick is one
-//! load of a static.
+//! its memory budget, and its hook drops the file's pages from the process — helping a drop
+//! under way, or starting one past the mark — instead of letting the pass fault more in
+//! (`src/spill.rs`). Without a hook a tick is one load of a static.
 
 use std::sync::OnceLock;
 
