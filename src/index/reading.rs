@@ -77,7 +77,7 @@ pub struct Walked {
     /// The time of each action's event (`derive::timeline::model_action_times`).
     pub action_time_us: Vec<i64>,
     /// `action_time_us`' chunks as the archive stores them, each encoded as soon as its
-    /// [`CHUNK_ROWS`] actions were walked (the reader's second core has time for them; the
+    /// [`CHUNK_ROWS`] actions were walked, on a thread beside the walk ([`TimeChunks`]; the
     /// rest are encoded after the read).
     pub action_time_chunks: Vec<Chunk>,
     /// The stack of each element's event (`derive::sites::element_stacks`).
@@ -91,6 +91,24 @@ pub struct Walked {
 struct Walking {
     walk: TraceWalk,
     walked: Walked,
+    /// Where the action times' chunks are encoded while the walk goes on (`None`: here).
+    encoding: Option<TimeChunks>,
+}
+
+/// A thread that encodes the action times' chunks the walk hands it, in order: zstd was a
+/// fifth of the walk's time, and on many cores the walk bounds the read.
+#[derive(Debug)]
+struct TimeChunks {
+    to: SyncSender<Vec<i64>>,
+    encoded: JoinHandle<Vec<Chunk>>,
+}
+
+impl TimeChunks {
+    fn start() -> Option<TimeChunks> {
+        let (to, rx) = sync_channel::<Vec<i64>>(IN_FLIGHT);
+        let encoded = spawn("memviz-times", move || rx.iter().map(|t| chunks::encode_deltas(&t)).collect())?;
+        Some(TimeChunks { to, encoded })
+    }
 }
 
 impl Walking {
@@ -104,12 +122,31 @@ impl Walking {
             let times = &mut self.walked.action_time_us;
             times.push(time);
             if times.len().is_multiple_of(CHUNK_ROWS) {
-                self.walked.action_time_chunks.push(chunks::encode_deltas(&times[times.len() - CHUNK_ROWS..]));
+                let full = &times[times.len() - CHUNK_ROWS..];
+                // A thread that is gone leaves its chunks to the walk.
+                let sent = self.encoding.as_ref().is_some_and(|e| e.to.send(full.to_vec()).is_ok());
+                if !sent {
+                    self.encoding = None;
+                    self.walked.action_time_chunks.push(chunks::encode_deltas(full));
+                }
             }
         }
         if did.new_element {
             self.walked.element_stack.push(stack);
         }
+    }
+
+    /// The chunks encoded beside the walk, in place before any it encodes itself from now on.
+    fn encoded(&mut self) {
+        let Some(TimeChunks { to, encoded }) = self.encoding.take() else { return };
+        drop(to);
+        let mine = std::mem::take(&mut self.walked.action_time_chunks);
+        self.walked.action_time_chunks = match encoded.join() {
+            // The thread took every chunk, in order.
+            Ok(chunks) if mine.is_empty() => chunks,
+            // It failed, or stopped taking them: every chunk is encoded after the read.
+            _ => Vec::new(),
+        };
     }
 
     /// Rows handed over, the walk having taken every row before them.
@@ -235,11 +272,13 @@ fn compress_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Colu
 }
 
 fn walk_all(rx: &Receiver<Arc<RawRows>>, done: &SyncSender<RawRows>) -> Walking {
-    let (mut walking, mut busy) = (Walking::default(), crate::timings::Busy::new());
+    let mut walking = Walking { encoding: TimeChunks::start(), ..Walking::default() };
+    let mut busy = crate::timings::Busy::new();
     for rows in rx {
         busy.time(|| walking.rows(&rows));
         give_back(rows, done);
     }
+    walking.encoded();
     busy.report("while reading, walking the rows was busy");
     walking
 }
