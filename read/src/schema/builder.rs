@@ -66,10 +66,15 @@ impl PutOff {
     /// Hands the rows put off to the sink, in order (`events`: the builder's events).
     pub fn hand_over(&mut self, events: &Events) {
         if let Some(sink) = self.rows.as_mut() {
-            for (first, rows) in self.list.drain(..) {
-                sink.extend(events, first, &rows);
-            }
+            hand_over(sink.as_mut(), events, &mut self.list);
         }
+    }
+}
+
+/// Hands the rows of `list` to `sink`, in order, emptying it.
+fn hand_over(sink: &mut dyn RowSink, events: &Events, list: &mut Vec<(u32, Events)>) {
+    for (first, rows) in list.drain(..) {
+        sink.extend(events, first, &rows);
     }
 }
 
@@ -157,9 +162,7 @@ impl Builder {
     #[inline]
     fn catch_up(&mut self) {
         if let Some(sink) = self.rows.as_mut().filter(|_| !self.put_off.is_empty()) {
-            for (first, rows) in self.put_off.drain(..) {
-                sink.extend(&self.snap.events, first, &rows);
-            }
+            hand_over(sink.as_mut(), &self.snap.events, &mut self.put_off);
         }
     }
 
