@@ -27,7 +27,7 @@ pub fn count_told(jobs: Option<usize>) -> anyhow::Result<usize> {
     let told = jobs.is_some() || std::env::var_os("MEMVIZ_THREADS").is_some();
     if told && asked > most {
         eprintln!(
-            "warning: {asked} threads asked, {most} used: each holds heap that cannot spill, one per {} MiB of the {} MiB limit (MEMVIZ_MEMORY_BUDGET raises it)",
+            "warning: {asked} threads asked, {most} used: each holds heap that cannot spill and pages spilled columns in, one per {} MiB of the {} MiB limit (MEMVIZ_MEMORY_BUDGET raises it)",
             THREAD_HEAP >> 20,
             crate::spill::heap_limit() >> 20
         );
