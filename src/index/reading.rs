@@ -77,7 +77,7 @@ pub struct Walked {
     /// The time of each action's event (`derive::timeline::model_action_times`).
     pub action_time_us: Vec<i64>,
     /// `action_time_us`' chunks as the archive stores them, each encoded as soon as its
-    /// [`CHUNK_ROWS`] actions were walked, on a thread beside the walk ([`TimeChunks`]; the
+    /// [`CHUNK_ROWS`] actions were walked, on a thread beside the walk (`memviz-times`; the
     /// rest are encoded after the read).
     pub action_time_chunks: Vec<Chunk>,
     /// The stack of each element's event (`derive::sites::element_stacks`).
