@@ -501,7 +501,7 @@ mod imp {
     /// `RssAnon` 865–871 MB against the ¾ mark of 768), towards the hard limit. Not from a
     /// build's start whatever the heap holds: gen9m's memo (one 128 MiB allocation, written
     /// on the reader's thread) then faulted its pages in through the file system — on ext4
-    /// each a block mapped and marked dirty —, its joins 0.19 → 0.28 s on the device's host.
+    /// each a block mapped and marked dirty —, half the joins' time in `perf` on the 2-core VM.
     const EARLY: u64 = 8;
 
     /// Counts a heap allocation of `size` bytes at `ptr` (null: none made) in [`BIG_HEAP`].
