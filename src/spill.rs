@@ -160,6 +160,15 @@ pub fn install() {
     crate::pace::set(relieve);
 }
 
+/// Has the kernel make the pages of `[addr, addr + len)` ready for writing (`MADV_POPULATE_WRITE`:
+/// what a first write to each would fault in, without writing), so that the thread that writes
+/// them next does not fault: for memory a thread is about to fill. The range may have been freed
+/// meanwhile: the advice changes no byte of anything, and fails harmlessly on what is unmapped.
+/// Nothing in the spill file.
+pub fn populate(addr: usize, len: usize) {
+    imp::populate(addr, len);
+}
+
 /// The heap a command may never pass: the budget, at least [`MIN_HARD_LIMIT`].
 pub fn heap_limit() -> u64 {
     budget().max(MIN_HARD_LIMIT)
@@ -512,6 +521,21 @@ mod imp {
         ptr
     }
 
+    pub fn populate(addr: usize, len: usize) {
+        // Not the spill file's pages: they count against the budget the watcher keeps, and a
+        // range freed there is a hole that a write would give disk blocks again.
+        if owns(addr as *mut u8).is_some() {
+            return;
+        }
+        let page = PAGE.load(Relaxed);
+        let (start, end) = (addr / page * page, (addr + len) / page * page);
+        if end > start {
+            // SAFETY: advice only: it makes pages present as a write would, writing nothing;
+            // on a range not mapped it fails, which is ignored.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+        }
+    }
+
     /// Uncounts a heap allocation of `size` bytes, freed.
     pub fn heap_freed(size: usize) {
         if size >= MIN_SPILL {
@@ -731,6 +755,7 @@ mod imp {
         ptr
     }
     pub fn heap_freed(_size: usize) {}
+    pub fn populate(_addr: usize, _len: usize) {}
     pub fn stats() -> SpillStats {
         SpillStats::default()
     }
