@@ -104,14 +104,14 @@ struct Walking {
 struct Ahead {
     to: SyncSender<(usize, usize)>,
     thread: JoinHandle<()>,
-    /// For each column: its address when last asked for, how many of its bytes were asked for
-    /// since, and how many it held then.
+    /// For each column: its address when last asked for, where what was asked for ends (bytes
+    /// from its start), and the bytes it held at the last ask.
     asked: Vec<(usize, usize, usize)>,
 }
 
 /// How many chunks of rows ahead of a column's writes its pages are made (each column by what
-/// the last chunk grew it: gen9m's ~7 MB in all ahead, 40 MB more of peak RSS with 4 MiB a
-/// column).
+/// the last chunk grew it: gen9m's ~7 MB in all ahead; 4 MiB a column was ~35 MB more of peak
+/// RSS).
 const AHEAD_CHUNKS: usize = 4;
 
 impl Ahead {
