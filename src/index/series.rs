@@ -55,7 +55,7 @@ impl Plan {
     /// between them (`span_bytes`): fewer spans than threads on a host of many cores.
     pub fn new(snap: &Snapshot, l: &LayoutRef<'_>, threads: usize, room: u64) -> Plan {
         let n = snap.trace(l.device).len();
-        let words = allocator::estimate_words(snap, &snap.events.action, l.device);
+        let words = state_words(snap, l);
         let split = match threads {
             _ if n < SPLIT_EVENTS => Split::Whole,
             0..=2 => Split::InTwo(Cut::open(n)),
@@ -77,7 +77,7 @@ impl Plan {
     /// Reads the snapshot's raw action column (before the rows are dropped).
     #[cfg(test)]
     fn with(snap: &Snapshot, l: &LayoutRef<'_>, split: Split) -> Plan {
-        Plan { every: allocator::every_for(allocator::estimate_words(snap, &snap.events.action, l.device)), split }
+        Plan { every: allocator::every_for(state_words(snap, l)), split }
     }
 
     /// The spans of a pass cut beforehand (`from`, `to` undone events, the latest first).
@@ -87,6 +87,12 @@ impl Plan {
             _ => Vec::new(),
         }
     }
+}
+
+/// The states' summed size in words, estimated from the snapshot's raw action column (before
+/// the rows are dropped): what K is sized from.
+fn state_words(snap: &Snapshot, l: &LayoutRef<'_>) -> u64 {
+    allocator::estimate_words(snap, &snap.events.action, l.device)
 }
 
 /// What a span of a pass holds while it runs, whatever the trace's length, from the states'
