@@ -332,7 +332,7 @@ impl ViewerApp {
             timeline_screen(ui, t, &self.options, screen);
             return;
         }
-        egui::Frame::new().fill(theme::BACKGROUND).show(ui, |ui| match &mut self.content {
+        egui::Frame::new().show(ui, |ui| match &mut self.content {
             Content::Empty => {
                 ui.centered_and_justified(|ui| ui.label("Drop a snapshot or a .memviz archive here."));
             }
@@ -367,7 +367,7 @@ impl ViewerApp {
         match &mut self.content {
             Content::Ranks => {
                 let pick = egui::CentralPanel::default()
-                    .frame(egui::Frame::new().fill(theme::BACKGROUND).inner_margin(8.0))
+                    .frame(egui::Frame::new().inner_margin(8.0))
                     .show(ui, |ui| strip.ui(ui))
                     .inner?;
                 let session = |i: usize| strip.curves[i].as_ref().map(|c| (Arc::clone(&c.session), c.device));
@@ -388,7 +388,7 @@ impl ViewerApp {
             Content::Compare(c) => {
                 let back = egui::Panel::top("ranks bar").show(ui, |ui| c.bar_ui(ui, strip.files.len())).inner;
                 egui::CentralPanel::default()
-                    .frame(egui::Frame::new().fill(theme::BACKGROUND))
+                    .frame(egui::Frame::new())
                     .show(ui, |ui| c.ui(ui, &self.options));
                 back.then_some(Content::Ranks)
             }

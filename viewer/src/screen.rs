@@ -76,13 +76,13 @@ pub(super) fn timeline_screen(ui: &mut egui::Ui, t: &mut Open, options: &ViewerO
         t.plot.invalidate_raster();
     }
     if *s.tab == Tab::Settings {
-        egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+        egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| {
             super::settings::ui(ui, t.doc.session.allocator_settings().as_ref());
         });
         return;
     }
     if !has_plane {
-        egui::CentralPanel::default().frame(egui::Frame::new().fill(theme::BACKGROUND)).show(ui, |ui| {
+        egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| {
             ui.centered_and_justified(|ui| {
                 ui.label("This archive was made before format 4, without the segment timeline: re-index to see this.")
             });

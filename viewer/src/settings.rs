@@ -48,7 +48,7 @@ pub fn note(settings: &serde_json::Value) -> Option<String> {
 }
 
 pub fn ui(ui: &mut egui::Ui, settings: Option<&serde_json::Value>) {
-    egui::Frame::new().fill(theme::BACKGROUND).inner_margin(16.0).show(ui, |ui| {
+    egui::Frame::new().inner_margin(16.0).show(ui, |ui| {
         ui.heading("Allocator Settings");
         let Some(value) = settings else {
             ui.label("The snapshot recorded no allocator_settings (torch before 2.1, or a re-export without them).");

@@ -5,8 +5,10 @@ use eframe::egui::{self, Color32};
 pub const BACKGROUND: Color32 = Color32::from_rgb(24, 26, 30);
 
 /// The viewer's style: panels are left unfilled, so the frame's clear colour ([`BACKGROUND`])
-/// is their background. A software rasteriser (lavapipe) shades every pixel of a fill, and the
-/// panels' fills covered a fifth of the window a second time on every frame.
+/// is their background; no frame is filled with it either. A software rasteriser (lavapipe,
+/// the browser's SwiftShader) shades every pixel of a fill: the panels' fills covered a fifth of
+/// the window a second time on every frame, and the settings view's two fills of the whole
+/// window cost more than the timeline's plot.
 pub fn apply(ui: &mut egui::Ui) {
     ui.ctx().global_style_mut(|s| s.visuals.panel_fill = Color32::TRANSPARENT);
     // The pass under way took its style before: without this its panels are filled.
