@@ -387,9 +387,7 @@ impl ViewerApp {
             }
             Content::Compare(c) => {
                 let back = egui::Panel::top("ranks bar").show(ui, |ui| c.bar_ui(ui, strip.files.len())).inner;
-                egui::CentralPanel::default()
-                    .frame(egui::Frame::new())
-                    .show(ui, |ui| c.ui(ui, &self.options));
+                egui::CentralPanel::default().frame(egui::Frame::new()).show(ui, |ui| c.ui(ui, &self.options));
                 back.then_some(Content::Ranks)
             }
             Content::Open(t) => {
