@@ -512,8 +512,8 @@ impl Lod {
         let encode = |level: u32, texels: &[u32]| {
             // A tile's raster paged through the layout's spilled columns.
             crate::spill::help_drop();
-            let keys = keyed(level).map(|stack| chunks::encode::<u32>(&memviz_format::texel_keys(texels, stack)));
-            (chunks::encode::<u32>(texels), keys)
+            let keys = keyed(level).map(|stack| chunks::encode_fast::<u32>(&memviz_format::texel_keys(texels, stack)));
+            (chunks::encode_fast::<u32>(texels), keys)
         };
         // The finest tiles' rasters share a quarter of the budget: each holds a column stack of
         // the live set (~16 bytes an entry: its id, its drawn size in a Fenwick tree) and its
