@@ -154,17 +154,26 @@ impl Checkpoints {
         let saves = layout.actions.len() / every.max(1) as usize + 1;
         let firsts: Vec<usize> = (0..=parts).map(|p| saves * p / parts).collect();
         let outs: Vec<Part> = firsts.par_windows(2).map(|w| Part::record(layout, every, w[0], w[1])).collect();
-        let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
-        for (i, part) in outs.iter().enumerate() {
-            if let Some(next) = outs.get(i + 1)
-                && part.end.as_slice() != next.first()
-            {
-                return None;
-            }
-            let base = cps.ids.len() as u32;
-            cps.starts.extend(part.ends.iter().map(|&e| base + e));
-            cps.ids.extend_from_slice(&part.ids);
+        if outs.windows(2).any(|w| w[0].end.as_slice() != w[1].first()) {
+            return None;
         }
+        let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
+        let mut base = 0;
+        for part in &outs {
+            cps.starts.extend(part.ends.iter().map(|&e| base + e));
+            base += part.ids.len() as u32;
+        }
+        // The parts' states copied in side by side into one allocation (gen9m: 7.4 M ids, 18 ms
+        // appended one part after another, growing as they came).
+        cps.ids = vec![0; outs.iter().map(|p| p.ids.len()).sum()];
+        let mut rest = cps.ids.as_mut_slice();
+        let mut into = Vec::with_capacity(outs.len());
+        for part in &outs {
+            let (here, after) = std::mem::take(&mut rest).split_at_mut(part.ids.len());
+            into.push(here);
+            rest = after;
+        }
+        into.into_par_iter().zip(&outs).for_each(|(here, part)| here.copy_from_slice(&part.ids));
         Some(cps)
     }
 }
