@@ -7,9 +7,10 @@ use memviz_format::schema::Chunk;
 /// in well under a millisecond, so a hover that needs one event pays for one chunk.
 pub const CHUNK_ROWS: usize = 64 * 1024;
 const LEVEL: i32 = 3;
-/// zstd's level for the tiles' texels and keys ([`encode_fast`]): gen9m's 185 tiles compressed
-/// in ~half the time of level 3 — 147 ms on one thread, most of a third of the tiles' time,
-/// which one thread makes while the others run the allocator's pass — at 0.5 % more bytes.
+/// zstd's level for the tiles' texels and keys ([`encode_fast`]): one thread makes the tiles
+/// while the others run the allocator's pass, and their encoding was ~45 % of its time. gen9m's
+/// tiles on one thread 0.335 → 0.306 s at 0.5 % more bytes (a fresh context a tile: level 3
+/// 198 ms, level 1 108 ms).
 const FAST_LEVEL: i32 = 1;
 
 /// A value stored little-endian in a chunk.
@@ -120,7 +121,7 @@ pub fn encode<T: Scalar>(values: &[T]) -> Chunk {
     encode_rows(values.len(), values.iter().copied())
 }
 
-/// [`encode`] at [`FAST_LEVEL`]: a tile's texels or keys (read back alike).
+/// [`encode`] at zstd level 1 (`FAST_LEVEL`): a tile's texels or keys (read back alike).
 pub fn encode_fast<T: Scalar>(values: &[T]) -> Chunk {
     encode_rows_at(&FAST_COMPRESSOR, FAST_LEVEL, values.len(), values.iter().copied())
 }
