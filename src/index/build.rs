@@ -11,6 +11,7 @@ use memviz_format::{TILE_H, TILE_W};
 use super::columns::{Columns, CompressedEvents};
 use super::reading::{MadeWhileReading, Walked};
 use super::series::{self, Plan};
+use super::share;
 use crate::allocator;
 use crate::archive::chunks::{self, CHUNK_ROWS};
 use crate::derive::timeline::{NamedSpan, TimelineRef, model_action_times};
@@ -144,8 +145,8 @@ pub fn build_root(
                 if spans.is_empty() {
                     return series::late_part(&snap, &events(), l, p).into_iter().collect();
                 }
-                let spans = spans.into_par_iter().zip(starts).with_max_len(1);
-                spans.map(|(s, start)| series::span_part(&snap, &events(), l, p, s, Some(&start))).collect()
+                let spans = spans.into_iter().zip(starts).collect();
+                share::take_each(spans, |(s, start)| series::span_part(&snap, &events(), l, p, s, Some(&start)))
             };
             parts().zip(starts).map(late).collect::<Vec<_>>()
         },
@@ -155,7 +156,11 @@ pub fn build_root(
             // for the pyramid (gen10g: 1.1 s after it, on this one thread).
             let lod = |(((l, d), fe), cps): (((&LayoutRef<'_>, &f::Device), &FromEvents), Checkpoints)| {
                 let (tiles, summary) = rayon::join(
-                    || crate::timings::timed("tiles", || Lod::tiles(*l, cps.view(), Some(&d.elements.stack))),
+                    || {
+                        // This thread takes no span while it makes the tiles (`share`).
+                        let _busy = share::Elsewhere::start();
+                        crate::timings::timed("tiles", || Lod::tiles(*l, cps.view(), Some(&d.elements.stack)))
+                    },
                     || {
                         crate::timings::timed("summary", || {
                             summary(&snap, &spans, *l, &d.elements.stack, fe, cps.view())

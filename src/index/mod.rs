@@ -1,7 +1,7 @@
 //! The index pipeline: a snapshot → its `.memviz` archive. `pipeline` runs the stages (read,
 //! lay out, derive, the allocator's pass, checkpoints and tiles) while `held` holds the rows the
 //! decoder completes, `reading` takes them on two workers and `columns` compresses the event table; `build` makes the rkyv root
-//! and `series` its allocator section; `cache` finds, reuses or rebuilds a snapshot's archive;
+//! and `series` its allocator section (its spans taken by the pool's threads, `share`); `cache` finds, reuses or rebuilds a snapshot's archive;
 //! `folder` indexes a job's folder of per-rank snapshots. The file itself is `crate::file`'s.
 
 pub mod build;
@@ -12,6 +12,7 @@ pub mod held;
 pub mod pipeline;
 pub mod reading;
 pub mod series;
+pub mod share;
 pub mod threads;
 
 use std::path::{Path, PathBuf};
