@@ -5,7 +5,7 @@
 //! one of the tiles' joins, that thread runs whatever job rayon finds for it, and a span left in
 //! a queue is a long one: gen9m at `--jobs 4` on this project's VM, the tiles took 0.94 s
 //! instead of ~0.3 s, a third of the pass run on their thread (instrumented); on the device's
-//! host at 8 threads the tiles took 0.71 s.
+//! host at 8 threads the tiles took 0.71 s, likely the same.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
