@@ -21,6 +21,10 @@ pub struct ColumnStack<'a> {
     band: Option<Band<'a>>,
     /// Live bytes of the elements the band holds (`band.keep` false).
     hidden: u64,
+    /// While the stack is small (no tree), each entry's drawn size (0 for dead or banded ones)
+    /// in entry order: the walk reads these one after another instead of each entry's size at
+    /// random in the elements' column (gen9m's tiles: the walk was a sixth of their time).
+    heights: Vec<u64>,
     /// Fenwick tree of the entries' drawn sizes (0 for dead or banded ones), 1-based:
     /// `tree[i]` sums entries `(i − lowbit(i), i]`. Empty while the stack is small.
     tree: Vec<u64>,
@@ -39,8 +43,15 @@ impl<'a> ColumnStack<'a> {
         tree_from: usize,
     ) -> Self {
         let stack = cps.lazy_stack_at(layout, applied);
-        let mut column =
-            ColumnStack { stack, sizes: layout.elements.size, band, hidden: 0, tree: Vec::new(), tree_from };
+        let mut column = ColumnStack {
+            stack,
+            sizes: layout.elements.size,
+            band,
+            hidden: 0,
+            heights: Vec::new(),
+            tree: Vec::new(),
+            tree_from,
+        };
         column.recount();
         column
     }
@@ -58,15 +69,17 @@ impl<'a> ColumnStack<'a> {
                 Some(LazyChange::Pushed { id }) => {
                     let drawn = self.drawn(id);
                     self.hidden += self.size(id) - drawn;
-                    if !self.tree.is_empty() {
-                        push(&mut self.tree, drawn);
+                    match self.tree.is_empty() {
+                        true => self.heights.push(drawn),
+                        false => push(&mut self.tree, drawn),
                     }
                 }
                 Some(LazyChange::Removed { id, pos }) => {
                     let drawn = self.drawn(id);
                     self.hidden -= self.size(id) - drawn;
-                    if !self.tree.is_empty() {
-                        subtract(&mut self.tree, pos + 1, drawn);
+                    match self.tree.is_empty() {
+                        true => self.heights[pos] = 0,
+                        false => subtract(&mut self.tree, pos + 1, drawn),
                     }
                     if self.stack.compact_if_sparse() {
                         self.recount();
@@ -76,7 +89,7 @@ impl<'a> ColumnStack<'a> {
             }
         }
         if self.tree.is_empty() && self.stack.entries().len() >= self.tree_from {
-            self.tree = tree(self.drawn_sizes());
+            self.tree = tree(std::mem::take(&mut self.heights).into_iter());
         }
     }
 
@@ -96,21 +109,21 @@ impl<'a> ColumnStack<'a> {
             }
             return;
         }
-        // Walk the drawn entries and the rows together, both ascending, each element's top
-        // summed on the way.
-        let mut drawn = entries.iter().copied().filter(|&id| id != DEAD && self.kept(id));
-        let mut here = drawn.next();
-        let mut top = band + here.map_or(0, |id| self.size(id));
+        // Walk the entries and the rows together, both ascending, each entry's top summed on
+        // the way: a row shows the first entry ending above it (never one drawn 0 bytes high —
+        // dead, banded or empty: the one under it ends as high).
+        let heights = &self.heights;
+        let (mut i, mut top) = (0, band + heights.first().copied().unwrap_or(0));
         for (&b, texel) in rows {
             if b < band {
                 *texel = AGGREGATED;
                 continue;
             }
-            while here.is_some() && top <= b {
-                here = drawn.next();
-                top += here.map_or(0, |id| self.size(id));
+            while i < heights.len() && top <= b {
+                i += 1;
+                top += heights.get(i).copied().unwrap_or(0);
             }
-            *texel = here.unwrap_or(EMPTY);
+            *texel = entries.get(i).copied().unwrap_or(EMPTY);
         }
     }
 
@@ -127,15 +140,16 @@ impl<'a> ColumnStack<'a> {
         if self.kept(id) { self.size(id) } else { 0 }
     }
 
-    fn drawn_sizes(&self) -> impl Iterator<Item = u64> + '_ {
-        self.stack.entries().iter().map(|&id| if id == DEAD { 0 } else { self.drawn(id) })
-    }
-
-    /// The band's bytes and the tree, from the entries (after a restore or a compaction).
+    /// The band's bytes, and the heights or the tree, from the entries (after a restore or a
+    /// compaction).
     fn recount(&mut self) {
         let entries = self.stack.entries();
         self.hidden = entries.iter().filter(|&&id| id != DEAD).map(|&id| self.size(id) - self.drawn(id)).sum();
-        self.tree = if entries.len() >= self.tree_from { tree(self.drawn_sizes()) } else { Vec::new() };
+        let heights = entries.iter().map(|&id| if id == DEAD { 0 } else { self.drawn(id) });
+        (self.heights, self.tree) = match entries.len() >= self.tree_from {
+            true => (Vec::new(), tree(heights)),
+            false => (heights.collect(), Vec::new()),
+        };
     }
 }
 

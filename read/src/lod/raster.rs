@@ -370,11 +370,18 @@ mod tests {
     }
 
     /// The tree a large stack keeps finds every row's element where the walk of a small one
-    /// does: every column of a real trace, sequential and far apart, with and without a band.
+    /// does: every column of a real trace, sequential and far apart, with and without a band;
+    /// and a stack that grows past the threshold and shrinks under it again in one replay (the
+    /// tree made from the walk's heights, the heights again after a compaction).
     #[test]
     fn a_large_stack_draws_what_a_walk_draws() {
         let (layout, cps) = super::super::gpt2_small();
         let (l, cps) = (layout.view(), cps.view());
+        let live = |w: &[u32]| (w[1] - w[0]) as usize;
+        let (least, most) =
+            (cps.starts.windows(2).map(live).min().unwrap(), cps.starts.windows(2).map(live).max().unwrap());
+        assert!(least + 64 < most, "the live stack's size varies: {least}..{most}");
+        let between = (least + most) / 2;
         let every: Vec<u32> = (0..layout.actions.len() as u32).collect();
         let sparse: Vec<u32> = (0..layout.actions.len() as u32).step_by(997).collect();
         let keep = largest(&layout.elements.size, 40);
@@ -387,6 +394,7 @@ mod tests {
                     let spec = RasterSpec { samples, rows, byte_lo, byte_hi, keep: band };
                     let tree = rasterize_with(l, cps, spec, 0);
                     let walk = rasterize_with(l, cps, spec, usize::MAX);
+                    assert!(rasterize_with(l, cps, spec, between) == walk, "{} samples, from {between}", samples.len());
                     assert!(
                         tree == walk,
                         "{} samples, band {}, bytes {byte_lo}..{byte_hi}",
