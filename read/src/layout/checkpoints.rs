@@ -157,18 +157,14 @@ impl Checkpoints {
         if outs.windows(2).any(|w| w[0].end.as_slice() != w[1].first()) {
             return None;
         }
-        let mut cps = Checkpoints { every, starts: vec![0], ids: Vec::new() };
-        let mut base = 0;
+        // The parts' states copied in side by side into one allocation (gen9m: 7.4 M ids, 18 ms
+        // appended one part after another, growing as they came).
+        let ids = vec![0; outs.iter().map(|p| p.ids.len()).sum()];
+        let mut cps = Checkpoints { every, starts: vec![0], ids };
+        let (mut rest, mut base, mut into) = (cps.ids.as_mut_slice(), 0, Vec::with_capacity(outs.len()));
         for part in &outs {
             cps.starts.extend(part.ends.iter().map(|&e| base + e));
             base += part.ids.len() as u32;
-        }
-        // The parts' states copied in side by side into one allocation (gen9m: 7.4 M ids, 18 ms
-        // appended one part after another, growing as they came).
-        cps.ids = vec![0; outs.iter().map(|p| p.ids.len()).sum()];
-        let mut rest = cps.ids.as_mut_slice();
-        let mut into = Vec::with_capacity(outs.len());
-        for part in &outs {
             let (here, after) = std::mem::take(&mut rest).split_at_mut(part.ids.len());
             into.push(here);
             rest = after;
