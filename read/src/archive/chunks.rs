@@ -42,10 +42,8 @@ scalar!(i64);
 thread_local! {
     /// Each thread's zstd contexts, kept: a fresh one per chunk (`zstd::bulk::compress`) allocated
     /// and zeroed its tables every time — thousands of times an index, for tiles and chunks.
-    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
-    static FAST_COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
+    static COMPRESSOR: Context = const { std::cell::RefCell::new(None) };
+    static FAST_COMPRESSOR: Context = const { std::cell::RefCell::new(None) };
     static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { std::cell::RefCell::new(None) };
     /// Each thread's buffers for a chunk's raw bytes and its compressed bytes, kept for the same
@@ -55,8 +53,10 @@ thread_local! {
     static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A thread's kept zstd context.
-type Kept = &'static std::thread::LocalKey<std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>>>;
+/// A thread's zstd compression context, made on first use and kept.
+type Context = std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>>;
+/// One of the kept contexts ([`COMPRESSOR`], [`FAST_COMPRESSOR`]).
+type Kept = &'static std::thread::LocalKey<Context>;
 
 /// A kept buffer larger than this is let go after use: a chunk's 512 KiB is kept, an allocator
 /// state's megabytes are not (every pool thread keeps its own: 8 MiB each was hundreds of
