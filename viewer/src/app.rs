@@ -332,7 +332,7 @@ impl ViewerApp {
             timeline_screen(ui, t, &self.options, screen);
             return;
         }
-        egui::Frame::new().show(ui, |ui| match &mut self.content {
+        match &mut self.content {
             Content::Empty => {
                 ui.centered_and_justified(|ui| ui.label("Drop a snapshot or a .memviz archive here."));
             }
@@ -353,7 +353,7 @@ impl ViewerApp {
                 ctx.request_repaint_after(std::time::Duration::from_millis(50));
             }
             Content::Open(_) | Content::Ranks | Content::Compare(_) => {}
-        });
+        }
     }
 
     /// The job's screens: the strip, a comparison, or the bar above one opened rank; what to show
